@@ -1,0 +1,53 @@
+// Runtime configuration: every tuning knob, with its default and constraint,
+// in one place.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace promptly {
+
+// How idle workers wait for work.
+enum class sleep_mode {
+  // seed 002, Algorithms 3-5: surplus thieves sleep on an EventCount after
+  // STEAL_BOUND failed steals and YIELD_BOUND yields.
+  adaptive,
+  // ABP-style baseline (seed 002 Sec. III): thieves never sleep; they yield
+  // after each failed steal. Exists so benchmarks can show what sleeping saves.
+  never,
+};
+
+struct runtime_config {
+  // Worker threads. 0 = default_worker_count(): the CPUs in this process's
+  // affinity mask, capped by a cgroup CPU quota when one is set.
+  unsigned workers = 0;
+  // Usable bytes of each fiber stack (a guard page is added below it).
+  // Must be >= 16 KiB. Stacks are pooled; only touched pages cost memory.
+  std::size_t fiber_stack_bytes = 256 * 1024;
+  // Pin worker i to the i-th CPU of the affinity mask.
+  bool pin_workers = false;
+  sleep_mode sleep = sleep_mode::adaptive;
+  // Failed steals before a thief starts yielding. 0 = 2 * (workers + 1),
+  // the value of seed 002 Sec. III.
+  unsigned steal_bound = 0;
+  // Yields (each followed by a steal attempt) before a thief prepares to
+  // sleep. seed 002 Sec. III uses 100.
+  unsigned yield_bound = 100;
+  // The last awake thief, while some worker is active, naps at most this long
+  // between exploration rounds instead of spinning (see src/sched/README.md,
+  // "Lemma 1 with a bounded nap"). Must be > 0.
+  std::chrono::microseconds sentinel_nap{1000};
+};
+
+// The number of workers a default-configured runtime uses.
+unsigned default_worker_count();
+
+// Throws std::invalid_argument naming the offending field.
+void validate(const runtime_config& cfg);
+
+std::string to_string(sleep_mode m);
+// Parses "adaptive" or "never"; throws std::invalid_argument otherwise.
+sleep_mode parse_sleep_mode(const std::string& name);
+
+}  // namespace promptly

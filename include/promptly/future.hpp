@@ -1,0 +1,240 @@
+// Futures: promptly::async(f) returns a promptly::future<T>.
+//
+// A future is a shared handle (copyable, like std::shared_future) to the
+// state of one task. Handles may be stored anywhere, including shared data
+// structures, and touched by any task or thread. get() returns the value, or
+// rethrows the task's exception, in every handle that touches it.
+//
+// Touching an unfinished future:
+//  * if the task has not started yet, get() runs it inline on the caller's
+//    stack (it is the very task being waited for, not an unrelated one);
+//  * otherwise the caller's fiber parks and its worker runs other work on
+//    another fiber; the task's completion makes the fiber ready again.
+// Outside a worker, get() blocks the calling thread.
+//
+// Invariants
+//  * `claimed` decides who runs the body: the deque's copy of the task or a
+//    get() that finds it unstarted; exactly one exchange(true) wins.
+//  * refs counts the handles plus one for the queued task record; the
+//    state is destroyed (returned to its slab) when refs reaches zero.
+//  * waiters is 0 (none), ready_tag (done; set once, never reset), or the
+//    head of an intrusive list of parked waiters.
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "promptly/detail/job_result.hpp"
+#include "promptly/detail/task.hpp"
+#include "promptly/detail/waiting.hpp"
+#include "promptly/detail/worker_view.hpp"
+#include "promptly/errors.hpp"
+
+namespace promptly {
+
+template <class T>
+class future;
+
+namespace detail {
+
+struct future_state_base {
+  static constexpr std::uintptr_t ready_tag = 1;
+  using destroy_fn = void (*)(future_state_base*) noexcept;
+  using run_fn = void (*)(future_state_base*) noexcept;
+
+  future_state_base(destroy_fn d, run_fn r, std::uint32_t initial_refs) noexcept
+      : refs(initial_refs), destroy(d), run_claimed(r) {}
+
+  bool ready() const noexcept { return waiters.load(std::memory_order_acquire) == ready_tag; }
+
+  bool try_register(waiter* w) noexcept {
+    std::uintptr_t head = waiters.load(std::memory_order_acquire);
+    do {
+      if (head == ready_tag) return false;
+      w->next = reinterpret_cast<waiter*>(head);
+      // Release: w's fields are visible to the completer that takes the list.
+    } while (!waiters.compare_exchange_weak(head, reinterpret_cast<std::uintptr_t>(w), std::memory_order_acq_rel,
+                                            std::memory_order_acquire));
+    return true;
+  }
+
+  // Publishes the outcome and wakes every registered waiter.
+  void complete() noexcept {
+    std::uintptr_t head = waiters.exchange(ready_tag, std::memory_order_acq_rel);
+    for (auto* w = reinterpret_cast<waiter*>(head); w != nullptr;) {
+      waiter* next = w->next;  // read before wake: waking may end w's lifetime
+      w->wake(w);
+      w = next;
+    }
+  }
+
+  void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    // Acq_rel: the last releaser sees every other handle's accesses.
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+  }
+
+  void wait() {
+    if (ready()) return;
+    worker_view* w = current_worker();
+    // Only a worker of the task's own runtime may run it inline; any other
+    // thread waits for the runtime to run it.
+    if (run_claimed != nullptr && w != nullptr && w->sched == sched && !claimed.load(std::memory_order_relaxed)) {
+      // The awaited task is most often the newest item of the caller's own
+      // deque: take it back so it leaves no spent record behind.
+      task* t = w->deque.pop();
+      if (t == queued_task) {
+        const bool won = !claimed.exchange(true, std::memory_order_acq_rel);
+        if (won) run_claimed(this);
+        release();  // the reference the queue held; the caller's handle keeps *this alive
+        if (won) return;
+      } else {
+        if (t != nullptr) w->deque.push(t);
+        if (!claimed.exchange(true, std::memory_order_acq_rel)) {
+          run_claimed(this);
+          return;
+        }
+      }
+    }
+    wait_for(*this);
+  }
+
+  std::atomic<std::uint32_t> refs;
+  std::atomic<std::uintptr_t> waiters{0};
+  std::atomic<bool> claimed{false};
+  destroy_fn destroy;
+  run_fn run_claimed;  // null when the state has no body to run inline
+  task* queued_task = nullptr;  // the record queued for this state, if any
+  scheduler* sched = nullptr;    // the runtime that runs queued_task
+};
+
+template <class T>
+struct future_state : future_state_base {
+  using future_state_base::future_state_base;
+  job_result<T> result;
+};
+
+// async's record: the queued task and the future state in one slab block.
+template <class T, class F>
+struct async_task final : task, future_state<T> {
+  async_task(F&& f, scheduler* s) : task(&execute_queued), future_state<T>(&destroy_self, &run_body, 2), fn(std::move(f)) {
+    this->queued_task = this;
+    this->sched = s;
+  }
+
+  static void run_body(future_state_base* b) noexcept {
+    auto* self = static_cast<async_task*>(b);
+    self->result.run(self->fn);
+    scheduler* s = self->sched;  // read before complete(): waking may release *self
+    self->complete();
+    count_detached_finished(*s);
+  }
+  static void execute_queued(task* t) {
+    auto* self = static_cast<async_task*>(t);
+    if (!self->claimed.exchange(true, std::memory_order_acq_rel)) run_body(self);
+    self->release();  // the queue's reference
+  }
+  static void destroy_self(future_state_base* b) noexcept {
+    auto* self = static_cast<async_task*>(b);
+    self->~async_task();
+    worker_view* w = current_worker();
+    slab_allocator::deallocate(self, w != nullptr ? w->slab : nullptr);
+  }
+
+  F fn;
+};
+
+
+// Allocates an async task from `slab` (null: global heap).
+template <class T, class F>
+async_task<T, std::decay_t<F>>* new_async_task(slab_allocator* slab, scheduler& s, F&& f) {
+  using A = async_task<T, std::decay_t<F>>;
+  if constexpr (alignof(A) > 16) slab = nullptr;  // slab blocks are 16-byte aligned
+  void* mem = slab_allocator::allocate(slab, sizeof(A));
+  try {
+    return new (mem) A(std::decay_t<F>(std::forward<F>(f)), &s);
+  } catch (...) {
+    slab_allocator::deallocate(mem, slab);
+    throw;
+  }
+}
+
+}  // namespace detail
+
+template <class T>
+class future {
+ public:
+  using value_type = T;
+
+  future() noexcept = default;
+  future(const future& o) noexcept : state_(o.state_) {
+    if (state_) state_->add_ref();
+  }
+  future(future&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
+  future& operator=(future o) noexcept {
+    std::swap(state_, o.state_);
+    return *this;
+  }
+  ~future() {
+    if (state_) state_->release();
+  }
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  // True once the value or exception is available (get() will not wait).
+  bool is_ready() const noexcept { return state_ != nullptr && state_->ready(); }
+
+  // Waits, then returns the value or rethrows the task's exception.
+  // Lvalue get() returns a reference to the shared value (every handle sees
+  // the same object). Rvalue get() moves the value out: other handles to the
+  // same state then observe a moved-from object.
+  const detail::stored_t<T>& get() const& {
+    wait();
+    if (state_->result.failed()) std::rethrow_exception(state_->result.error());
+    return state_->result.value();
+  }
+  T get() && { return get_consuming(); }
+  void wait() const {
+    if (!state_) throw future_empty("promptly::future::get/wait on a future with no state");
+    state_->wait();
+  }
+
+ private:
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  friend auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
+  friend class runtime;
+  T get_consuming() {
+    wait();
+    if constexpr (std::is_void_v<T>) {
+      state_->result.take();
+    } else {
+      return state_->result.take();
+    }
+  }
+  explicit future(detail::future_state<T>* s) noexcept : state_(s) {}
+  detail::future_state<T>* state_ = nullptr;
+};
+
+// Runs f as a new task on the calling worker's runtime and returns its
+// future. Must be called from a task (throws promptly::not_on_worker
+// otherwise; use runtime::submit from other threads).
+template <class F>
+  requires std::invocable<std::decay_t<F>&>
+auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+  using T = std::invoke_result_t<std::decay_t<F>&>;
+  detail::worker_view* w = detail::current_worker();
+  if (w == nullptr)
+    throw not_on_worker("promptly::async called outside a runtime's worker; use runtime::submit from other threads");
+  auto* a = detail::new_async_task<T>(w->slab, *w->sched, std::forward<F>(f));
+  detail::count_detached_started(*w->sched);
+  w->deque.push(a);
+  return future<T>(static_cast<detail::future_state<T>*>(a));
+}
+
+}  // namespace promptly

@@ -1,0 +1,11 @@
+// Promptly: a C++20 runtime for responsive parallel programs.
+// Include this header for the whole public API.
+#pragma once
+
+#include "promptly/config.hpp"
+#include "promptly/errors.hpp"
+#include "promptly/fork_join.hpp"
+#include "promptly/future.hpp"
+#include "promptly/runtime.hpp"
+#include "promptly/task_group.hpp"
+#include "promptly/version.hpp"

@@ -1,0 +1,77 @@
+// promptly::runtime: owns the worker threads and everything they share.
+//
+// Lifetime (RAII): the constructor starts the workers; the destructor (or an
+// explicit shutdown()) stops accepting submissions, waits until every task
+// submitted so far has finished, including tasks those tasks started with
+// async() and never joined, then stops the workers. A submission that
+// arrives after shutdown began throws promptly::runtime_stopped; nothing
+// accepted is ever dropped. Destroying a runtime from one of its own tasks
+// is a programming error and terminates the process with a message.
+#pragma once
+
+#include <concepts>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "promptly/config.hpp"
+#include "promptly/future.hpp"
+
+namespace promptly {
+
+namespace detail {
+class scheduler;
+// Counts a submission from outside as outstanding work, or throws
+// runtime_stopped if the runtime is shutting down.
+void admit_external(scheduler& s);
+}  // namespace detail
+
+class runtime {
+ public:
+  explicit runtime(runtime_config cfg = {});
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  // Submits f from any thread and returns its future. Throws
+  // runtime_stopped after shutdown began.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  auto submit(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+    using T = std::invoke_result_t<std::decay_t<F>&>;
+    detail::scheduler& s = *sched_;
+    detail::admit_external(s);
+    detail::future_state<T>* state;
+    try {
+      auto* a = detail::new_async_task<T>(nullptr, s, std::forward<F>(f));
+      state = a;
+      detail::schedule_ready(s, a);
+    } catch (...) {
+      detail::count_detached_finished(s);
+      throw;
+    }
+    return future<T>(state);
+  }
+
+  // Runs f on a worker and returns its result (or rethrows its exception),
+  // blocking the calling thread. Called from a task of this runtime, it
+  // simply calls f.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  auto run(F&& f) -> std::invoke_result_t<std::decay_t<F>&> {
+    if (on_own_worker()) return std::invoke(f);
+    return submit(std::forward<F>(f)).get_consuming();
+  }
+
+  // Stops accepting work and waits for all accepted work; idempotent.
+  void shutdown();
+
+  unsigned workers() const noexcept;
+  const runtime_config& config() const noexcept;
+
+ private:
+  bool on_own_worker() const noexcept;
+  std::unique_ptr<detail::scheduler> sched_;
+};
+
+}  // namespace promptly

@@ -1,0 +1,67 @@
+// Defaults and validation of runtime_config.
+#include "promptly/config.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace promptly {
+namespace {
+
+// CPU quota of this process's cgroup, in CPUs (rounded up), or 0 if none.
+// cgroup v2: cpu.max holds "QUOTA PERIOD" or "max PERIOD"; v1: the two
+// cfs files. (Go's GOMAXPROCS and TooManyCooks read the same files.)
+unsigned cgroup_cpu_limit() {
+  auto ceil_div = [](double quota, double period) -> unsigned {
+    if (quota <= 0 || period <= 0) return 0;
+    return static_cast<unsigned>(std::ceil(quota / period));
+  };
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");
+  if (v2) {
+    std::string quota;
+    double period = 0;
+    if (v2 >> quota >> period && quota != "max") return ceil_div(std::stod(quota), period);
+    return 0;
+  }
+  std::ifstream q("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+  std::ifstream p("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  double quota = 0, period = 0;
+  if (q >> quota && p >> period) return ceil_div(quota, period);
+  return 0;
+}
+
+}  // namespace
+
+unsigned default_worker_count() {
+  unsigned n = 1;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  if (unsigned limit = cgroup_cpu_limit(); limit > 0) n = std::min(n, limit);
+  return n;
+}
+
+void validate(const runtime_config& cfg) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("promptly::runtime_config: " + what); };
+  if (cfg.workers > 4096) fail("workers = " + std::to_string(cfg.workers) + " exceeds the limit of 4096");
+  if (cfg.fiber_stack_bytes < 16 * 1024)
+    fail("fiber_stack_bytes = " + std::to_string(cfg.fiber_stack_bytes) + " is below the minimum of 16384");
+  if (cfg.yield_bound == 0) fail("yield_bound must be >= 1");
+  if (cfg.sentinel_nap.count() <= 0) fail("sentinel_nap must be > 0");
+  if (cfg.sleep != sleep_mode::adaptive && cfg.sleep != sleep_mode::never) fail("unknown sleep_mode");
+}
+
+std::string to_string(sleep_mode m) { return m == sleep_mode::adaptive ? "adaptive" : "never"; }
+
+sleep_mode parse_sleep_mode(const std::string& name) {
+  if (name == "adaptive") return sleep_mode::adaptive;
+  if (name == "never") return sleep_mode::never;
+  throw std::invalid_argument("promptly: unknown sleep mode '" + name + "' (expected 'adaptive' or 'never')");
+}
+
+}  // namespace promptly

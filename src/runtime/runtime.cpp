@@ -1,0 +1,20 @@
+// promptly::runtime: the public face of the scheduler.
+#include "promptly/runtime.hpp"
+
+#include "../sched/scheduler.hpp"
+
+namespace promptly {
+
+runtime::runtime(runtime_config cfg) : sched_(std::make_unique<detail::scheduler>(cfg)) {}
+
+runtime::~runtime() { sched_->shutdown(); }
+
+void runtime::shutdown() { sched_->shutdown(); }
+
+unsigned runtime::workers() const noexcept { return sched_->worker_count(); }
+
+const runtime_config& runtime::config() const noexcept { return sched_->config(); }
+
+bool runtime::on_own_worker() const noexcept { return sched_->owns(detail::reload_current_worker()); }
+
+}  // namespace promptly

@@ -1,0 +1,81 @@
+// Parking a waiting task's fiber, resuming it, and blocking non-worker
+// threads. See promptly/detail/waiting.hpp for the waiting protocol.
+#include <condition_variable>
+#include <mutex>
+
+#include "promptly/detail/waiting.hpp"
+#include "scheduler.hpp"
+
+namespace promptly::detail {
+namespace {
+
+// Lives in the parked fiber's frame; `resume` is the task that makes the
+// fiber run again when the event wakes the waiter.
+struct fiber_waiter final : waiter {
+  explicit fiber_waiter(fiber_record& f, scheduler& s) noexcept
+      : waiter(&wake_fiber), resume(this), fiber(f), sched(s) {}
+
+  static void wake_fiber(waiter* w) noexcept {
+    auto* self = static_cast<fiber_waiter*>(w);
+    schedule_ready(self->sched, &self->resume);
+  }
+
+  // Executed by the scheduling loop of some worker: switch to the parked
+  // fiber; the loop's fiber becomes idle on this worker.
+  static void resume_fiber(task* t) {
+    fiber_waiter* self = static_cast<resume_task*>(t)->owner;
+    worker& w = worker::of(*reload_current_worker());
+    fiber_record& loop_fiber = *w.current;
+    fiber_record& parked = self->fiber;  // *self ends when the parked fiber continues
+    w.current = &parked;
+    switch_fiber(loop_fiber, parked, [&loop_fiber] { worker::of(*reload_current_worker()).idle.push_back(&loop_fiber); });
+  }
+
+  struct resume_task : task {
+    explicit resume_task(fiber_waiter* o) noexcept : task(&resume_fiber), owner(o) {}
+    fiber_waiter* owner;
+  } resume;
+  fiber_record& fiber;
+  scheduler& sched;
+};
+
+struct thread_waiter final : waiter {
+  thread_waiter() noexcept : waiter(&wake_thread) {}
+  static void wake_thread(waiter* w) noexcept {
+    auto* self = static_cast<thread_waiter*>(w);
+    std::lock_guard lock(self->mutex);  // the waiter cannot return before we unlock
+    self->done = true;
+    self->cv.notify_one();
+  }
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+};
+
+}  // namespace
+
+void park_current_fiber(publish_fn publish, void* event) {
+  worker& w = worker::of(*reload_current_worker());
+  scheduler& s = *w.sched;
+  fiber_record& self = *w.current;
+  fiber_waiter rec(self, s);
+  fiber_record& next = s.take_idle_fiber(w);
+  // Frames that pushed work before this park must not pop it back (see
+  // worker_view.hpp): the worker's loop continues on `next` and may run it.
+  w.park_epoch.store(w.park_epoch.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  w.current = &next;
+  switch_fiber(self, next, [&] {
+    // On `next`'s stack; `self` is saved and may be resumed from now on.
+    if (!publish(event, &rec)) reload_current_worker()->deque.push(&rec.resume);
+  });
+  // Resumed, possibly on another worker.
+}
+
+void block_current_thread(publish_fn publish, void* event) {
+  thread_waiter rec;
+  if (!publish(event, &rec)) return;
+  std::unique_lock lock(rec.mutex);
+  rec.cv.wait(lock, [&] { return rec.done; });
+}
+
+}  // namespace promptly::detail

@@ -1,0 +1,153 @@
+// Scheduler construction, worker threads, submission and shutdown.
+#include "scheduler.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "promptly/errors.hpp"
+
+namespace promptly::detail {
+
+constinit thread_local worker_view* tls_worker = nullptr;
+
+__attribute__((noinline, noipa)) worker_view* reload_current_worker() noexcept { return tls_worker; }
+
+void schedule_ready(scheduler& s, task* t) {
+  worker_view* w = reload_current_worker();
+  if (s.owns(w))
+    w->deque.push(t);
+  else
+    s.inject(t);
+}
+
+void count_detached_started(scheduler& s) noexcept { s.detached_started(); }
+void count_detached_finished(scheduler& s) noexcept { s.detached_finished(); }
+void admit_external(scheduler& s) { s.admit(); }
+
+namespace {
+
+std::vector<int> affinity_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+}  // namespace
+
+scheduler::scheduler(runtime_config cfg) : cfg_(cfg) {
+  validate(cfg_);
+  if (cfg_.workers == 0) cfg_.workers = default_worker_count();
+  if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // seed 002 Sec. III
+  workers_.reserve(cfg_.workers);
+  for (unsigned i = 0; i < cfg_.workers; ++i) {
+    auto w = std::make_unique<worker>();
+    w->index = i;
+    w->sched = this;
+    w->slab = w->slab_owner.get();
+    w->rng_state = 0x9E3779B97F4A7C15ULL * (i + 1);
+    workers_.push_back(std::move(w));
+  }
+  const std::vector<int> cpus = cfg_.pin_workers ? affinity_cpus() : std::vector<int>{};
+  for (auto& w : workers_) {
+    worker* wp = w.get();
+    wp->thread = std::thread([this, wp] { worker_main(*wp); });
+    if (!cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpus[wp->index % cpus.size()], &set);
+      pthread_setaffinity_np(wp->thread.native_handle(), sizeof(set), &set);
+    }
+  }
+}
+
+scheduler::~scheduler() { shutdown(); }
+
+void scheduler::admit() {
+  // Count first, then check: shutdown() clears accepting_ before it waits
+  // for outstanding_ to drain, so a submission that saw accepting_ == true
+  // is already counted when shutdown starts waiting (both seq-cst).
+  outstanding_.fetch_add(1, std::memory_order_seq_cst);
+  if (!accepting_.load(std::memory_order_seq_cst)) {
+    outstanding_.fetch_sub(1, std::memory_order_seq_cst);
+    throw runtime_stopped("promptly::runtime is shutting down; the submitted work was not accepted");
+  }
+}
+
+void scheduler::inject(task* t) {
+  injection_.push(t);
+  notifier_.notify_one();
+}
+
+void scheduler::shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    if (owns(reload_current_worker())) {
+      std::fputs("promptly: a runtime was destroyed or shut down from one of its own tasks\n", stderr);
+      std::abort();
+    }
+    accepting_.store(false, std::memory_order_seq_cst);
+    // Every accepted task finishes before the workers stop (no silent loss).
+    while (outstanding_.load(std::memory_order_seq_cst) != 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    stopping_.store(true, std::memory_order_seq_cst);
+    notifier_.notify_all();
+    for (auto& w : workers_) w->thread.join();
+    for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));
+  });
+}
+
+fiber_record& scheduler::take_idle_fiber(worker& w) {
+  if (!w.idle.empty()) {
+    fiber_record* f = w.idle.back();
+    w.idle.pop_back();
+    return *f;
+  }
+  fiber_record* rec;
+  {
+    std::lock_guard lock(fibers_mutex_);
+    fibers_.push_back(std::make_unique<fiber_record>());
+    rec = fibers_.back().get();
+  }
+  start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
+    run_scheduling_loop();
+    // The loop ended (shutdown): return to the thread's main context.
+    worker& self = worker::of(*reload_current_worker());
+    self.exited = rec;
+    announce_switch(self.main_fiber);
+    return std::move(self.main_fiber.context);
+  });
+  return *rec;
+}
+
+void scheduler::worker_main(worker& w) {
+  tls_worker = &w;
+  w.main_fiber.tsan_fiber = tsan_current_fiber();
+  auto finish_exited = [&w] {
+    if (w.exited != nullptr) destroy_fiber_annotation(*w.exited);
+    w.exited = nullptr;
+  };
+  fiber_record& first = take_idle_fiber(w);
+  w.current = &first;
+  switch_fiber(w.main_fiber, first, [] {});
+  finish_exited();
+  // Wake every pooled fiber so that each leaves its loop and ends.
+  while (!w.idle.empty()) {
+    fiber_record& f = *w.idle.back();
+    w.idle.pop_back();
+    w.current = &f;
+    switch_fiber(w.main_fiber, f, [] {});
+    finish_exited();
+  }
+  tls_worker = nullptr;
+}
+
+}  // namespace promptly::detail
