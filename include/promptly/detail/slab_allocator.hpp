@@ -32,7 +32,8 @@ class slab_allocator {
   static constexpr std::array<std::size_t, 4> class_bytes{64, 128, 256, 512};  // block sizes incl. header
   static constexpr std::size_t chunk_bytes = 64 * 1024;
 
-  slab_allocator() = default;
+  slab_allocator() noexcept { live_slabs_.fetch_add(1, std::memory_order_relaxed); }
+  ~slab_allocator() { live_slabs_.fetch_sub(1, std::memory_order_relaxed); }
   slab_allocator(const slab_allocator&) = delete;
   slab_allocator& operator=(const slab_allocator&) = delete;
 
@@ -71,6 +72,9 @@ class slab_allocator {
   // block is outstanding, otherwise leaves it to the last remote free.
   static void retire(std::unique_ptr<slab_allocator> slab) noexcept;
 
+  // Slabs alive in the process (for tests of the orphaning protocol).
+  static long live_slabs() noexcept { return live_slabs_.load(std::memory_order_relaxed); }
+
  private:
   struct header {
     slab_allocator* owner;
@@ -102,6 +106,7 @@ class slab_allocator {
   // the free that brings it to zero deletes the orphaned slab.
   std::atomic<std::int64_t> remote_frees_{0};
   std::atomic<bool> retired_{false};
+  static inline std::atomic<long> live_slabs_{0};
 };
 
 }  // namespace promptly::detail

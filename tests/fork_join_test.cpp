@@ -1,0 +1,237 @@
+// Fork-join: join, task_group, parallel_for; exceptions; deep recursion
+// with many parked fibers; holding a lock across a wait.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <numeric>
+#include <semaphore>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "promptly/promptly.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+long fib(int n) {
+  if (n < 2) return n;
+  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
+  return a + b;
+}
+long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
+
+promptly::runtime_config workers(unsigned n, promptly::sleep_mode m = promptly::sleep_mode::adaptive) {
+  promptly::runtime_config c;
+  c.workers = n;
+  c.sleep = m;
+  return c;
+}
+
+}  // namespace
+
+class ForkJoin : public ::testing::TestWithParam<std::tuple<unsigned, promptly::sleep_mode>> {
+ protected:
+  promptly::runtime rt{workers(std::get<0>(GetParam()), std::get<1>(GetParam()))};
+};
+
+TEST_P(ForkJoin, Fib) {
+  const int n = under_tsan ? 18 : 27;
+  EXPECT_EQ(rt.run([&] { return fib(n); }), serial_fib(n));
+}
+
+TEST_P(ForkJoin, JoinVoidAndMixedResults) {
+  auto r = rt.run([] {
+    std::atomic<int> hits{0};
+    auto [a, b] = promptly::join([&] { hits++; }, [&] { return 7; });
+    static_assert(std::is_same_v<decltype(a), promptly::nothing>);
+    return hits.load() * 100 + b;
+  });
+  EXPECT_EQ(r, 107);
+}
+
+TEST_P(ForkJoin, NestedParallelForSums) {
+  const std::size_t n = scaled(200'000, 10);
+  std::vector<std::uint64_t> v(n);
+  std::iota(v.begin(), v.end(), 1);
+  std::atomic<std::uint64_t> total{0};
+  rt.run([&] {
+    promptly::parallel_for(std::size_t{0}, n / 100, 4, [&](std::size_t block) {
+      std::uint64_t local = 0;
+      std::atomic<std::uint64_t> inner{0};
+      promptly::parallel_for(block * 100, block * 100 + 100, 8, [&](std::size_t i) { inner += v[i]; });
+      local = inner.load();
+      total += local;
+    });
+  });
+  EXPECT_EQ(total.load(), static_cast<std::uint64_t>(n) * (n + 1) / 2);
+}
+
+TEST_P(ForkJoin, ParallelForVisitsEveryIndexOnce) {
+  std::vector<std::atomic<int>> seen(10'007);
+  rt.run([&] { promptly::parallel_for(0, 10'007, 3, [&](int i) { seen[static_cast<std::size_t>(i)]++; }); });
+  for (auto& s : seen) ASSERT_EQ(s.load(), 1);
+  rt.run([&] { promptly::parallel_for(5, 5, 1, [&](int) { FAIL(); }); });
+}
+
+TEST_P(ForkJoin, JoinExceptionRules) {
+  // f throws: f's exception wins, g still ran.
+  std::atomic<bool> g_ran{false};
+  EXPECT_THROW(rt.run([&] {
+    promptly::join([]() -> int { throw std::runtime_error("f"); }, [&] { g_ran = true; });
+  }),
+               std::runtime_error);
+  EXPECT_TRUE(g_ran.load());
+  // Only g throws.
+  EXPECT_THROW(rt.run([] { promptly::join([] {}, [] { throw std::out_of_range("g"); }); }), std::out_of_range);
+  // Both throw: f's exception propagates.
+  try {
+    rt.run([] { promptly::join([] { throw std::runtime_error("f"); }, [] { throw std::logic_error("g"); }); });
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "f");
+  }
+}
+
+TEST_P(ForkJoin, TaskGroupRunsEverythingAndNestsSpawns) {
+  std::atomic<int> count{0};
+  rt.run([&] {
+    promptly::task_group tg;
+    for (int i = 0; i < 100; ++i)
+      tg.spawn([&] {
+        count++;
+        tg.spawn([&] { count++; });  // a child spawning into its own group
+      });
+    tg.wait();
+    EXPECT_EQ(count.load(), 200);
+    tg.spawn([&] { count++; });  // reuse after wait
+    tg.wait();
+  });
+  EXPECT_EQ(count.load(), 201);
+}
+
+TEST_P(ForkJoin, TaskGroupFirstExceptionWinsAndAllChildrenRun) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(rt.run([&] {
+    promptly::task_group tg;
+    for (int i = 0; i < 50; ++i)
+      tg.spawn([&, i] {
+        ran++;
+        if (i % 10 == 0) throw std::runtime_error("child");
+      });
+    tg.wait();
+  }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 50);
+}
+
+// Many tasks park at once on one unfinished future: each needs its own fiber.
+TEST_P(ForkJoin, ManyParkedFibers) {
+  if (rt.workers() < 2) GTEST_SKIP() << "the gate task needs a second worker";
+  const int waiters = under_tsan ? 100 : 1000;
+  std::atomic<int> started{0};
+  std::atomic<int> finished{0};
+  rt.run([&] {
+    auto gate = promptly::async([&] {
+      while (started.load() < waiters) std::this_thread::yield();
+      return 1;
+    });
+    promptly::task_group tg;
+    for (int i = 0; i < waiters; ++i)
+      tg.spawn([&, gate] {
+        started++;
+        finished += gate.get();
+      });
+    tg.wait();
+  });
+  EXPECT_EQ(finished.load(), waiters);
+}
+
+namespace {
+long deep(int d) {
+  if (d == 0) return 1;
+  auto [a, b] = promptly::join([&] { return deep(d - 1); }, [] { return 1L; });
+  return a + b;
+}
+}  // namespace
+
+// Deep recursion through join: thousands of nested frames, stolen at
+// random, on fibers with a larger stack (fiber_stack_bytes).
+TEST_P(ForkJoin, DeepRecursion) {
+  promptly::runtime_config c = workers(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  c.fiber_stack_bytes = 8 << 20;
+  promptly::runtime big(c);
+  const int depth = under_tsan ? 500 : 5000;
+  EXPECT_EQ(big.run([&] { return deep(depth); }), depth + 1);
+}
+
+// Overflowing a fiber stack hits its guard page: the process dies with
+// SIGSEGV instead of silently corrupting a neighbour's memory.
+TEST(ForkJoinDeath, StackOverflowHitsTheGuardPage) {
+  if (under_tsan) GTEST_SKIP() << "TSan intercepts the fault";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        promptly::runtime_config c;
+        c.workers = 1;
+        c.fiber_stack_bytes = 64 * 1024;
+        promptly::runtime small(c);
+        small.run([] { return deep(1'000'000); });
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST_P(ForkJoin, JoinOutsideARuntimeIsSequential) {
+  auto [a, b] = promptly::join([] { return 1; }, [] { return 2; });
+  EXPECT_EQ(a + b, 3);
+  EXPECT_THROW(promptly::async([] { return 1; }), promptly::not_on_worker);
+  promptly::task_group tg;
+  EXPECT_THROW(tg.spawn([] {}), promptly::not_on_worker);
+}
+
+// A task holds a lock across a wait while other queued tasks need that
+// lock. A stealing wait (TBB, Rayon) may run such a task on the waiter's
+// own stack and deadlock; Promptly parks the waiter instead, so the other
+// tasks run on other stacks. The lock must not be thread-owned (the waiter
+// may resume on another worker): a binary semaphore is.
+TEST_P(ForkJoin, LockHeldAcrossWaitDoesNotDeadlock) {
+  if (rt.workers() < 2) GTEST_SKIP() << "a blocked worker needs a second one to resume the lock holder";
+  std::binary_semaphore lock(1);
+  std::atomic<int> under_lock{0};
+  std::atomic<bool> ran_on_waiter_stack{false};
+  std::atomic<bool> waiting_with_lock{false};
+  rt.run([&] {
+    promptly::task_group contenders;
+    char marker = 0;
+    const auto waiter_frame = reinterpret_cast<std::uintptr_t>(&marker);
+    lock.acquire();
+    for (int i = 0; i < 8; ++i)
+      contenders.spawn([&] {
+        char here = 0;
+        const auto me = reinterpret_cast<std::uintptr_t>(&here);
+        if (waiting_with_lock.load() && me < waiter_frame && waiter_frame - me < 64 * 1024) ran_on_waiter_stack = true;
+        lock.acquire();
+        under_lock++;
+        lock.release();
+      });
+    promptly::task_group work;
+    for (int i = 0; i < 4; ++i) work.spawn([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+    waiting_with_lock = true;
+    work.wait();  // waits while holding the lock
+    waiting_with_lock = false;
+    lock.release();
+    contenders.wait();
+  });
+  EXPECT_EQ(under_lock.load(), 8);
+  EXPECT_FALSE(ran_on_waiter_stack.load());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, ForkJoin,
+                         ::testing::Combine(::testing::Values(1u, 2u, 4u),
+                                            ::testing::Values(promptly::sleep_mode::adaptive, promptly::sleep_mode::never)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "w_" +
+                                  promptly::to_string(std::get<1>(info.param));
+                         });

@@ -1,0 +1,151 @@
+// Futures: values, void, move-only types, exceptions; many-to-one and
+// one-to-many touches; futures stored in shared data and touched by other
+// tasks; waiting from outside threads.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "promptly/promptly.hpp"
+#include "test_support.hpp"
+
+namespace {
+promptly::runtime_config two_workers() {
+  promptly::runtime_config c;
+  c.workers = 2;
+  return c;
+}
+}  // namespace
+
+class Futures : public ::testing::Test {
+ protected:
+  promptly::runtime rt{two_workers()};
+};
+
+TEST_F(Futures, ValueVoidMoveOnly) {
+  auto r = rt.run([] {
+    auto a = promptly::async([] { return std::string("abc"); });
+    std::atomic<int> side{0};
+    auto v = promptly::async([&] { side = 5; });
+    auto m = promptly::async([] { return std::make_unique<int>(42); });
+    v.get();
+    std::unique_ptr<int> p = std::move(m).get();
+    return a.get() + std::to_string(side.load() + *p);
+  });
+  EXPECT_EQ(r, "abc47");
+}
+
+TEST_F(Futures, ExceptionReachesEveryToucher) {
+  rt.run([] {
+    auto f = promptly::async([]() -> int { throw std::invalid_argument("bad"); });
+    auto g = f;  // a second handle
+    EXPECT_THROW(f.get(), std::invalid_argument);
+    EXPECT_THROW(g.get(), std::invalid_argument);
+    EXPECT_TRUE(g.is_ready());
+  });
+}
+
+TEST_F(Futures, EmptyFutureIsAnError) {
+  promptly::future<int> f;
+  EXPECT_FALSE(f.valid());
+  EXPECT_THROW(f.get(), promptly::future_empty);
+}
+
+// One future touched by many tasks at once (one-to-many).
+TEST_F(Futures, OneToManyTouches) {
+  const int readers = 200;
+  auto total = rt.run([&] {
+    auto slow = promptly::async([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return 3;
+    });
+    std::atomic<int> sum{0};
+    promptly::task_group tg;
+    for (int i = 0; i < readers; ++i) tg.spawn([&, slow] { sum += slow.get(); });
+    tg.wait();
+    return sum.load();
+  });
+  EXPECT_EQ(total, 3 * readers);
+}
+
+// One task touching many futures (many-to-one).
+TEST_F(Futures, ManyToOneTouches) {
+  auto total = rt.run([] {
+    std::vector<promptly::future<long>> fs;
+    for (long i = 0; i < 1000; ++i) fs.push_back(promptly::async([i] { return i; }));
+    long sum = 0;
+    for (auto& f : fs) sum += f.get();
+    return sum;
+  });
+  EXPECT_EQ(total, 999L * 1000 / 2);
+}
+
+// A DAG through a shared array of futures: cell i's task touches the
+// futures of cells i-1 and i-2, which other tasks created and stored.
+TEST_F(Futures, FuturesStoredInSharedArray) {
+  const std::size_t n = scaled(2000, 4);
+  std::vector<promptly::future<long>> cells(n);
+  std::vector<std::atomic<bool>> published(n);
+  auto last = rt.run([&] {
+    promptly::task_group tg;
+    for (std::size_t i = 0; i < n; ++i)
+      tg.spawn([&, i] {
+        cells[i] = promptly::async([&, i]() -> long {
+          if (i < 2) return 1;
+          // Other tasks publish their handles; wait until both exist.
+          while (!published[i - 1].load(std::memory_order_acquire) || !published[i - 2].load(std::memory_order_acquire))
+            std::this_thread::yield();
+          return (cells[i - 1].get() + cells[i - 2].get()) % 1'000'003;
+        });
+        published[i].store(true, std::memory_order_release);
+      });
+    tg.wait();
+    return cells[n - 1].get();
+  });
+  long a = 1, b = 1;
+  for (std::size_t i = 2; i < n; ++i) {
+    long c = (a + b) % 1'000'003;
+    a = b;
+    b = c;
+  }
+  EXPECT_EQ(last, b);
+}
+
+TEST_F(Futures, SubmitAndGetFromOutsideThreads) {
+  std::vector<std::thread> ts;
+  std::atomic<long> sum{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) sum += rt.submit([t, i] { return t * 1000 + i; }).get();
+    });
+  for (auto& t : ts) t.join();
+  long expect = 0;
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 200; ++i) expect += t * 1000 + i;
+  EXPECT_EQ(sum.load(), expect);
+}
+
+TEST_F(Futures, OutsideThreadWaitsOnFutureCreatedInsideTasks) {
+  auto f = rt.run([] {
+    return promptly::async([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      return 9;
+    });
+  });
+  EXPECT_EQ(f.get(), 9);  // blocks this (non-worker) thread
+}
+
+// A long chain of dependent futures, each touched right after creation.
+TEST_F(Futures, ChainOfDependentFutures) {
+  const long n = static_cast<long>(scaled(200'000));
+  auto x = rt.run([&] {
+    long v = 0;
+    for (long i = 0; i < n; ++i) v = promptly::async([v] { return v + 1; }).get();
+    return v;
+  });
+  EXPECT_EQ(x, n);
+}

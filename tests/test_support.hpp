@@ -1,0 +1,16 @@
+// Shared helpers for the tests: sizes scale down under ThreadSanitizer.
+#pragma once
+
+#include <cstddef>
+
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool under_tsan = true;
+#else
+inline constexpr bool under_tsan = false;
+#endif
+
+// n normally, n / divisor under ThreadSanitizer (at least 1).
+inline std::size_t scaled(std::size_t n, std::size_t divisor = 20) {
+  if (!under_tsan) return n;
+  return n / divisor > 0 ? n / divisor : 1;
+}
