@@ -149,3 +149,35 @@ TEST_F(Futures, ChainOfDependentFutures) {
   });
   EXPECT_EQ(x, n);
 }
+
+TEST_F(Futures, PromiseFromAnOutsideThreadWakesParkedTasks) {
+  promptly::promise<int> p;
+  auto f = p.get_future();
+  std::thread producer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    p.set_value(11);
+  });
+  auto sum = rt.run([f] {
+    std::atomic<int> s{0};
+    promptly::task_group tg;
+    for (int i = 0; i < 10; ++i) tg.spawn([&, f] { s += f.get(); });  // all park on the promise
+    tg.wait();
+    return s.load();
+  });
+  producer.join();
+  EXPECT_EQ(sum, 110);
+  EXPECT_THROW(p.set_value(1), promptly::promise_already_satisfied);
+}
+
+TEST_F(Futures, BrokenPromiseReachesWaiters) {
+  promptly::future<std::string> f;
+  {
+    promptly::promise<std::string> p;
+    f = p.get_future();
+  }
+  EXPECT_THROW(f.get(), promptly::broken_promise);
+  promptly::promise<void> pv;
+  auto fv = pv.get_future();
+  pv.set_exception(std::make_exception_ptr(std::runtime_error("io")));
+  EXPECT_THROW(rt.run([fv] { fv.get(); }), std::runtime_error);
+}

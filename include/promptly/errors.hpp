@@ -26,4 +26,17 @@ class future_empty : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// A promise was destroyed before a value or exception was set; every
+// future of it rethrows this from get().
+class broken_promise : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// set_value / set_exception called on a promise that already has a result.
+class promise_already_satisfied : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 }  // namespace promptly

@@ -62,7 +62,7 @@ auto join(F&& f, G&& g) -> std::pair<detail::stored_t<std::invoke_result_t<F&>>,
     return {std::move(a), rb.take()};
   }
   detail::stack_job<std::remove_reference_t<G>> job(g);
-  w->deque.push(&job);
+  detail::push_local(*w, &job);
   const std::uint64_t epoch = w->park_epoch.load(std::memory_order_relaxed);
   ra.run(f);
   bool inline_g = false;

@@ -40,6 +40,8 @@ namespace promptly {
 
 template <class T>
 class future;
+template <class T>
+class promise;
 
 namespace detail {
 
@@ -209,6 +211,8 @@ class future {
     requires std::invocable<std::decay_t<F>&>
   friend auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
   friend class runtime;
+  template <class U>
+  friend class promise;
   T get_consuming() {
     wait();
     if constexpr (std::is_void_v<T>) {
@@ -233,7 +237,7 @@ auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
     throw not_on_worker("promptly::async called outside a runtime's worker; use runtime::submit from other threads");
   auto* a = detail::new_async_task<T>(w->slab, *w->sched, std::forward<F>(f));
   detail::count_detached_started(*w->sched);
-  w->deque.push(a);
+  detail::push_local(*w, a);
   return future<T>(static_cast<detail::future_state<T>*>(a));
 }
 

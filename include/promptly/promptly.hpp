@@ -6,6 +6,7 @@
 #include "promptly/errors.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/future.hpp"
+#include "promptly/promise.hpp"
 #include "promptly/runtime.hpp"
 #include "promptly/task_group.hpp"
 #include "promptly/version.hpp"

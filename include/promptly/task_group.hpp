@@ -54,7 +54,7 @@ class task_group {
       throw;
     }
     pending_.add();
-    w->deque.push(c);
+    detail::push_local(*w, c);
   }
 
   // Waits for every spawned child; rethrows the first exception.

@@ -23,6 +23,11 @@ class injection_queue {
     tasks_.push_back(t);
     size_.store(tasks_.size(), std::memory_order_seq_cst);
   }
+  void push_batch(task* const* ts, std::size_t count) {
+    std::lock_guard lock(mutex_);
+    tasks_.insert(tasks_.end(), ts, ts + count);
+    size_.store(tasks_.size(), std::memory_order_seq_cst);
+  }
   task* pop() {
     if (empty()) return nullptr;
     std::lock_guard lock(mutex_);

@@ -26,6 +26,8 @@ void schedule_ready(scheduler& s, task* t) {
     s.inject(t);
 }
 
+void inject_batch(scheduler& s, task* const* tasks, std::size_t count) { s.inject_batch(tasks, count); }
+
 void count_detached_started(scheduler& s) noexcept { s.detached_started(); }
 void count_detached_finished(scheduler& s) noexcept { s.detached_finished(); }
 void admit_external(scheduler& s) { s.admit(); }
@@ -86,6 +88,15 @@ void scheduler::admit() {
 void scheduler::inject(task* t) {
   injection_.push(t);
   notifier_.notify_one();
+}
+
+void scheduler::inject_batch(task* const* tasks, std::size_t count) {
+  if (count == 0) return;
+  injection_.push_batch(tasks, count);
+  if (count >= worker_count())
+    notifier_.notify_all();
+  else
+    for (std::size_t i = 0; i < count; ++i) notifier_.notify_one();
 }
 
 void scheduler::shutdown() {

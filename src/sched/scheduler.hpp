@@ -31,6 +31,7 @@ class scheduler {
 
   // Algorithm 1: push to the injection queue and wake a sleeper.
   void inject(task* t);
+  void inject_batch(task* const* tasks, std::size_t count);
   // Shutdown: stop accepting, wait for accepted work, stop the workers.
   void shutdown();
   void admit();  // throws runtime_stopped once shutdown began

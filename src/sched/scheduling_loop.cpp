@@ -13,7 +13,11 @@ namespace promptly::detail {
 void scheduler::run_scheduling_loop() {
   for (;;) {
     worker& w = worker::of(*reload_current_worker());
-    task* t = w.deque.pop();
+    task* t = w.continuation;  // seed 002: the cached successor runs first
+    if (t != nullptr)
+      w.continuation = nullptr;
+    else
+      t = w.deque.pop();
     if (t == nullptr) {
       become_inactive(w);
       t = cfg_.sleep == sleep_mode::adaptive ? wait_for_task(w) : wait_never_sleeping(w);

@@ -36,6 +36,11 @@ class job_result {
       error_ = std::current_exception();
     }
   }
+  template <class... A>
+  void set_value(A&&... a) {
+    value_.emplace(std::forward<A>(a)...);
+  }
+  void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
   bool failed() const noexcept { return error_ != nullptr; }
   const std::exception_ptr& error() const noexcept { return error_; }
   stored_t<T>& value() noexcept { return *value_; }

@@ -10,6 +10,8 @@
 //    or signals the frame that owns it).
 //  * `group` is non-null only for task_group children; task_group::wait uses
 //    it to recognise its own unstolen children at the bottom of the deque.
+//  * `level` is the priority level the task runs at (0 = most urgent); the
+//    single-level scheduler ignores it.
 #pragma once
 
 namespace promptly::detail {
@@ -19,6 +21,7 @@ struct task {
   explicit task(execute_fn fn, const void* owner_group = nullptr) noexcept : execute(fn), group(owner_group) {}
   execute_fn execute;
   const void* group;
+  unsigned level = 0;
 };
 
 }  // namespace promptly::detail

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "promptly/detail/chase_lev_deque.hpp"
@@ -27,6 +28,10 @@ class scheduler;
 struct worker_view {
   chase_lev_deque<task*> deque;
   std::atomic<std::uint64_t> park_epoch{0};
+  // seed 002 Sec. II-A: a task that makes successors ready may keep one here
+  // to be run next by this worker without touching the deque. Only the
+  // scheduling loop consumes it, right after the task that set it returns.
+  task* continuation = nullptr;
   slab_allocator* slab = nullptr;
   scheduler* sched = nullptr;
   unsigned index = 0;
@@ -38,12 +43,15 @@ inline worker_view* current_worker() noexcept { return tls_worker; }
 // Out of line on purpose: after a possible fiber switch the thread may differ.
 worker_view* reload_current_worker() noexcept;
 
-// Pushes a ready task on the calling worker's deque, waking a sleeping
-// worker if no thief is awake to find it (src/sched/README.md).
-void push_local(worker_view& w, task* t);
+// Pushes a ready task on the calling worker's own deque. The one way
+// inline code makes local work ready (join, task_group, async, graphs).
+inline void push_local(worker_view& w, task* t) { w.deque.push(t); }
 // Makes a task ready from any thread: the calling worker's deque when the
 // caller is a worker of `s`, otherwise `s`'s injection queue (Algorithm 1).
 void schedule_ready(scheduler& s, task* t);
+// Algorithm 1: pushes tasks to `s`'s injection queue under one lock and
+// wakes workers (one per task, at most all).
+void inject_batch(scheduler& s, task* const* tasks, std::size_t count);
 
 // Shutdown accounting for tasks not joined structurally (async): the
 // runtime's destructor waits until every counted task has finished.
