@@ -13,11 +13,14 @@
 
 using namespace std::chrono_literals;
 
-// A consumer sleeps on the notifier whenever the shared counter has not
-// moved; a producer bumps it and notifies. A lost wake-up hangs the test
+using promptly::detail::notifier;
+using promptly::detail::sleep_slot;
+
+// A consumer sleeps in its slot whenever the shared counter has not moved;
+// a producer bumps it and notifies the slot. A lost wake-up hangs the test
 // (CTest's timeout catches it).
 TEST(Notifier, EveryNotificationIsSeen) {
-  promptly::detail::notifier n;
+  sleep_slot slot;
   std::atomic<int> produced{0};
   const int rounds = static_cast<int>(scaled(200'000));
   std::thread consumer([&] {
@@ -27,54 +30,63 @@ TEST(Notifier, EveryNotificationIsSeen) {
         ++seen;
         continue;
       }
-      auto key = n.prepare_wait();
+      notifier::prepare_wait(slot);
       if (produced.load(std::memory_order_seq_cst) > seen) {
-        n.cancel_wait();
+        notifier::cancel_wait(slot);
         continue;
       }
-      n.commit_wait(key);
+      notifier::commit_wait(slot);
     }
   });
   for (int i = 0; i < rounds; ++i) {
     produced.fetch_add(1, std::memory_order_seq_cst);
-    n.notify_one();
+    notifier::fence_before_notify();
+    notifier::notify(slot);
   }
   consumer.join();
   EXPECT_EQ(produced.load(), rounds);
 }
 
-TEST(Notifier, NotifyAllWakesEverySleeper) {
-  promptly::detail::notifier n;
+// Notifying one slot wakes exactly that waiter; the others stay asleep.
+TEST(Notifier, NotificationsAreAimedAtOneSlot) {
+  std::vector<sleep_slot> slots(4);
   std::atomic<bool> go{false};
   std::atomic<int> woke{0};
   std::vector<std::thread> ts;
   for (int i = 0; i < 4; ++i)
-    ts.emplace_back([&] {
+    ts.emplace_back([&, i] {
+      auto& s = slots[static_cast<std::size_t>(i)];
       for (;;) {
-        if (go.load()) break;
-        auto key = n.prepare_wait();
-        if (go.load()) {
-          n.cancel_wait();
+        if (go.load() && i == 2) break;
+        notifier::prepare_wait(s);
+        if ((go.load() && i == 2) || woke.load() == 100) {
+          notifier::cancel_wait(s);
           break;
         }
-        n.commit_wait(key);
+        notifier::commit_wait(s);
       }
-      woke.fetch_add(1);
+      if (woke.load() != 100) woke.fetch_add(1);
     });
   std::this_thread::sleep_for(20ms);
   go.store(true);
-  n.notify_all();
+  notifier::fence_before_notify();
+  notifier::notify(slots[2]);
+  while (woke.load() == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(woke.load(), 1);
+  woke.store(100);
+  notifier::fence_before_notify();
+  for (auto& s : slots) notifier::notify(s);
   for (auto& t : ts) t.join();
-  EXPECT_EQ(woke.load(), 4);
 }
 
 TEST(Notifier, TimedWaitReturnsWithoutNotification) {
-  promptly::detail::notifier n;
-  auto key = n.prepare_wait();
+  sleep_slot slot;
+  notifier::prepare_wait(slot);
   const auto t0 = std::chrono::steady_clock::now();
-  n.commit_wait(key, 2ms);
+  notifier::commit_wait(slot, 2ms);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 1ms);
-  EXPECT_EQ(n.waiting(), 0);
+  EXPECT_FALSE(notifier::is_waiting(slot));
 }
 
 // Bursts of outside submissions after the workers have gone to sleep.

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "promptly/ext/policy.hpp"
+
 namespace promptly {
 
 // How idle workers wait for work.
@@ -38,12 +40,27 @@ struct runtime_config {
   // between exploration rounds instead of spinning (see src/sched/README.md,
   // "Lemma 1 with a bounded nap"). Must be > 0.
   std::chrono::microseconds sentinel_nap{1000};
+
+  // Priority levels, 0 = most urgent. 1 <= levels <= max_levels.
+  unsigned levels = 8;
+  // How workers are shared between levels: "oblivious" (priorities
+  // ignored), "prompt" (winner takes all) or "aps" (seed 000). Changeable
+  // at run time with runtime::set_policy.
+  std::string policy = "prompt";
+  // Parameters of "aps": delta, rho, quantum L.
+  ext::aps_params aps{};
+  // If set, one CSV line per level at every policy decision:
+  // t_s,level,desire,allotted,utilization (see docs/priorities.md).
+  std::string allotment_trace;
 };
+
+inline constexpr unsigned max_levels = 64;
 
 // The number of workers a default-configured runtime uses.
 unsigned default_worker_count();
 
-// Throws std::invalid_argument naming the offending field.
+// Throws std::invalid_argument naming the offending field (including an
+// unknown policy name or bad aps parameters).
 void validate(const runtime_config& cfg);
 
 std::string to_string(sleep_mode m);

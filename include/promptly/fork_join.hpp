@@ -52,7 +52,7 @@ template <class F, class G>
   requires std::invocable<F&> && std::invocable<G&>
 auto join(F&& f, G&& g) -> std::pair<detail::stored_t<std::invoke_result_t<F&>>, detail::stored_t<std::invoke_result_t<G&>>> {
   using A = std::invoke_result_t<F&>;
-  detail::worker_view* w = detail::current_worker();
+  detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());  // spawn boundary
   detail::job_result<A> ra;
   if (w == nullptr) {  // not on a worker: sequential
     ra.run(f);
@@ -68,17 +68,18 @@ auto join(F&& f, G&& g) -> std::pair<detail::stored_t<std::invoke_result_t<F&>>,
   bool inline_g = false;
   if (w->park_epoch.load(std::memory_order_relaxed) == epoch) {
     // Not parked since the push: everything f pushed and left is above job.
-    detail::task* top = w->deque.pop();
+    detail::task* top = w->deque->pop();
     if (top == &job) {
       inline_g = true;
     } else if (top != nullptr) {
-      w->deque.push(top);  // f left unjoined work (an async); job is below it
+      w->deque->push(top);  // f left unjoined work (an async); job is below it
     }
   }
   if (inline_g) {
-    job.result.run(job.fn);
+    job.result.run(job.fn);  // nothing was stolen: the sync is a no-op, as in Cilk
   } else {
     detail::wait_for(job.done);
+    detail::at_strand_boundary(detail::reload_current_worker());  // sync boundary
   }
   if (ra.failed()) std::rethrow_exception(ra.error());
   auto a = ra.take();

@@ -35,6 +35,7 @@
 #include "promptly/detail/waiting.hpp"
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/errors.hpp"
+#include "promptly/level.hpp"
 
 namespace promptly {
 
@@ -83,21 +84,21 @@ struct future_state_base {
   }
 
   void wait() {
+    worker_view* w = at_strand_boundary(current_worker());  // touch boundary
     if (ready()) return;
-    worker_view* w = current_worker();
     // Only a worker of the task's own runtime may run it inline; any other
     // thread waits for the runtime to run it.
     if (run_claimed != nullptr && w != nullptr && w->sched == sched && !claimed.load(std::memory_order_relaxed)) {
       // The awaited task is most often the newest item of the caller's own
       // deque: take it back so it leaves no spent record behind.
-      task* t = w->deque.pop();
+      task* t = w->deque->pop();
       if (t == queued_task) {
         const bool won = !claimed.exchange(true, std::memory_order_acq_rel);
         if (won) run_claimed(this);
         release();  // the reference the queue held; the caller's handle keeps *this alive
         if (won) return;
       } else {
-        if (t != nullptr) w->deque.push(t);
+        if (t != nullptr) w->deque->push(t);
         if (!claimed.exchange(true, std::memory_order_acq_rel)) {
           run_claimed(this);
           return;
@@ -210,6 +211,9 @@ class future {
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   friend auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  friend auto async(level at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
   friend class runtime;
   template <class U>
   friend class promise;
@@ -232,12 +236,30 @@ template <class F>
   requires std::invocable<std::decay_t<F>&>
 auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
   using T = std::invoke_result_t<std::decay_t<F>&>;
-  detail::worker_view* w = detail::current_worker();
+  detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());  // create boundary
   if (w == nullptr)
     throw not_on_worker("promptly::async called outside a runtime's worker; use runtime::submit from other threads");
   auto* a = detail::new_async_task<T>(w->slab, *w->sched, std::forward<F>(f));
   detail::count_detached_started(*w->sched);
   detail::push_local(*w, a);
+  return future<T>(static_cast<detail::future_state<T>*>(a));
+}
+
+// async at another level: the task is made ready at level `at` (throws
+// std::out_of_range if the runtime has no such level).
+template <class F>
+  requires std::invocable<std::decay_t<F>&>
+auto async(level at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+  using T = std::invoke_result_t<std::decay_t<F>&>;
+  detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());
+  if (w == nullptr)
+    throw not_on_worker("promptly::async called outside a runtime's worker; use runtime::submit from other threads");
+  if (at.value == w->level) return async(std::forward<F>(f));
+  detail::check_level(*w->sched, at.value);
+  auto* a = detail::new_async_task<T>(w->slab, *w->sched, std::forward<F>(f));
+  a->level = at.value;
+  detail::count_detached_started(*w->sched);
+  detail::schedule_ready(*w->sched, a);
   return future<T>(static_cast<detail::future_state<T>*>(a));
 }
 

@@ -14,8 +14,11 @@
 #include <type_traits>
 #include <utility>
 
+#include <string>
+
 #include "promptly/config.hpp"
 #include "promptly/future.hpp"
+#include "promptly/stats.hpp"
 
 namespace promptly {
 
@@ -38,12 +41,22 @@ class runtime {
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   auto submit(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+    return submit(level{0}, std::forward<F>(f));
+  }
+
+  // Submits f to run at level `at` (throws std::out_of_range if the runtime
+  // has no such level).
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  auto submit(level at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
     using T = std::invoke_result_t<std::decay_t<F>&>;
     detail::scheduler& s = *sched_;
+    detail::check_level(s, at.value);
     detail::admit_external(s);
     detail::future_state<T>* state;
     try {
       auto* a = detail::new_async_task<T>(nullptr, s, std::forward<F>(f));
+      a->level = at.value;
       state = a;
       detail::schedule_ready(s, a);
     } catch (...) {
@@ -62,6 +75,23 @@ class runtime {
     if (on_own_worker()) return std::invoke(f);
     return submit(std::forward<F>(f)).get_consuming();
   }
+
+  // Runs f at level `at`; from a task of this runtime it runs f as a task
+  // of that level and waits for it.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  auto run(level at, F&& f) -> std::invoke_result_t<std::decay_t<F>&> {
+    if (on_own_worker()) return promptly::async(at, std::forward<F>(f)).get_consuming();
+    return submit(at, std::forward<F>(f)).get_consuming();
+  }
+
+  // Switches the policy by name ("oblivious", "prompt", "aps") while the
+  // runtime runs. Throws std::invalid_argument for an unknown name.
+  void set_policy(const std::string& name);
+  std::string policy() const;
+
+  // Per-level statistics, readable at any time.
+  runtime_stats stats() const;
 
   // Stops accepting work and waits for all accepted work; idempotent.
   void shutdown();

@@ -25,6 +25,7 @@
 #include "promptly/detail/waiting.hpp"
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/errors.hpp"
+#include "promptly/level.hpp"
 
 namespace promptly {
 
@@ -41,8 +42,30 @@ class task_group {
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   void spawn(F&& f) {
-    detail::worker_view* w = detail::current_worker();
+    spawn_at(nullptr, std::forward<F>(f));
+  }
+
+  // A child that runs at level `at` (throws std::out_of_range if the
+  // runtime has no such level).
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  void spawn(level at, F&& f) {
+    spawn_at(&at, std::forward<F>(f));
+  }
+
+  // Waits for every spawned child; rethrows the first exception.
+  void wait() {
+    drain();
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  template <class F>
+  void spawn_at(const level* at, F&& f) {
+    detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());  // spawn boundary
     if (w == nullptr) throw not_on_worker("promptly::task_group::spawn called outside a runtime's worker");
+    const bool elsewhere = at != nullptr && at->value != w->level;
+    if (elsewhere) detail::check_level(*w->sched, at->value);
     using C = child<std::decay_t<F>>;
     detail::slab_allocator* slab = alignof(C) > 16 ? nullptr : w->slab;
     void* mem = detail::slab_allocator::allocate(slab, sizeof(C));
@@ -54,16 +77,14 @@ class task_group {
       throw;
     }
     pending_.add();
-    detail::push_local(*w, c);
+    if (elsewhere) {
+      c->level = at->value;
+      detail::schedule_ready(*w->sched, c);
+    } else {
+      detail::push_local(*w, c);
+    }
   }
 
-  // Waits for every spawned child; rethrows the first exception.
-  void wait() {
-    drain();
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-  }
-
- private:
   template <class F>
   struct child final : detail::task {
     child(F&& f, task_group* g) : task(&execute, g), fn(std::move(f)) {}
@@ -88,13 +109,14 @@ class task_group {
   }
 
   void drain() {
+    detail::at_strand_boundary(detail::current_worker());  // sync boundary
     // Run our own children from the bottom of the deque while they are there.
     while (!pending_.ready()) {
       detail::worker_view* w = detail::current_worker();
-      detail::task* t = w != nullptr ? w->deque.pop() : nullptr;
+      detail::task* t = w != nullptr ? w->deque->pop() : nullptr;
       if (t == nullptr) break;
       if (t->group != this) {
-        w->deque.push(t);
+        w->deque->push(t);
         break;
       }
       t->execute(t);

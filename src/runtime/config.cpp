@@ -54,6 +54,13 @@ void validate(const runtime_config& cfg) {
   if (cfg.yield_bound == 0) fail("yield_bound must be >= 1");
   if (cfg.sentinel_nap.count() <= 0) fail("sentinel_nap must be > 0");
   if (cfg.sleep != sleep_mode::adaptive && cfg.sleep != sleep_mode::never) fail("unknown sleep_mode");
+  if (cfg.levels == 0 || cfg.levels > max_levels)
+    fail("levels = " + std::to_string(cfg.levels) + " must be in 1.." + std::to_string(max_levels));
+  try {
+    (void)ext::make_policy(cfg.policy, cfg.levels, cfg.aps);
+  } catch (const std::invalid_argument& e) {
+    fail(std::string("policy: ") + e.what());
+  }
 }
 
 std::string to_string(sleep_mode m) { return m == sleep_mode::adaptive ? "adaptive" : "never"; }

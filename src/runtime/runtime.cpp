@@ -15,6 +15,12 @@ unsigned runtime::workers() const noexcept { return sched_->worker_count(); }
 
 const runtime_config& runtime::config() const noexcept { return sched_->config(); }
 
+void runtime::set_policy(const std::string& name) { sched_->set_policy(name); }
+
+std::string runtime::policy() const { return sched_->policy_name(); }
+
+runtime_stats runtime::stats() const { return sched_->stats(); }
+
 bool runtime::on_own_worker() const noexcept { return sched_->owns(detail::reload_current_worker()); }
 
 }  // namespace promptly

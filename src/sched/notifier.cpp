@@ -4,7 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <climits>
 #include <ctime>
 
 namespace promptly::detail {
@@ -16,24 +15,33 @@ long futex(std::atomic<std::uint32_t>* addr, int op, std::uint32_t val, const ti
 
 }  // namespace
 
-void notifier::commit_wait(std::uint32_t key, std::chrono::nanoseconds timeout) noexcept {
+void notifier::commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout) noexcept {
+  std::uint32_t expected = sleep_slot::preparing;
+  if (!s.state.compare_exchange_strong(expected, sleep_slot::sleeping, std::memory_order_seq_cst)) {
+    s.state.store(sleep_slot::awake, std::memory_order_seq_cst);  // notified while preparing
+    return;
+  }
   if (timeout.count() > 0) {
     timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000), static_cast<long>(timeout.count() % 1'000'000'000)};
     // One timed sleep; a spurious return only shortens the nap.
-    if (epoch_.load(std::memory_order_acquire) == key) futex(&epoch_, FUTEX_WAIT_PRIVATE, key, &ts);
+    futex(&s.state, FUTEX_WAIT_PRIVATE, sleep_slot::sleeping, &ts);
   } else {
-    // The futex compares epoch_ with key atomically with going to sleep.
-    while (epoch_.load(std::memory_order_acquire) == key) futex(&epoch_, FUTEX_WAIT_PRIVATE, key, nullptr);
+    // The futex compares the state with `sleeping` atomically with sleeping.
+    while (s.state.load(std::memory_order_seq_cst) == sleep_slot::sleeping)
+      futex(&s.state, FUTEX_WAIT_PRIVATE, sleep_slot::sleeping, nullptr);
   }
-  waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  s.state.store(sleep_slot::awake, std::memory_order_seq_cst);
 }
 
-void notifier::notify(int how_many) noexcept {
-  // Seq-cst fence: orders the caller's condition change before reading waiters_.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (waiters_.load(std::memory_order_relaxed) == 0) return;
-  epoch_.fetch_add(1, std::memory_order_seq_cst);
-  futex(&epoch_, FUTEX_WAKE_PRIVATE, how_many < 0 ? INT_MAX : static_cast<std::uint32_t>(how_many), nullptr);
+bool notifier::notify(sleep_slot& s) noexcept {
+  std::uint32_t v = s.state.load(std::memory_order_seq_cst);
+  while (v == sleep_slot::preparing || v == sleep_slot::sleeping) {
+    if (s.state.compare_exchange_weak(v, sleep_slot::notified, std::memory_order_seq_cst)) {
+      if (v == sleep_slot::sleeping) futex(&s.state, FUTEX_WAKE_PRIVATE, 1, nullptr);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace promptly::detail

@@ -1,15 +1,20 @@
-// The notifier: an EventCount (seed 002 Sec. II-A, after Eigen's), the
-// two-phase wait that lets a thief go to sleep without missing a wake-up.
+// The notifier: an EventCount (seed 002 Sec. II-A, after Eigen's) with one
+// waiter slot per worker, so that a notification can be aimed at a worker
+// that serves a given level (or at one chosen worker, when the policy moves
+// it). The two-phase wait lets a thief go to sleep without missing a
+// wake-up:
 //
-//   waiter:    key = prepare_wait();  re-check the condition;
-//              then cancel_wait() or commit_wait(key[, timeout])
-//   notifier:  make the condition true; notify_one() / notify_all()
+//   waiter:    prepare_wait(slot);  re-check the condition;
+//              then cancel_wait(slot) or commit_wait(slot[, timeout])
+//   notifier:  make the condition true; notify(slot) / notify_one(pred)
 //
-// Invariant (no lost wake-up): a notify that follows the condition change
-// either sees the waiter counted (seq-cst RMW in prepare_wait vs. the fence
-// in notify) and bumps the epoch, which makes commit_wait return or the
-// futex refuse to sleep, or it precedes prepare_wait, and then the waiter's
-// re-check sees the condition.
+// Invariant (no lost wake-up): prepare_wait stores `preparing` (seq-cst)
+// before the waiter re-reads the condition; a notifier that changed the
+// condition issues a seq-cst fence before it reads the slots. So either
+// the notifier sees the slot preparing or sleeping and marks it notified
+// (the waiter's commit then returns at once, or the futex wakes it), or the
+// waiter's re-check sees the condition. A slot leaves `notified` only by its
+// own waiter.
 #pragma once
 
 #include <atomic>
@@ -18,24 +23,25 @@
 
 namespace promptly::detail {
 
+struct sleep_slot {
+  enum : std::uint32_t { awake = 0, preparing = 1, sleeping = 2, notified = 3 };
+  alignas(64) std::atomic<std::uint32_t> state{awake};
+};
+
 class notifier {
  public:
-  std::uint32_t prepare_wait() noexcept {
-    waiters_.fetch_add(1, std::memory_order_seq_cst);
-    return epoch_.load(std::memory_order_seq_cst);
+  static void prepare_wait(sleep_slot& s) noexcept { s.state.store(sleep_slot::preparing, std::memory_order_seq_cst); }
+  static void cancel_wait(sleep_slot& s) noexcept { s.state.store(sleep_slot::awake, std::memory_order_seq_cst); }
+  // Sleeps until notified; with a timeout > 0, at most that long.
+  static void commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout = std::chrono::nanoseconds{0}) noexcept;
+  // Wakes the slot if it is preparing or sleeping. Returns true if it did.
+  // The caller must have made its condition visible (fence_before_notify).
+  static bool notify(sleep_slot& s) noexcept;
+  static void fence_before_notify() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
+  static bool is_waiting(const sleep_slot& s) noexcept {
+    const auto v = s.state.load(std::memory_order_seq_cst);
+    return v == sleep_slot::preparing || v == sleep_slot::sleeping;
   }
-  void cancel_wait() noexcept { waiters_.fetch_sub(1, std::memory_order_seq_cst); }
-  // Sleeps until a notify after prepare_wait; with a timeout > 0, at most that long.
-  void commit_wait(std::uint32_t key, std::chrono::nanoseconds timeout = std::chrono::nanoseconds{0}) noexcept;
-  void notify_one() noexcept { notify(1); }
-  void notify_all() noexcept { notify(-1); }
-  // Workers counted as preparing or sleeping (a hint).
-  int waiting() const noexcept { return waiters_.load(std::memory_order_relaxed); }
-
- private:
-  void notify(int how_many) noexcept;
-  alignas(64) std::atomic<std::uint32_t> epoch_{0};
-  alignas(64) std::atomic<int> waiters_{0};
 };
 
 }  // namespace promptly::detail

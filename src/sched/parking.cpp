@@ -12,8 +12,12 @@ namespace {
 // Lives in the parked fiber's frame; `resume` is the task that makes the
 // fiber run again when the event wakes the waiter.
 struct fiber_waiter final : waiter {
-  explicit fiber_waiter(fiber_record& f, scheduler& s) noexcept
-      : waiter(&wake_fiber), resume(this), fiber(f), sched(s) {}
+  // The resume task belongs to the level the fiber parks at, so that the
+  // event that wakes it makes it ready at that level (DESIGN.md, "Fibers").
+  fiber_waiter(fiber_record& f, scheduler& s, unsigned level) noexcept
+      : waiter(&wake_fiber), resume(this), fiber(f), sched(s) {
+    resume.level = level;
+  }
 
   static void wake_fiber(waiter* w) noexcept {
     auto* self = static_cast<fiber_waiter*>(w);
@@ -58,7 +62,7 @@ void park_current_fiber(publish_fn publish, void* event) {
   worker& w = worker::of(*reload_current_worker());
   scheduler& s = *w.sched;
   fiber_record& self = *w.current;
-  fiber_waiter rec(self, s);
+  fiber_waiter rec(self, s, w.level);
   fiber_record& next = s.take_idle_fiber(w);
   // Frames that pushed work before this park must not pop it back (see
   // worker_view.hpp): the worker's loop continues on `next` and may run it.
@@ -66,9 +70,24 @@ void park_current_fiber(publish_fn publish, void* event) {
   w.current = &next;
   switch_fiber(self, next, [&] {
     // On `next`'s stack; `self` is saved and may be resumed from now on.
-    if (!publish(event, &rec)) reload_current_worker()->deque.push(&rec.resume);
+    if (!publish(event, &rec)) reload_current_worker()->deque->push(&rec.resume);
   });
   // Resumed, possibly on another worker.
+}
+
+// A strand boundary found the worker assigned elsewhere: the running fiber
+// parks as a ready continuation of its level, on top of the worker's deque
+// of that level. The worker's loop (on another fiber) then moves, leaving
+// that deque to be mugged by a worker that serves the level, which resumes
+// this fiber there.
+worker_view* switch_level_at_boundary() {
+  park_current_fiber(
+      [](void*, waiter* w) noexcept {
+        reload_current_worker()->deque->push(&static_cast<fiber_waiter*>(w)->resume);
+        return true;
+      },
+      nullptr);
+  return reload_current_worker();
 }
 
 void block_current_thread(publish_fn publish, void* event) {

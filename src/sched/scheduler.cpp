@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -18,15 +19,30 @@ constinit thread_local worker_view* tls_worker = nullptr;
 
 __attribute__((noinline, noipa)) worker_view* reload_current_worker() noexcept { return tls_worker; }
 
+std::uint64_t now_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 void schedule_ready(scheduler& s, task* t) {
   worker_view* w = reload_current_worker();
-  if (s.owns(w))
-    w->deque.push(t);
+  if (s.owns(w) && w->level == t->level)
+    push_local(*w, t);
   else
     s.inject(t);
 }
 
-void inject_batch(scheduler& s, task* const* tasks, std::size_t count) { s.inject_batch(tasks, count); }
+void inject_batch(scheduler& s, task* const* tasks, std::size_t count, unsigned level) {
+  check_level(s, level);
+  s.inject_batch(tasks, count, level);
+}
+
+void check_level(const scheduler& s, unsigned level) {
+  if (level >= s.level_count())
+    throw std::out_of_range("promptly: level " + std::to_string(level) + " does not exist (the runtime has " +
+                            std::to_string(s.level_count()) + " levels, 0.." + std::to_string(s.level_count() - 1) +
+                            "; set runtime_config::levels)");
+}
 
 void count_detached_started(scheduler& s) noexcept { s.detached_started(); }
 void count_detached_finished(scheduler& s) noexcept { s.detached_finished(); }
@@ -46,10 +62,11 @@ std::vector<int> affinity_cpus() {
 
 }  // namespace
 
-scheduler::scheduler(runtime_config cfg) : cfg_(cfg) {
+scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   validate(cfg_);
   if (cfg_.workers == 0) cfg_.workers = default_worker_count();
   if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // seed 002 Sec. III
+  for (unsigned l = 0; l < cfg_.levels; ++l) levels_.push_back(std::make_unique<level_pool>());
   workers_.reserve(cfg_.workers);
   for (unsigned i = 0; i < cfg_.workers; ++i) {
     auto w = std::make_unique<worker>();
@@ -57,8 +74,20 @@ scheduler::scheduler(runtime_config cfg) : cfg_(cfg) {
     w->sched = this;
     w->slab = w->slab_owner.get();
     w->rng_state = 0x9E3779B97F4A7C15ULL * (i + 1);
+    w->level = 0;
+    w->own[0] = new_deque();
+    w->deque = w->own[0];
+    w->visible.store(w->deque, std::memory_order_relaxed);
+    w->phase_since_ns.store(now_ns(), std::memory_order_relaxed);
     workers_.push_back(std::move(w));
   }
+  started_ = std::chrono::steady_clock::now();
+  if (!cfg_.allotment_trace.empty()) {
+    trace_.open(cfg_.allotment_trace, std::ios::trunc);
+    if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + cfg_.allotment_trace + "'");
+    trace_ << "t_s,policy,level,desire,allotted,utilization,ready\n";
+  }
+  set_policy(cfg_.policy);  // initial allotment; starts the quantum master if the policy has one
   const std::vector<int> cpus = cfg_.pin_workers ? affinity_cpus() : std::vector<int>{};
   for (auto& w : workers_) {
     worker* wp = w.get();
@@ -74,6 +103,12 @@ scheduler::scheduler(runtime_config cfg) : cfg_(cfg) {
 
 scheduler::~scheduler() { shutdown(); }
 
+task_deque* scheduler::new_deque() {
+  std::lock_guard lock(deques_mutex_);
+  deques_.push_back(std::make_unique<task_deque>());
+  return deques_.back().get();
+}
+
 void scheduler::admit() {
   // Count first, then check: shutdown() clears accepting_ before it waits
   // for outstanding_ to drain, so a submission that saw accepting_ == true
@@ -86,17 +121,18 @@ void scheduler::admit() {
 }
 
 void scheduler::inject(task* t) {
-  injection_.push(t);
-  notifier_.notify_one();
+  const unsigned l = t->level;
+  levels_[l]->injection.push(t);
+  note_nonempty(l);
+  notify_level(l);
 }
 
-void scheduler::inject_batch(task* const* tasks, std::size_t count) {
+void scheduler::inject_batch(task* const* tasks, std::size_t count, unsigned level) {
   if (count == 0) return;
-  injection_.push_batch(tasks, count);
-  if (count >= worker_count())
-    notifier_.notify_all();
-  else
-    for (std::size_t i = 0; i < count; ++i) notifier_.notify_one();
+  for (std::size_t i = 0; i < count; ++i) tasks[i]->level = level;
+  levels_[level]->injection.push_batch(tasks, count);
+  note_nonempty(level);
+  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_level(level);
 }
 
 void scheduler::shutdown() {
@@ -109,8 +145,14 @@ void scheduler::shutdown() {
     // Every accepted task finishes before the workers stop (no silent loss).
     while (outstanding_.load(std::memory_order_seq_cst) != 0)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-    stopping_.store(true, std::memory_order_seq_cst);
-    notifier_.notify_all();
+    {
+      std::lock_guard lock(policy_mutex_);
+      stopping_.store(true, std::memory_order_seq_cst);
+    }
+    master_cv_.notify_all();
+    if (master_.joinable()) master_.join();
+    notifier::fence_before_notify();
+    for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
     for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));
   });

@@ -1,19 +1,26 @@
-// The scheduler: workers, the injection queue, the notifier and the
-// num_actives / num_thieves counters of seed 002 Sec. II-B; the scheduling
-// loop and the sleep protocol are in scheduling_loop.cpp, waiting in
-// parking.cpp. See README.md in this folder for the protocols.
+// The scheduler: workers, one pool per priority level (injection queue,
+// muggable deques, seed 002 counters), the notifier slots, and the policy
+// driver that turns pool events and quantum ticks into worker assignments.
+// The scheduling loop and the sleep protocol are in scheduling_loop.cpp,
+// waiting and level switches in parking.cpp, the policy driver in
+// policy_driver.cpp. See README.md in this folder for the protocols.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "fiber.hpp"
-#include "injection_queue.hpp"
+#include "level_pool.hpp"
 #include "notifier.hpp"
 #include "promptly/config.hpp"
+#include "promptly/ext/policy.hpp"
+#include "promptly/stats.hpp"
 #include "worker.hpp"
 
 namespace promptly::detail {
@@ -27,11 +34,12 @@ class scheduler {
 
   const runtime_config& config() const noexcept { return cfg_; }
   unsigned worker_count() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  unsigned level_count() const noexcept { return static_cast<unsigned>(levels_.size()); }
   bool owns(const worker_view* v) const noexcept { return v != nullptr && v->sched == this; }
 
-  // Algorithm 1: push to the injection queue and wake a sleeper.
+  // Algorithm 1: push to a level's injection queue and wake a worker of it.
   void inject(task* t);
-  void inject_batch(task* const* tasks, std::size_t count);
+  void inject_batch(task* const* tasks, std::size_t count, unsigned level);
   // Shutdown: stop accepting, wait for accepted work, stop the workers.
   void shutdown();
   void admit();  // throws runtime_stopped once shutdown began
@@ -39,32 +47,72 @@ class scheduler {
   void detached_started() noexcept { outstanding_.fetch_add(1, std::memory_order_relaxed); }
   void detached_finished() noexcept { outstanding_.fetch_sub(1, std::memory_order_acq_rel); }
 
+  // Policy (policy_driver.cpp).
+  void set_policy(const std::string& name);
+  std::string policy_name() const;
+  runtime_stats stats() const;
+
   // --- used by the scheduling loop and parking (same library) ---
   void run_scheduling_loop();
   fiber_record& take_idle_fiber(worker& w);
   std::vector<std::unique_ptr<worker>>& workers() noexcept { return workers_; }
+  level_pool& pool(unsigned l) noexcept { return *levels_[l]; }
 
  private:
+  friend worker_view* detail::switch_level_at_boundary();
   void worker_main(worker& w);
-  task* wait_for_task(worker& w);        // Algorithm 5
-  task* explore_task(worker& w);         // Algorithm 4
-  task* wait_never_sleeping(worker& w);  // the ABP-style baseline
+
+  // scheduling_loop.cpp
+  task* find_work(worker& w);                 // mugging, then Algorithm 5
+  task* wait_for_task(worker& w);             // Algorithm 5 at w.level
+  task* explore_task(worker& w);              // Algorithm 4
+  task* wait_never_sleeping(worker& w);       // the ABP-style baseline
+  task* steal_once(worker& w);
+  void sleep_unassigned(worker& w);
   void become_active(worker& w) noexcept;
-  void become_inactive(worker& w) noexcept;
+  void become_inactive(worker& w);
+  void move_to_level(worker& w, unsigned target);
+  void adopt_deque(worker& w, task_deque* d);
+  void set_phase(worker& w, worker_phase p) noexcept;
+  void notify_level(unsigned level) noexcept;
+  task_deque* new_deque();
+
+  // policy_driver.cpp
+  void note_nonempty(unsigned level);
+  void note_maybe_empty(unsigned level);
+  void decide_locked(ext::pool_event ev, std::size_t level);
+  void apply_allotment_locked();
+  void master_main();
+  std::vector<ext::pool_stats> collect_stats_locked(bool advance);
+  void trace_locked();
 
   runtime_config cfg_;
+  std::vector<std::unique_ptr<level_pool>> levels_;
   std::vector<std::unique_ptr<worker>> workers_;
-  injection_queue injection_;
-  notifier notifier_;
-  alignas(64) std::atomic<int> num_actives_{0};
-  alignas(64) std::atomic<int> num_thieves_{0};
   alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished detached tasks
   std::atomic<bool> accepting_{true};
   std::atomic<bool> stopping_{false};
   std::once_flag shutdown_once_;
 
+  std::mutex deques_mutex_;
+  std::vector<std::unique_ptr<task_deque>> deques_;   // owns every deque
   std::mutex fibers_mutex_;
   std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record
+
+  // Policy driver state, guarded by policy_mutex_.
+  mutable std::mutex policy_mutex_;
+  std::unique_ptr<ext::policy> policy_;
+  std::atomic<bool> roaming_{false};
+  std::vector<unsigned> allotment_;
+  std::vector<std::uint64_t> seen_work_ns_, seen_look_ns_;
+  std::vector<ext::pool_stats> last_stats_;
+  std::uint64_t decisions_ = 0;
+  std::chrono::steady_clock::time_point started_;
+  std::ofstream trace_;
+  std::condition_variable master_cv_;
+  std::thread master_;
 };
+
+std::uint64_t now_ns() noexcept;
 
 }  // namespace promptly::detail

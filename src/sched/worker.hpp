@@ -1,34 +1,62 @@
-// A worker: one OS thread, its deque (in worker_view), its fibers, its
-// random victim generator and its active/thief bookkeeping.
+// A worker: one OS thread, its deques (one per level it has worked at),
+// its fibers, its sleep slot, its random victim generator, and the time it
+// spent working and looking for work per level (the policies' input).
 //
 // Invariants
-//  * Only the worker's own thread touches the fields below (fibers that run
-//    on this thread, or the thread's main context); thieves touch only the
-//    deque of the worker_view base.
-//  * `active` mirrors whether this worker is counted in
-//    scheduler::num_actives_ (seed 002, Definition 1).
+//  * Only the worker's own thread touches the plain fields below (fibers
+//    that run on this thread, or the thread's main context). Thieves read
+//    `serving` (the level whose deque `visible` is) and steal from `visible`;
+//    the policy writes worker_view::assigned; the stats reader reads the
+//    accounts, `phase` and `phase_since_ns`.
+//  * own[l] is null or a deque owned by this worker; a non-empty deque the
+//    worker leaves behind is handed to the level's muggable list.
+//  * `active` mirrors whether this worker is counted in its level's
+//    num_actives (seed 002, Definition 1).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "fiber.hpp"
+#include "notifier.hpp"
+#include "promptly/config.hpp"
 #include "promptly/detail/worker_view.hpp"
 
 namespace promptly::detail {
 
+// Per-level time and task accounts of one worker. Written by the worker
+// (relaxed), read by the policy driver.
+struct level_account {
+  std::atomic<std::uint64_t> work_ns{0};
+  std::atomic<std::uint64_t> look_ns{0};
+  std::atomic<std::uint64_t> tasks{0};
+  std::atomic<std::uint64_t> switches_in{0};
+};
+
+enum class worker_phase : std::uint8_t { working, looking, sleeping };
+
 struct worker : worker_view {
   std::unique_ptr<slab_allocator> slab_owner = std::make_unique<slab_allocator>();  // worker_view::slab points here
 
+  std::array<task_deque*, max_levels> own{};
+  std::atomic<task_deque*> visible{nullptr};
+  std::atomic<unsigned> serving{0};
+
+  std::array<level_account, max_levels> accounts{};
+  std::atomic<worker_phase> phase{worker_phase::looking};
+  std::atomic<std::uint64_t> phase_since_ns{0};
+
+  sleep_slot slot;
   fiber_record main_fiber;               // the thread's own context while a fiber runs
   fiber_record* current = nullptr;       // the fiber running on this thread
   std::vector<fiber_record*> idle;       // pooled fibers, suspended in the loop
   fiber_record* exited = nullptr;        // a fiber that just ended (annotation cleanup)
 
   bool active = false;
-  std::uint32_t notifier_key = 0;
   std::uint64_t rng_state = 0;
   std::thread thread;
 

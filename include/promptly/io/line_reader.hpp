@@ -1,0 +1,54 @@
+// A line reader over a stream descriptor (socket, pipe): the helper every
+// line-oriented protocol needs (seed 004 Sec. 6.2.1's echo kernels read a
+// line of text and echo it back).
+//
+//   io::line_reader lines(conn);
+//   for (;;) {
+//     std::string l = lines.read_line(5s).get();   // parks the task
+//     io::write(conn, l + "\n").get();
+//   }
+//
+// read_line() completes with the next line without its '\n' (a '\r' before
+// it is kept). Bytes after the line stay buffered for the next call. At the
+// end of the stream a final unterminated line is returned first; after that
+// read_line throws io::end_of_file. A line longer than max_line bytes fails
+// with io::error (EMSGSIZE). The deadline covers the whole line.
+//
+// One read_line may be pending per reader at a time; the reader may be
+// destroyed while one is pending (the operation keeps what it needs). The
+// descriptor must outlive the reader's calls.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "promptly/future.hpp"
+#include "promptly/io/deadline.hpp"
+#include "promptly/io/descriptor.hpp"
+
+namespace promptly::io {
+
+class line_reader {
+ public:
+  static constexpr std::size_t default_max_line = 64 * 1024;
+
+  explicit line_reader(descriptor& d, std::size_t max_line = default_max_line);
+  line_reader(line_reader&&) noexcept = default;
+  ~line_reader();
+
+  // Throws std::logic_error if a read_line of this reader is still pending.
+  future<std::string> read_line(deadline until = {}, std::stop_token stop = {});
+
+  // Bytes received after the last line returned (not yet a full line).
+  std::size_t buffered() const noexcept;
+
+  struct state;  // shared with a pending read_line (src/io/line_reader.cpp)
+
+ private:
+  descriptor* d_;
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace promptly::io

@@ -1,0 +1,120 @@
+// A listening socket that spawns a task per connection: seed 004 Sec.
+// 6.2.1's network echo ("the kernel listens for network connections in a
+// main, single-threaded loop; for each connection, the loop spawns a new
+// thread to handle this client").
+//
+//   auto l = io::listener::tcp("127.0.0.1", 0);      // port 0: any free port
+//   std::stop_source stop;
+//   auto done = l.serve(rt, [](io::descriptor c, std::stop_token st) {
+//     io::line_reader lines(c);
+//     for (;;) io::write(c, lines.read_line({}, st).get() + "\n", {}, st).get();
+//   }, {.stop = stop.get_token()});
+//   ...
+//   stop.request_stop();   // or l.close()
+//   done.get();
+//
+// The accept loop is itself a task of the runtime: it parks on accept(), so
+// it holds no worker while no client arrives. Each connection runs as a new
+// task of the runtime; a handler may take (descriptor) or (descriptor,
+// std::stop_token). That token is stopped when the loop ends (its stop
+// token fired, or the listener was closed): handlers that pass it to their
+// operations are released from every pending wait, so stopping the listener
+// ends its connections. A handler ending with io::end_of_file,
+// connection_reset, timed_out, cancelled or closed is a normal end of a
+// connection; other exceptions go to serve_options::on_error.
+//
+// The runtime waits for the loop and every connection task at shutdown, so
+// stop the listener (and connections that ignore the token) before
+// destroying the runtime.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "promptly/future.hpp"
+#include "promptly/io/deadline.hpp"
+#include "promptly/io/descriptor.hpp"
+
+namespace promptly {
+class runtime;
+}
+
+namespace promptly::io {
+
+struct serve_options {
+  // Priority level of the connection tasks (0 = most urgent). Recorded and
+  // reported by level(); connection tasks run at the runtime's default
+  // level until the scheduler accepts a level at submission (docs/io.md).
+  unsigned level = 0;
+  // Ends the accept loop (the future of serve() then completes normally).
+  std::stop_token stop;
+  // Receives unexpected exceptions of connection handlers, on the handler's
+  // task. Default: one line on stderr naming the listener.
+  std::function<void(std::exception_ptr)> on_error;
+};
+
+class listener {
+ public:
+  // Binds and listens; SO_REUSEADDR is set. Throws io::error naming the
+  // failing call ("socket", "bind", "listen").
+  static listener tcp(std::string_view host, std::uint16_t port, int backlog = SOMAXCONN);
+  // A Unix stream socket at `path` (which must not exist).
+  static listener unix_socket(std::string_view path, int backlog = SOMAXCONN);
+  // Adopts a socket that is already listening.
+  explicit listener(descriptor listening);
+
+  listener(listener&&) noexcept = default;
+  listener& operator=(listener&&) noexcept = default;
+  ~listener();  // close()
+
+  // The bound TCP port (useful after binding port 0); 0 for Unix sockets.
+  std::uint16_t port() const;
+  descriptor& socket() noexcept { return *socket_; }
+
+  future<descriptor> accept(deadline until = {}, std::stop_token stop = {});
+
+  // Runs the accept loop as a task of `rt` (see above). The future
+  // completes when the loop ends: normally after close() or options.stop,
+  // exceptionally with the accept error that stopped it (transient errors
+  // such as EMFILE or ECONNABORTED are retried after a short pause).
+  template <class Handler>
+    requires std::invocable<Handler&, descriptor, std::stop_token> || std::invocable<Handler&, descriptor>
+  future<void> serve(runtime& rt, Handler handler, serve_options options = {}) {
+    struct holder final : connection_handler {
+      explicit holder(Handler&& h) : h(std::move(h)) {}
+      void operator()(descriptor c, std::stop_token st) override {
+        if constexpr (std::invocable<Handler&, descriptor, std::stop_token>)
+          std::invoke(h, std::move(c), std::move(st));
+        else
+          std::invoke(h, std::move(c));
+      }
+      Handler h;
+    };
+    return serve_erased(rt, std::make_shared<holder>(std::move(handler)), std::move(options));
+  }
+
+  // Completes a pending accept (and so the serve loop) with io::closed.
+  void close() noexcept;
+
+  struct connection_handler {
+    virtual ~connection_handler() = default;
+    virtual void operator()(descriptor c, std::stop_token st) = 0;
+  };
+
+ private:
+  future<void> serve_erased(runtime& rt, std::shared_ptr<connection_handler> h, serve_options options);
+  // Shared with the serve loop, so destroying the listener (which closes
+  // the socket) never pulls the object from under the loop.
+  std::shared_ptr<descriptor> socket_;
+};
+
+}  // namespace promptly::io

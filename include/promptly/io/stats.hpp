@@ -1,0 +1,19 @@
+// What the I/O reactor holds right now: for tests, leak checks and
+// diagnosing a wait that does not end.
+#pragma once
+
+#include <cstdint>
+
+namespace promptly::io {
+
+struct reactor_stats {
+  bool running = false;                  // the reactor thread has been started
+  std::uint64_t pending_operations = 0;  // started, not yet completed (fd operations and timers)
+  std::uint64_t pending_timers = 0;      // deadlines and sleeps in the timer heap
+  std::uint64_t watched_descriptors = 0; // descriptors registered with epoll
+  std::uint64_t wakeups = 0;             // epoll_wait returns so far
+};
+
+reactor_stats stats() noexcept;
+
+}  // namespace promptly::io

@@ -1,0 +1,30 @@
+// Per-level statistics of a running runtime (runtime::stats()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace promptly {
+
+struct level_stats {
+  double desire = 0;            // the policy's desire (aps), else 0
+  unsigned allotted = 0;        // workers the policy gives the level now
+  bool has_ready_work = false;  // queued or running work at the level
+  double utilization = 0;       // work / (work + looking) in the last quantum or event interval
+  double last_work_s = 0;       // worker-seconds working in that interval
+  double last_look_s = 0;       // worker-seconds looking for work in that interval
+  double work_s = 0;            // cumulative worker-seconds running tasks of the level
+  double look_s = 0;            // cumulative worker-seconds looking for work at the level
+  std::uint64_t tasks_run = 0;  // tasks executed at the level
+  std::uint64_t switches_in = 0;  // times a worker moved to the level
+};
+
+struct runtime_stats {
+  std::string policy;
+  unsigned workers = 0;
+  std::uint64_t decisions = 0;  // policy decisions taken (quanta and events)
+  std::vector<level_stats> levels;
+};
+
+}  // namespace promptly

@@ -1,0 +1,82 @@
+// Starting and ending runs: claiming the graph, handing the sources to the
+// runtime (seed 002, Algorithm 1), and the cases that never reach a worker.
+//
+// How run() reaches the scheduler. The runtime does not expose its
+// scheduler to code outside its workers, so run() submits a small starter
+// task with runtime::submit; on a worker, the starter reads the worker's
+// scheduler and injects all sources into the injection ("master") queue
+// under one lock, then notifies (detail::inject_batch). The starter is
+// accepted (or rejected with runtime_stopped) like any submission, and it
+// counts the run as outstanding work before it returns, so the runtime's
+// shutdown waits for the whole run.
+#include "promptly/graph.hpp"
+
+#include "promptly/runtime.hpp"
+
+namespace promptly {
+
+graph_run graph::run(runtime& rt) {
+  std::shared_ptr<detail::graph_run_record> rec = core_->begin_run();
+  if (core_->size() == 0) {
+    core_->finish_empty_run();
+    return graph_run(std::move(rec));
+  }
+  try {
+    detail::graph_core* c = core_.get();
+    rt.submit([c] { c->start(*detail::current_worker()->sched); });
+  } catch (...) {
+    core_->abort_run();
+    throw;
+  }
+  return graph_run(std::move(rec));
+}
+
+}  // namespace promptly
+
+namespace promptly::detail {
+
+std::shared_ptr<graph_run_record> graph_core::begin_run() {
+  // Acq_rel: acquires the previous finisher's release of running_, so the
+  // previous run's writes to the graph are visible before we reuse it.
+  if (running_.exchange(true, std::memory_order_acq_rel))
+    throw graph_busy("promptly::graph::run: " + describe_graph() +
+                     " is already running; a graph runs once at a time: wait for its run to finish "
+                     "(graph_run::wait) or build a second graph");
+  try {
+    prepare();
+    auto rec = std::make_shared<graph_run_record>(this, size_);
+    last_done_ = rec->done_future;
+    active_ = rec;
+    run_ = rec.get();
+    sinks_left_.store(sinks_, std::memory_order_relaxed);  // published by the starter's submission
+    return rec;
+  } catch (...) {
+    running_.store(false, std::memory_order_release);
+    throw;
+  }
+}
+
+void graph_core::abort_run() noexcept {
+  active_.reset();
+  run_ = nullptr;
+  running_.store(false, std::memory_order_release);
+}
+
+void graph_core::start(scheduler& s) noexcept {
+  sched_ = &s;
+  count_detached_started(s);  // before the starter (itself counted) returns
+  // seed 002, Algorithm 1: all sources under one lock, then notify. After
+  // this call the run may finish at any time: nothing of the graph is
+  // touched any more.
+  inject_batch(s, sources_.data(), sources_.size());
+}
+
+void graph_core::finish_empty_run() noexcept {
+  std::shared_ptr<graph_run_record> rec = std::move(active_);
+  run_ = nullptr;
+  rec->outcome = graph_outcome::completed;
+  running_.store(false, std::memory_order_release);
+  rec->done.set_value();
+}
+
+}  // namespace promptly::detail

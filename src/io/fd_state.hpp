@@ -1,0 +1,101 @@
+// The shared state of one descriptor: its fd, its queues of pending
+// operations (one per direction) and whether the reactor watches it.
+//
+// Invariants
+//  * mu guards fd, closed, registered and both queues; every system call
+//    on the fd made by io:: runs under mu, so after close() has set
+//    `closed` no new system call starts and the fd number can be closed.
+//  * An operation is in a queue <=> it is pending (operation.hpp).
+//  * Queues are FIFO: only the head of a queue is attempted, so operations
+//    of one direction complete in the order they were queued.
+//  * refs: 1 for the descriptor object, 1 per operation record, 1 while
+//    registered with epoll. The epoll reference is dropped by the reactor
+//    thread at a point where no event it fetched can still name this state
+//    (reactor.hpp, "Retiring").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "operation.hpp"
+
+namespace promptly::io::detail {
+
+// Intrusive FIFO of operations (links in operation).
+class op_queue {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+  operation* front() const noexcept { return head_; }
+
+  void push_back(operation* op) noexcept {
+    op->prev = tail_;
+    op->next = nullptr;
+    (tail_ ? tail_->next : head_) = op;
+    tail_ = op;
+    op->linked = true;
+  }
+
+  void erase(operation* op) noexcept {
+    (op->prev ? op->prev->next : head_) = op->next;
+    (op->next ? op->next->prev : tail_) = op->prev;
+    op->prev = op->next = nullptr;
+    op->linked = false;
+  }
+
+ private:
+  operation* head_ = nullptr;
+  operation* tail_ = nullptr;
+};
+
+// Operations claimed under fd_state::mu, to be finished after it is
+// released (finish_claimed). Chained through the free `next` link of
+// unlinked operations, so collecting them never allocates.
+class claimed_list {
+ public:
+  void push(operation* op) noexcept {
+    op->next = nullptr;
+    (tail_ ? tail_->next : head_) = op;
+    tail_ = op;
+  }
+  // Finishes every operation in order; call with no lock held.
+  void finish_all() noexcept {
+    for (operation* op = head_; op != nullptr;) {
+      operation* next = op->next;  // read first: finishing may free op
+      finish_claimed(op);
+      op = next;
+    }
+    head_ = tail_ = nullptr;
+  }
+
+ private:
+  operation* head_ = nullptr;
+  operation* tail_ = nullptr;
+};
+
+// Attempts the head operations of `q` until one would block; unlinks the
+// finished ones into `done`. The caller holds the queue's fd_state::mu.
+void drain(op_queue& q, claimed_list& done) noexcept;
+
+struct fd_state {
+  fd_state(int fd_, bool is_socket_) noexcept : fd(fd_), is_socket(is_socket_) {}
+
+  op_queue& queue(direction d) noexcept { return d == direction::in ? readers : writers; }
+
+  void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    // Acq_rel: the last releaser sees every other holder's accesses.
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  std::mutex mu;
+  const int fd;  // the number stays for messages; `closed` says whether it is open
+  const bool is_socket;  // writes use send(MSG_NOSIGNAL)
+  bool closed = false;
+  bool registered = false;
+  op_queue readers;
+  op_queue writers;
+  std::atomic<std::uint32_t> refs{1};
+};
+
+}  // namespace promptly::io::detail

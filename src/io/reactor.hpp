@@ -1,0 +1,84 @@
+// The reactor: one thread per process that waits on epoll for descriptor
+// readiness and for the timerfd of the timer queue, and completes the
+// operations that became possible (seed 003 Sec. 4.1: the I/O is performed
+// "without occupying the processor"; DESIGN.md, "I/O and timers").
+//
+// Per process, started lazily by the first operation that must wait (or
+// the first timer), never stopped: see src/io/README.md ("One reactor per
+// process") for why it is not per runtime and why it is never destroyed.
+//
+// Epoll registration is edge-triggered for both directions, made once per
+// descriptor at its first EAGAIN, and stays until the descriptor is closed.
+// On an event the reactor attempts the head operations of the ready
+// direction's queue until one would block.
+//
+// Retiring: close() removes the descriptor from epoll (EPOLL_CTL_DEL) and
+// hands the epoll reference of its fd_state to the reactor. The loop drops
+// retired references at the top of an iteration, before epoll_wait: events
+// of earlier iterations are fully processed by then, and a later
+// epoll_wait cannot return a descriptor deleted before it started. So an
+// event's fd_state pointer is always alive when the loop reads it.
+//
+// Invariants
+//  * Only the reactor thread calls epoll_wait and drops epoll references.
+//  * The reactor thread blocks every signal (a SIGPIPE raised by its
+//    writes stays pending and harmless; EPIPE is reported instead).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fd_state.hpp"
+#include "timer_queue.hpp"
+
+namespace promptly::io::detail {
+
+class reactor {
+ public:
+  // The process-wide reactor; starts it on the first call. Throws
+  // io::error if epoll, eventfd or timerfd cannot be created.
+  static reactor& instance();
+  // Null until instance() has succeeded once.
+  static reactor* started() noexcept;
+
+  // Under s.mu, once per descriptor: adds it to epoll and takes the epoll
+  // reference. Returns 0 or the errno of epoll_ctl (EPERM for a regular
+  // file, which never blocks).
+  int watch(fd_state& s) noexcept;
+  // After close() set s.closed, without s.mu: removes it from epoll and
+  // retires the epoll reference (see "Retiring").
+  void unwatch(fd_state& s) noexcept;
+
+  timer_queue& timers() noexcept { return timers_; }
+
+  std::uint64_t watched() const noexcept { return watched_.load(std::memory_order_relaxed); }
+  std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }
+
+ private:
+  reactor();
+  void run() noexcept;
+  void on_ready(fd_state& s, std::uint32_t events) noexcept;
+  void on_timer() noexcept;
+  void drop_retired() noexcept;
+  void wake() noexcept;
+
+  int ep_ = -1;
+  int wake_fd_ = -1;   // eventfd: wakes epoll_wait (a retired descriptor to drop)
+  int timer_fd_ = -1;  // timerfd of timers_
+  timer_queue timers_;
+  std::mutex retire_mu_;
+  std::vector<fd_state*> retired_;  // guarded by retire_mu_
+  std::vector<operation*> expired_;  // reactor thread only
+  std::atomic<std::uint64_t> watched_{0};
+  std::atomic<std::uint64_t> wakeups_{0};
+  std::thread thread_;
+};
+
+// Attempts the head operations of `q` until one would block; unlinks the
+// finished ones into `done` (caller holds the queue's fd_state::mu).
+void drain(op_queue& q, std::vector<operation*>& done) noexcept;
+
+}  // namespace promptly::io::detail

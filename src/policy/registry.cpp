@@ -1,0 +1,31 @@
+// Policies by name.
+#include <stdexcept>
+#include <string>
+
+#include "promptly/ext/policy.hpp"
+
+namespace promptly::policy_impl {
+std::unique_ptr<ext::policy> make_aps_policy(std::size_t pools, const ext::aps_params& p);
+std::unique_ptr<ext::policy> make_prompt_policy();
+std::unique_ptr<ext::policy> make_oblivious_policy();
+}  // namespace promptly::policy_impl
+
+namespace promptly::ext {
+
+std::vector<std::string> policy_names() { return {"oblivious", "prompt", "aps"}; }
+
+std::unique_ptr<policy> make_policy(std::string_view name, std::size_t pools, const aps_params& aps) {
+  if (pools == 0) throw std::invalid_argument("promptly: a policy needs at least one pool");
+  if (name == "oblivious") return policy_impl::make_oblivious_policy();
+  if (name == "prompt") return policy_impl::make_prompt_policy();
+  if (name == "aps") {
+    if (!(aps.delta > 0 && aps.delta <= 1))
+      throw std::invalid_argument("promptly: aps delta = " + std::to_string(aps.delta) + " must be in (0, 1]");
+    if (!(aps.rho > 1)) throw std::invalid_argument("promptly: aps rho = " + std::to_string(aps.rho) + " must be > 1");
+    if (aps.quantum.count() <= 0) throw std::invalid_argument("promptly: aps quantum must be > 0");
+    return policy_impl::make_aps_policy(pools, aps);
+  }
+  throw std::invalid_argument("promptly: unknown policy '" + std::string(name) + "' (expected oblivious, prompt or aps)");
+}
+
+}  // namespace promptly::ext
