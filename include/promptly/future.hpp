@@ -86,9 +86,10 @@ struct future_state_base {
   void wait() {
     worker_view* w = at_strand_boundary(current_worker());  // touch boundary
     if (ready()) return;
-    // Only a worker of the task's own runtime may run it inline; any other
-    // thread waits for the runtime to run it.
-    if (run_claimed != nullptr && w != nullptr && w->sched == sched && !claimed.load(std::memory_order_relaxed)) {
+    // Only a worker of the task's own runtime, serving the task's level, may
+    // run it inline; any other caller waits for the runtime to run it.
+    if (run_claimed != nullptr && w != nullptr && w->sched == sched && queued_task->level == w->level &&
+        !claimed.load(std::memory_order_relaxed)) {
       // The awaited task is most often the newest item of the caller's own
       // deque: take it back so it leaves no spent record behind.
       task* t = w->deque->pop();

@@ -49,6 +49,7 @@
 
 #include "promptly/detail/graph_core.hpp"
 #include "promptly/future.hpp"
+#include "promptly/level.hpp"
 
 namespace promptly {
 
@@ -240,10 +241,14 @@ class graph {
   // True from run() until the run has finished.
   bool running() const noexcept { return core_->running(); }
 
-  // Starts a run on rt and returns at once. Throws graph_busy if the graph
+  // Starts a run on rt and returns at once. Its tasks run at the caller's
+  // priority level (promptly::current_level(): 0 outside a runtime's
+  // workers), like any work a task spawns. Throws graph_busy if the graph
   // is running, graph_cycle if it has a cycle, runtime_stopped if rt is
   // shutting down. The runtime's shutdown waits for the run to finish.
-  graph_run run(runtime& rt);
+  graph_run run(runtime& rt) { return run(rt, level{current_level()}); }
+  // The same at priority level `at` (std::out_of_range if rt has no such level).
+  graph_run run(runtime& rt, level at);
 
  private:
   std::unique_ptr<detail::graph_core> core_;  // null only in a moved-from graph

@@ -91,7 +91,11 @@ const std::string& graph_core::name_of(std::uint32_t id) const noexcept {
 
 std::string graph_core::describe(std::uint32_t id) const {
   const std::string& n = name_of(id);
-  if (n.empty()) return "#" + std::to_string(id);
+  if (n.empty()) {
+    std::string numbered(1, '#');
+    numbered += std::to_string(id);
+    return numbered;
+  }
   std::string quoted;
   quoted.reserve(n.size() + 2);
   quoted.append(1, '"').append(n).append(1, '"');

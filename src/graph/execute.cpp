@@ -65,6 +65,9 @@ void graph_core::release_successors(graph_node& n) {
   worker_view& w = *reload_current_worker();
   graph_node* const* it = list->items();
   graph_node* const* const end = it + list->count;
+  // The successors' lines are usually cold, and the locked decrements below
+  // would take their misses one at a time: request them all first.
+  for (graph_node* const* p = it; p != end; ++p) __builtin_prefetch(*p, 1);
   graph_node* keep = nullptr;  // the first ready successor: the continuation
   do {
     graph_node* m = *it++;
@@ -81,10 +84,12 @@ void graph_core::release_successors(graph_node& n) {
   if (keep == nullptr) return;
   // seed 002 Algorithm 3, lines 7-8: the cached task runs next on this
   // worker. The cache holds one task; if it is taken, the deque gets it.
-  if (w.continuation == nullptr)
+  if (w.continuation == nullptr) {
+    keep->level = w.level;  // as push_local does: successors run at this task's level
     w.continuation = keep;
-  else
+  } else {
     push_local(w, keep);
+  }
 }
 
 void graph_core::collect_not_run(graph_run_record& r) noexcept {

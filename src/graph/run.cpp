@@ -3,27 +3,28 @@
 //
 // How run() reaches the scheduler. The runtime does not expose its
 // scheduler to code outside its workers, so run() submits a small starter
-// task with runtime::submit; on a worker, the starter reads the worker's
-// scheduler and injects all sources into the injection ("master") queue
-// under one lock, then notifies (detail::inject_batch). The starter is
-// accepted (or rejected with runtime_stopped) like any submission, and it
-// counts the run as outstanding work before it returns, so the runtime's
-// shutdown waits for the whole run.
+// task with runtime::submit, at the run's level; on a worker, the starter
+// reads the worker's scheduler and injects all sources into that level's
+// injection ("master") queue under one lock, then notifies
+// (detail::inject_batch). The starter is accepted or rejected like any
+// submission (runtime_stopped; std::out_of_range for a level the runtime
+// does not have), and it counts the run as outstanding work before it
+// returns, so the runtime's shutdown waits for the whole run.
 #include "promptly/graph.hpp"
 
 #include "promptly/runtime.hpp"
 
 namespace promptly {
 
-graph_run graph::run(runtime& rt) {
-  std::shared_ptr<detail::graph_run_record> rec = core_->begin_run();
+graph_run graph::run(runtime& rt, level at) {
+  std::shared_ptr<detail::graph_run_record> rec = core_->begin_run(at.value);
   if (core_->size() == 0) {
     core_->finish_empty_run();
     return graph_run(std::move(rec));
   }
   try {
     detail::graph_core* c = core_.get();
-    rt.submit([c] { c->start(*detail::current_worker()->sched); });
+    rt.submit(at, [c] { c->start(*detail::current_worker()->sched); });
   } catch (...) {
     core_->abort_run();
     throw;
@@ -35,7 +36,7 @@ graph_run graph::run(runtime& rt) {
 
 namespace promptly::detail {
 
-std::shared_ptr<graph_run_record> graph_core::begin_run() {
+std::shared_ptr<graph_run_record> graph_core::begin_run(unsigned level) {
   // Acq_rel: acquires the previous finisher's release of running_, so the
   // previous run's writes to the graph are visible before we reuse it.
   if (running_.exchange(true, std::memory_order_acq_rel))
@@ -48,6 +49,7 @@ std::shared_ptr<graph_run_record> graph_core::begin_run() {
     last_done_ = rec->done_future;
     active_ = rec;
     run_ = rec.get();
+    level_ = level;
     sinks_left_.store(sinks_, std::memory_order_relaxed);  // published by the starter's submission
     return rec;
   } catch (...) {
@@ -68,7 +70,7 @@ void graph_core::start(scheduler& s) noexcept {
   // seed 002, Algorithm 1: all sources under one lock, then notify. After
   // this call the run may finish at any time: nothing of the graph is
   // touched any more.
-  inject_batch(s, sources_.data(), sources_.size());
+  inject_batch(s, sources_.data(), sources_.size(), level_);
 }
 
 void graph_core::finish_empty_run() noexcept {

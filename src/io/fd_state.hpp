@@ -2,9 +2,10 @@
 // operations (one per direction) and whether the reactor watches it.
 //
 // Invariants
-//  * mu guards fd, closed, registered and both queues; every system call
-//    on the fd made by io:: runs under mu, so after close() has set
-//    `closed` no new system call starts and the fd number can be closed.
+//  * mu guards closed, registered and both queues; every system call on
+//    the fd made by io:: runs under mu, so after close() has set `closed`
+//    no new system call starts and the fd number can be released. `fd`
+//    itself never changes (messages keep naming it after the close).
 //  * An operation is in a queue <=> it is pending (operation.hpp).
 //  * Queues are FIFO: only the head of a queue is attempted, so operations
 //    of one direction complete in the order they were queued.
@@ -19,6 +20,7 @@
 #include <mutex>
 
 #include "operation.hpp"
+#include "promptly/io/descriptor.hpp"
 
 namespace promptly::io::detail {
 
@@ -96,6 +98,12 @@ struct fd_state {
   op_queue readers;
   op_queue writers;
   std::atomic<std::uint32_t> refs{1};
+};
+
+// Builds descriptors around fds io:: created itself (already non-blocking
+// and close-on-exec), skipping the fcntl/fstat calls of adoption.
+struct descriptor_access {
+  static descriptor adopt_nonblocking(int fd, bool is_socket) { return descriptor(new fd_state(fd, is_socket)); }
 };
 
 }  // namespace promptly::io::detail

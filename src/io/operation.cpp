@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "fd_state.hpp"
+#include "promptly/detail/worker_view.hpp"
 #include "promptly/io/error.hpp"
 #include "reactor.hpp"
 
@@ -120,6 +121,10 @@ void finish_claimed(operation* op) noexcept {
 }
 
 void start(operation* op, const std::stop_token& stop) {
+  // An I/O call is a strand boundary (DESIGN.md): if the policy moved this
+  // worker to another level, the calling task parks here as a ready
+  // continuation of its own level. Nothing is visible to others yet.
+  promptly::detail::at_strand_boundary(promptly::detail::current_worker());
   if (stop.stop_requested()) {
     op->error = err_cancelled;
     finish_claimed(op);

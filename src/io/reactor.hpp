@@ -21,8 +21,9 @@
 //
 // Invariants
 //  * Only the reactor thread calls epoll_wait and drops epoll references.
-//  * The reactor thread blocks every signal (a SIGPIPE raised by its
-//    writes stays pending and harmless; EPIPE is reported instead).
+//  * The reactor thread blocks every signal: user signal handlers never run
+//    on it. (Writes to pipes consume the SIGPIPE they raise and report
+//    EPIPE, on every thread; sockets use MSG_NOSIGNAL.)
 #pragma once
 
 #include <atomic>

@@ -31,12 +31,16 @@ bool timer_queue::remove(operation* op) noexcept {
   return true;
 }
 
-void timer_queue::pop_expired(std::vector<operation*>& out) {
+void timer_queue::pop_expired(std::vector<operation*>& out) noexcept {
   std::lock_guard lock(mu_);
   const auto now = clock::now();
-  while (!heap_.empty() && heap_.front()->deadline <= now) {
-    out.push_back(heap_.front());
-    erase_at_locked(0);
+  try {
+    while (!heap_.empty() && heap_.front()->deadline <= now) {
+      out.push_back(heap_.front());  // first: if it throws, the entry stays
+      erase_at_locked(0);
+    }
+  } catch (...) {
+    // Out of memory: what is left fires on the next (immediate) expiry.
   }
   // The timerfd fired (or fired early): arm it afresh for what is left.
   armed_ = clock::time_point::max();

@@ -42,7 +42,7 @@ class timer_queue {
   bool remove(operation* op) noexcept;
   // Reactor thread: moves every expired operation to `out` in firing
   // order (each keeps its heap claim/reference) and re-arms the timerfd.
-  void pop_expired(std::vector<operation*>& out);
+  void pop_expired(std::vector<operation*>& out) noexcept;
 
   std::size_t size() const;
 

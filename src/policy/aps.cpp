@@ -32,9 +32,13 @@ void allot_top_down(std::span<const double> desires, std::span<const bool> has_r
     allotment[l] = std::min(want, left);
     left -= allotment[l];
   }
+  std::size_t last_with_work = desires.size();
+  for (std::size_t l = 0; l < desires.size(); ++l)
+    if (has_ready_work[l]) last_with_work = l;
   for (std::size_t l = 0; l < desires.size() && left > 0; ++l) {
     if (!has_ready_work[l]) continue;
-    const unsigned extra = (left + 1) / 2;
+    // The last level with work takes the rest: no worker sleeps while work exists.
+    const unsigned extra = l == last_with_work ? left : (left + 1) / 2;
     allotment[l] += extra;
     left -= extra;
   }

@@ -32,8 +32,9 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
 // Top-down allotment: pool 0 gets min(floor(d), P), pool 1 gets
 // min(d, P - p0), ... Then the leftover workers are handed out from the
 // most urgent pool with ready work down, half of the remainder (rounded up)
-// each, until none are left (seed 000 Sec. 5, "half of the left-over cores
-// to each priority level"). Pools without ready work get no leftovers.
+// each (seed 000 Sec. 5, "half of the left-over cores to each priority
+// level"); the least urgent pool with work takes whatever is still left, so
+// no worker sleeps while work exists. Pools without ready work get none.
 void allot_top_down(std::span<const double> desires, std::span<const bool> has_ready_work, unsigned workers,
                     std::span<unsigned> allotment) noexcept;
 

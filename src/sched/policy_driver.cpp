@@ -7,10 +7,13 @@
 // Invariants
 //  * policy_, allotment_, the seen_* counters, last_stats_ and the trace are
 //    guarded by policy_mutex_; decisions are serialised.
-//  * level_pool::believed_nonempty is what the policy was last told. It is
-//    set by an exchange (the setter that flips it sends became_nonempty) and
-//    cleared only under policy_mutex_ after a re-check, so a submission that
-//    races with an emptiness decision is always followed by a non-empty event.
+//  * level_pool::believed_nonempty is what the policy last saw: every
+//    decision sets it from the stats it decided on. A submitter pushes first
+//    and then exchanges it to true; if it was false, the submitter sends
+//    became_nonempty. A decision that clears it re-reads the level after the
+//    clear (both seq-cst), so either the submitter sees false and sends the
+//    event, or the decision sees the work and decides again: work never
+//    waits in a level the policy believes empty.
 //  * The quantum master sleeps on master_cv_ while no level has work, so an
 //    idle runtime does not wake up every quantum.
 #include <algorithm>
@@ -34,13 +37,9 @@ void scheduler::note_maybe_empty(unsigned level) {
   level_pool& p = *levels_[level];
   if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return;
   std::lock_guard lock(policy_mutex_);
-  if (!p.believed_nonempty.exchange(false, std::memory_order_seq_cst)) return;
-  if (p.has_ready_work()) {  // work arrived meanwhile: the level stays non-empty
-    p.believed_nonempty.store(true, std::memory_order_seq_cst);
-    return;
-  }
+  if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return;
   if (stopping_.load(std::memory_order_relaxed)) return;
-  decide_locked(ext::pool_event::became_empty, level);
+  decide_locked(ext::pool_event::became_empty, level);  // sets believed_nonempty from what it saw
 }
 
 std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
@@ -80,12 +79,26 @@ std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
 
 void scheduler::decide_locked(ext::pool_event ev, std::size_t level) {
   if (roaming_.load(std::memory_order_relaxed)) return;
-  std::vector<ext::pool_stats> stats = collect_stats_locked(ev == ext::pool_event::quantum);
-  policy_->decide(ev, level, stats, worker_count(), allotment_);
-  if (ev == ext::pool_event::quantum) last_stats_ = stats;
-  ++decisions_;
-  apply_allotment_locked();
-  trace_locked();
+  for (bool again = true; again;) {
+    std::vector<ext::pool_stats> stats = collect_stats_locked(ev == ext::pool_event::quantum);
+    policy_->decide(ev, level, stats, worker_count(), allotment_);
+    if (ev == ext::pool_event::quantum) last_stats_ = stats;
+    ++decisions_;
+    apply_allotment_locked();
+    trace_locked();
+    again = false;
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      level_pool& p = *levels_[l];
+      p.believed_nonempty.store(stats[l].has_ready_work, std::memory_order_seq_cst);
+      if (!stats[l].has_ready_work && p.has_ready_work()) {  // work arrived while we decided
+        p.believed_nonempty.store(true, std::memory_order_seq_cst);
+        ev = ext::pool_event::became_nonempty;
+        level = l;
+        again = true;
+        break;
+      }
+    }
+  }
 }
 
 // Maps per-level counts to workers, keeping every worker at its current
@@ -176,7 +189,6 @@ void scheduler::set_policy(const std::string& name) {
       notifier::notify(w->slot);
     }
   } else {
-    for (auto& l : levels_) l->believed_nonempty.store(l->has_ready_work(), std::memory_order_seq_cst);
     decide_locked(ext::pool_event::quantum, levels_.size());
   }
   if (policy_->quantum().count() > 0 && !master_.joinable()) master_ = std::thread([this] { master_main(); });

@@ -71,6 +71,7 @@ void scheduler::become_active(worker& w) noexcept {
   w.active = true;
   set_phase(w, worker_phase::working);
   const unsigned d = domain_of(w, roaming_.load(std::memory_order_relaxed));
+  w.active_domain = d;
   level_pool& p = *levels_[d];
   if (p.num_actives.fetch_add(1, std::memory_order_seq_cst) == 0 && cfg_.sleep == sleep_mode::adaptive &&
       p.num_thieves.load(std::memory_order_seq_cst) == 0)
@@ -82,7 +83,7 @@ void scheduler::become_inactive(worker& w) {
   if (!w.active) return;
   w.active = false;
   set_phase(w, worker_phase::looking);
-  levels_[domain_of(w, roaming_.load(std::memory_order_relaxed))]->num_actives.fetch_sub(1, std::memory_order_seq_cst);
+  levels_[w.active_domain]->num_actives.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void scheduler::adopt_deque(worker& w, task_deque* d) {

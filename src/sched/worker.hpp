@@ -10,8 +10,9 @@
 //    accounts, `phase` and `phase_since_ns`.
 //  * own[l] is null or a deque owned by this worker; a non-empty deque the
 //    worker leaves behind is handed to the level's muggable list.
-//  * `active` mirrors whether this worker is counted in its level's
-//    num_actives (seed 002, Definition 1).
+//  * `active` mirrors whether this worker is counted in the num_actives of
+//    level `active_domain` (seed 002, Definition 1); the decrement goes to
+//    the same level as the increment even if the policy changed meanwhile.
 #pragma once
 
 #include <array>
@@ -57,6 +58,7 @@ struct worker : worker_view {
   fiber_record* exited = nullptr;        // a fiber that just ended (annotation cleanup)
 
   bool active = false;
+  unsigned active_domain = 0;  // the level whose num_actives counts this worker while active
   std::uint64_t rng_state = 0;
   std::thread thread;
 

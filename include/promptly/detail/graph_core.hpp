@@ -16,8 +16,8 @@
 //    structure; every modification clears it.
 //  * running_ is true from begin_run() until the finisher has stopped
 //    touching the graph. While it is true the structure is frozen: every
-//    modifier throws graph_busy. run_, active_, sched_ and sinks_left_
-//    belong to the run in progress.
+//    modifier throws graph_busy. run_, active_, sched_, level_ and
+//    sinks_left_ belong to the run in progress.
 //  * The graph may be destroyed as soon as running_ is false and the run's
 //    future is ready; the destructor waits for that (last_done_).
 #pragma once
@@ -95,13 +95,14 @@ class graph_core {
 
   // ---- running (src/graph/run.cpp, execute.cpp) ----
 
-  // Claims the graph for a run: throws graph_busy if it is running,
-  // graph_cycle if it has a cycle. Returns the run's record.
-  std::shared_ptr<graph_run_record> begin_run();
+  // Claims the graph for a run at priority level `level`: throws graph_busy
+  // if it is running, graph_cycle if it has a cycle. Returns the run's record.
+  std::shared_ptr<graph_run_record> begin_run(unsigned level);
   // Undoes begin_run when the run could not be started (runtime stopped).
   void abort_run() noexcept;
   // On a worker of scheduler s: counts the run as outstanding work of s and
-  // pushes the sources to s's injection queue (seed 002, Algorithm 1).
+  // pushes the sources to the injection queue of the run's level (seed 002,
+  // Algorithm 1).
   void start(scheduler& s) noexcept;
   // Completes a run of an empty graph on the calling thread.
   void finish_empty_run() noexcept;
@@ -143,6 +144,7 @@ class graph_core {
   graph_run_record* run_ = nullptr;
   std::shared_ptr<graph_run_record> active_;
   scheduler* sched_ = nullptr;
+  unsigned level_ = 0;       // the run's priority level
   future<void> last_done_;  // the latest run's future (owner's thread only)
   // Sinks that have not finished; the one that brings it to 0 finishes the
   // run. On its own line: every sink writes it.

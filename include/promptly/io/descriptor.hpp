@@ -26,13 +26,14 @@ namespace promptly::io {
 
 namespace detail {
 struct fd_state;
+struct descriptor_access;
 }
 
 class descriptor {
  public:
   descriptor() noexcept = default;
-  // Adopts `fd` (which must be open) and makes it non-blocking and
-  // close-on-exec. Throws io::error("adopt") if fcntl fails.
+  // Adopts `fd` (which must be open) and makes it non-blocking. Throws
+  // io::error("adopt") if it is not open or fcntl fails.
   explicit descriptor(int fd);
   descriptor(descriptor&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
   descriptor& operator=(descriptor&& o) noexcept;
@@ -57,6 +58,8 @@ class descriptor {
   detail::fd_state* state() const noexcept { return state_; }
 
  private:
+  friend struct detail::descriptor_access;
+  explicit descriptor(detail::fd_state* s) noexcept : state_(s) {}
   detail::fd_state* state_ = nullptr;
 };
 

@@ -15,7 +15,8 @@
 //
 // The accept loop is itself a task of the runtime: it parks on accept(), so
 // it holds no worker while no client arrives. Each connection runs as a new
-// task of the runtime; a handler may take (descriptor) or (descriptor,
+// task of the runtime at serve_options::level (0 by default, the most
+// urgent); a handler may take (descriptor) or (descriptor,
 // std::stop_token). That token is stopped when the loop ends (its stop
 // token fired, or the listener was closed): handlers that pass it to their
 // operations are released from every pending wait, so stopping the listener
@@ -51,15 +52,15 @@ class runtime;
 namespace promptly::io {
 
 struct serve_options {
-  // Priority level of the connection tasks (0 = most urgent). Recorded and
-  // reported by level(); connection tasks run at the runtime's default
-  // level until the scheduler accepts a level at submission (docs/io.md).
+  // Priority level (0 = most urgent) of the accept loop and of every
+  // connection task. serve() throws std::out_of_range if the runtime has no
+  // such level.
   unsigned level = 0;
   // Ends the accept loop (the future of serve() then completes normally).
-  std::stop_token stop;
+  std::stop_token stop{};
   // Receives unexpected exceptions of connection handlers, on the handler's
   // task. Default: one line on stderr naming the listener.
-  std::function<void(std::exception_ptr)> on_error;
+  std::function<void(std::exception_ptr)> on_error{};
 };
 
 class listener {
@@ -80,6 +81,8 @@ class listener {
   std::uint16_t port() const;
   descriptor& socket() noexcept { return *socket_; }
 
+  // The next connection. TCP connections get TCP_NODELAY (interactive
+  // traffic should not wait for Nagle's algorithm), as in Go's net package.
   future<descriptor> accept(deadline until = {}, std::stop_token stop = {});
 
   // Runs the accept loop as a task of `rt` (see above). The future
@@ -115,6 +118,7 @@ class listener {
   // Shared with the serve loop, so destroying the listener (which closes
   // the socket) never pulls the object from under the loop.
   std::shared_ptr<descriptor> socket_;
+  bool tcp_ = false;  // set TCP_NODELAY on accepted connections
 };
 
 }  // namespace promptly::io

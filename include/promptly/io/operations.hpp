@@ -44,7 +44,9 @@ future<std::size_t> read(descriptor& d, std::span<std::byte> buf, deadline until
 // write(2) of the whole buffer: completes when every byte is written (the
 // reactor continues after partial writes) with the number of bytes, or
 // fails (io::connection_reset when the reader is gone). Never raises
-// SIGPIPE.
+// SIGPIPE. A write that fails after writing part of the buffer (deadline,
+// cancellation, close, error) leaves that part written: the stream's
+// framing is then unknown and the connection is best closed.
 future<std::size_t> write(descriptor& d, std::string_view data, deadline until = {}, std::stop_token stop = {});
 future<std::size_t> write(descriptor& d, std::span<const std::byte> data, deadline until = {},
                           std::stop_token stop = {});

@@ -1,0 +1,41 @@
+// fib(n) on Promptly: every call with n >= cutoff forks its two branches with
+// promptly::join (one spawn per call, as in every other runtime of the `core` suite);
+// below the cutoff plain recursion. The runtime has --workers workers and the sleep
+// protocol --sleep adaptive|never; each timed repetition is one runtime::run().
+#include <promptly/promptly.hpp>
+
+#include "bench_common.hpp"
+
+static long cutoff = 2;
+
+static long fib_serial(long n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
+
+static long fib(long n) {
+    if (n < cutoff) return fib_serial(n);
+    auto [x, y] = promptly::join([n] { return fib(n - 1); }, [n] { return fib(n - 2); });
+    return x + y;
+}
+
+int main(int argc, char** argv) {
+    bench::args a(argc, argv);
+    long n = a.get_long("n", 32);
+    cutoff = std::max(2L, a.get_long("cutoff", 2));
+    long workers = a.get_long("workers", 2);
+    std::string sleep = a.get_string("sleep", "adaptive");
+    long warmup = a.get_long("warmup", 2), reps = a.get_long("reps", 10);
+    a.finish();
+
+    promptly::runtime_config cfg;
+    cfg.workers = unsigned(workers);
+    if (sleep == "adaptive") cfg.sleep = promptly::sleep_mode::adaptive;
+    else if (sleep == "never") cfg.sleep = promptly::sleep_mode::never;
+    else bench::args::fail("--sleep must be adaptive or never");
+    promptly::runtime rt{cfg};
+
+    auto [answer, stats] = bench::measure(warmup, reps, [&] {
+        long m = n;
+        bench::opaque(m);
+        return rt.run([m] { return fib(m); });
+    });
+    bench::print_result(std::to_string(answer), stats);
+}

@@ -1,0 +1,3 @@
+module promptly/bench
+
+go 1.19

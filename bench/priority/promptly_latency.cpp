@@ -1,0 +1,76 @@
+// latency-under-load on Promptly (protocol: latency_driver.hpp). One runtime of --workers workers
+// and 3 levels, policy --policy (oblivious | prompt | aps, with --rho --delta --quantum-us).
+// Background: one task submitted at level 2 that loops over fib(n), each call with n >= cutoff
+// forking both branches with promptly::join (one spawn per call), serial leaves below the cutoff.
+// Interaction: the driver thread submits each job with rt.submit(level{0}, ...); the root spins,
+// spawns its 4 subtasks into a promptly::task_group (they inherit level 0) and waits.
+#include <promptly/promptly.hpp>
+
+#include <vector>
+
+#include "latency_driver.hpp"
+
+namespace {
+
+long bg_fib(prio::background& bg, long n, std::uint64_t idx) {
+    if (n < bg.cutoff) return prio::bg_leaf(bg, n, idx);
+    auto [x, y] = promptly::join([&bg, n, idx] { return bg_fib(bg, n - 1, 2 * idx); },
+                                 [&bg, n, idx] { return bg_fib(bg, n - 2, 2 * idx + 1); });
+    return x + y;
+}
+
+struct promptly_rt {
+    promptly::runtime rt;
+    promptly::future<void> bg_done;
+    std::vector<promptly::future<void>> jobs;
+
+    explicit promptly_rt(const promptly::runtime_config& cfg) : rt(cfg) {}
+
+    void start_background(prio::background& bg) {
+        bg_done = rt.submit(promptly::level{2}, [&bg] {
+            while (!bg.stop.load(std::memory_order_relaxed)) bg.finished(bg_fib(bg, bg.n, 1));
+        });
+    }
+    void stop_background() { bg_done.get(); }
+
+    void submit(prio::job& j) {
+        jobs.push_back(rt.submit(promptly::level{0}, [&j] {
+            std::uint64_t v = j.root_work();
+            std::uint64_t sub[4];
+            promptly::task_group tg;
+            for (std::uint64_t k = 0; k < 4; ++k) tg.spawn([&j, &sub, k] { sub[k] = j.sub_work(k + 1); });
+            tg.wait();
+            j.complete(v + sub[0] + sub[1] + sub[2] + sub[3]);
+        }));
+        if (jobs.size() >= 4096) {  // the driver has waited for older jobs by then; drop handles
+            for (auto& f : jobs) f.get();
+            jobs.clear();
+        }
+    }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bench::args a(argc, argv);
+    prio::latency_params p;
+    p.parse(a);
+    std::string policy = a.get_string("policy", "aps");
+    double rho = prio::get_double(a, "rho", 2.0);
+    double delta = prio::get_double(a, "delta", 0.9);
+    long quantum_us = a.get_long("quantum-us", 500);
+    a.finish();
+
+    promptly::runtime_config cfg;
+    cfg.workers = unsigned(p.workers);
+    cfg.levels = 3;
+    cfg.policy = policy;
+    cfg.aps.rho = rho;
+    cfg.aps.delta = delta;
+    cfg.aps.quantum = std::chrono::microseconds(quantum_us);
+    promptly_rt rt{cfg};
+    prio::latency_driver<promptly_rt> d{p, rt};
+    int rc = d.run();
+    for (auto& f : rt.jobs) f.get();
+    return rc;
+}

@@ -1,0 +1,115 @@
+"""Suite `core`: fork-join spawn cost, scaling with a serial cutoff, and the sleep protocol.
+
+Issue 2's benchmarks. Bench and runtime names are stable: the steering side reads them from
+bench/results/core/latest.json. The format of this file is described in bench/README.md.
+"""
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=None)
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+@lru_cache(maxsize=None)
+def spawns(n, cutoff):
+    """Calls with n >= cutoff in the fib(n) call tree: each spawns once."""
+    return 0 if n < cutoff else 1 + spawns(n - 1, cutoff) + spawns(n - 2, cutoff)
+
+
+def _per_spawn(runtime, p, m):
+    if runtime == "serial" or "region_s" not in m:
+        return {}
+    ns = m["region_s"] / spawns(p["n"], p["cutoff"]) * 1e9
+    return {"ns_per_spawn": ns, "worker_ns_per_spawn": ns * p["workers"]}
+
+
+def _per_future(runtime, p, m):
+    return {"ns_per_future": m["region_s"] / p["n"] * 1e9} if "region_s" in m else {}
+
+
+# Every fib program: same algorithm (one spawn per call with n >= cutoff, plain recursion below).
+_FIB_RUNTIMES = {
+    "promptly": {"exe": "cmake:bench_fib_promptly"},
+    "tbb": {"exe": "cmake:bench_fib_tbb"},
+    "openmp": {"exe": "cmake:bench_fib_openmp", "env": {"OMP_NUM_THREADS": "{workers}"}},
+    "go": {"exe": "go:fib", "env": {"GOMAXPROCS": "{workers}"}},
+    "rayon": {"exe": "cargo:fib", "env": {"RAYON_NUM_THREADS": "{workers}"}},
+    # The serial elision (spawn -> call). One thread by definition: runs at workers=1 only and is
+    # the reference of both worker counts.
+    "serial": {"exe": "cmake:bench_fib_serial", "workers": [1]},
+}
+
+_FIB_ARGS = ["--n", "{n}", "--cutoff", "{cutoff}"]
+
+SUITE = {
+    "name": "core",
+    "title": "Core runtime: spawn cost, scaling, sleep protocol",
+    # column order of the tables (default: order of first appearance)
+    "runtime_order": ["promptly", "promptly-nosleep", "tbb", "openmp", "go", "rayon", "serial"],
+    "benches": [
+        {
+            "name": "fib32-nocutoff",
+            "title": "fib(32), every call with n >= 2 spawns (no serial cutoff)",
+            "params": {"n": 32, "cutoff": 2},
+            "quick_params": {"n": 27},
+            "workers": [1, 2],
+            "args": _FIB_ARGS,
+            # in-process repetitions: (warm-up, timed); slow runtimes get fewer.
+            "inner": [2, 10],
+            "quick_inner": [1, 3],
+            "runtimes": {
+                **_FIB_RUNTIMES,
+                "openmp": {**_FIB_RUNTIMES["openmp"], "inner": [1, 3]},
+                "go": {**_FIB_RUNTIMES["go"], "inner": [1, 3]},
+            },
+            "expected": lambda p: fib(p["n"]),
+            "derived": _per_spawn,
+            "relative": [
+                {"name": "speedup_vs_serial", "ref": {"runtime": "serial", "workers": 1}},
+                {"name": "speedup_vs_w1", "ref": {"workers": 1}},
+            ],
+            "show": ["ns_per_spawn", "worker_ns_per_spawn", "speedup_vs_serial", "run_util"],
+            "timeout_s": 300,
+        },
+        {
+            "name": "fib40-cutoff20",
+            "title": "fib(40), serial below n < 20",
+            "params": {"n": 40, "cutoff": 20},
+            "quick_params": {"n": 35},
+            "workers": [1, 2],
+            "args": _FIB_ARGS,
+            "inner": [1, 5],
+            "quick_inner": [1, 3],
+            "runtimes": _FIB_RUNTIMES,
+            "expected": lambda p: fib(p["n"]),
+            "derived": _per_spawn,
+            "relative": [
+                {"name": "speedup_vs_serial", "ref": {"runtime": "serial", "workers": 1}},
+                {"name": "speedup_vs_w1", "ref": {"workers": 1}},
+            ],
+            "show": ["speedup_vs_serial", "speedup_vs_w1", "run_util"],
+            "timeout_s": 300,
+        },
+        {
+            "name": "chain-futures-1M",
+            "title": "chain of 10^6 dependent futures: x = async(x + 1).get()",
+            "params": {"n": 1_000_000},
+            "quick_params": {"n": 100_000},
+            "workers": [1, 2],
+            "args": ["--n", "{n}", "--sleep", "{sleep}"],
+            "inner": [1, 5],
+            "quick_inner": [1, 3],
+            "runtimes": {
+                "promptly": {"exe": "cmake:bench_chain_promptly", "params": {"sleep": "adaptive"}},
+                "promptly-nosleep": {"exe": "cmake:bench_chain_promptly", "params": {"sleep": "never"}},
+            },
+            "expected": lambda p: p["n"],
+            "derived": _per_future,
+            "show": ["run_util", "ns_per_future"],
+            "plot": ["run_util"],
+            "timeout_s": 300,
+        },
+    ],
+}

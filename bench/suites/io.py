@@ -1,0 +1,133 @@
+"""Suite `io`: interactive echo kernels next to a saturating compute kernel (issue 7).
+
+seed 004 Sec. 6.2.1's terminal echo and network echo, at 50 interactions per second, while
+fib(n) (above the cutoff: one spawn per call, as in suite `core`) runs on every worker; the
+seed 004 Table 5 comparison (Sec. 6.2.5) on this machine. Every pair runs the same driver
+(`bench_io_driver`, a separate process that starts the runtime's echo server, timestamps each
+request and response, and reports the server's compute times); see bench/io/README.md.
+
+Bench and runtime names are stable: the steering side reads them from
+bench/results/io/latest.json.
+
+  echo-net    loopback TCP, a task (goroutine, thread) per connection, --conns connections
+              opened up front, interactions round-robin over them
+  echo-term   the server's stdin/stdout are pipes from/to the driver
+  idle-2000   2000 idle connections: the server's CPU and resident memory for them
+
+Metrics: latency_us_p50/p95/p99/max (request sent -> echo received, over the measured loaded
+phases), compute_slowdown (median compute time under interaction / alone, both measured in the
+same process, alternating), interactions, dropped (no answer within drain-ms after the end).
+region_s is the median compute time under interaction.
+
+Runtimes: promptly-oblivious / promptly-prompt / promptly-aps (one echo program: interaction at
+level 0, fib at level 1, runtime_config::policy = oblivious (levels ignored), prompt or aps),
+go (goroutines + net), tbb (compute in a low-priority task_arena, each line handled in a
+high-priority arena by a dedicated blocking thread per connection), os-nice (compute on a
+nice-19 std::thread pool, a nice-0 thread per connection). promptly-fair joins once the runtime
+has that policy.
+"""
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=None)
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+# runtime -> (server program, Promptly policy or None)
+_SERVERS = {
+    "promptly-oblivious": ("cmake:bench_io_echo_promptly", "oblivious"),
+    "promptly-prompt": ("cmake:bench_io_echo_promptly", "prompt"),
+    "promptly-aps": ("cmake:bench_io_echo_promptly", "aps"),
+    "go": ("go:echo", None),
+    "tbb": ("cmake:bench_io_echo_tbb", None),
+    "os-nice": ("cmake:bench_io_echo_osnice", None),
+}
+
+
+def _runtimes():
+    out = {}
+    for name, (server, policy) in _SERVERS.items():
+        r = {"exe": "cmake:bench_io_driver", "params": {"server": server}}
+        if policy is not None:
+            r["params"]["policy"] = policy
+            r["args"] = ["--policy", policy]
+        if name == "go":
+            r["env"] = {"GOMAXPROCS": "{workers}"}
+        out[name] = r
+    return out
+
+
+_ECHO_ARGS = ["--server", "{server}", "--mode", "{mode}", "--rate", "{rate}", "--conns", "{conns}",
+              "--n", "{n}", "--cutoff", "{cutoff}", "--min-loaded-ms", "{min_loaded_ms}"]
+# On two workers here fib(41) with cutoff 16 takes about 0.35 s in the C++ runtimes and 1.8 s in
+# Go (gcc's fib is about 4x faster than Go's, see bench/README.md, suite `core`); fib(39) about
+# 0.15 s and 0.7 s. The servers repeat the kernel until the measured loaded runs add up to
+# min_loaded_ms, so every runtime answers a few hundred interactions (full) or about 80 (quick).
+_ECHO_PARAMS = {"rate": 50, "conns": 8, "n": 41, "cutoff": 16, "min_loaded_ms": 6000}
+_ECHO_QUICK = {"n": 39, "min_loaded_ms": 1500}
+_ECHO_SHOW = ["latency_us_p50", "latency_us_p95", "latency_us_p99", "latency_us_max", "compute_slowdown",
+              "interactions", "dropped"]
+_ECHO_PLOT = ["latency_us_p99", "latency_us_max", "compute_slowdown"]
+
+SUITE = {
+    "name": "io",
+    "title": "I/O: echo latency under a saturating compute kernel (seed 004 Sec. 6.2.1, Table 5)",
+    "runtime_order": ["promptly-oblivious", "promptly-prompt", "promptly-aps", "promptly-fair", "go", "tbb",
+                      "os-nice"],
+    "benches": [
+        {
+            "name": "echo-net",
+            "title": "network echo (loopback TCP, task per connection) at 50/s while fib runs on all workers",
+            "params": {**_ECHO_PARAMS, "mode": "net"},
+            "quick_params": _ECHO_QUICK,
+            "workers": [2],
+            "args": _ECHO_ARGS,
+            # in-process repetitions [warm-up, timed]: each is one alone + one loaded compute run
+            "inner": [1, 3],
+            "quick_inner": [1, 2],
+            "runtimes": _runtimes(),
+            "baseline": "promptly-oblivious",
+            "expected": lambda p: fib(p["n"]),
+            "show": _ECHO_SHOW,
+            "plot": _ECHO_PLOT,
+            "timeout_s": 300,
+            "quick_timeout_s": 60,
+        },
+        {
+            "name": "echo-term",
+            "title": "terminal echo (pipes to the server's stdin/stdout) at 50/s while fib runs on all workers",
+            "params": {**_ECHO_PARAMS, "mode": "term", "conns": 1},
+            "quick_params": _ECHO_QUICK,
+            "workers": [2],
+            "args": _ECHO_ARGS,
+            "inner": [1, 3],
+            "quick_inner": [1, 2],
+            "runtimes": _runtimes(),
+            "baseline": "promptly-oblivious",
+            "expected": lambda p: fib(p["n"]),
+            "show": _ECHO_SHOW,
+            "plot": _ECHO_PLOT,
+            "timeout_s": 300,
+            "quick_timeout_s": 60,
+        },
+        {
+            "name": "idle-2000",
+            "title": "2000 idle connections: server CPU and resident memory (target < 1% of a core, < 200 MiB)",
+            "params": {"idle_conns": 2000, "idle_ms": 2000},
+            "quick_params": {"idle_ms": 1000},
+            "workers": [2],
+            "args": ["--server", "{server}", "--mode", "idle", "--idle-conns", "{idle_conns}",
+                     "--idle-ms", "{idle_ms}"],
+            "inner": [0, 1],
+            "runtimes": _runtimes(),
+            "baseline": "promptly-oblivious",
+            "expected": lambda p: p["idle_conns"],
+            "show": ["idle_cpu_pct", "idle_rss_mib", "idle_kib_per_conn"],
+            "plot": ["idle_cpu_pct", "idle_rss_mib"],
+            "timeout_s": 120,
+            "quick_timeout_s": 60,
+        },
+    ],
+}

@@ -1,0 +1,185 @@
+"""Suite `priority`: priority levels and Adaptive Priority Scheduling (issue 5, seed 000 Sec. 5.1).
+
+Bench and runtime names are stable: the steering side reads them from
+bench/results/priority/latest.json. The format of this file is described in bench/README.md; the
+suite itself in its section "Suite `priority`".
+
+Pairs are identified by (bench, runtime, workers), so the rho and L sweeps of aps are runtimes of
+their own (`promptly-aps-rho1.2`, `promptly-aps-L100us`, ...) with the values in `params.rho` and
+`params.quantum_us`; `promptly-aps` itself is rho = 2, L = 500 us (the library's defaults), i.e.
+the sweeps' missing points rho = 2 and L = 500 us.
+"""
+
+import importlib.util
+import shutil
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+
+@lru_cache(maxsize=None)
+def fib(n):
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+
+
+class _Any:
+    """Matches any value in an `expected` answer: the job checksum is checked by the programs
+    (every job against its serial computation) and across runtimes by the harness, not here."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __repr__(self):
+        return "<checked across runtimes>"
+
+
+# Where the aps program of each fib bench writes the allotment trace of one extra (untimed)
+# three-level run; bench/priority/plot_allotment.py turns it into the timeline plot.
+TRACE = "/tmp/promptly-bench/priority/allotment-{bench}-w{workers}.csv"
+
+
+def allotment_plots(out_dir, results):
+    """The allotment timeline plots (issue 5): for every `promptly-aps` result of a fib bench,
+    copies its trace (TRACE, written by the program's extra traced run) into out_dir as
+    allotment-BENCH-wW.csv (+ .json) and renders allotment-BENCH-wW.png with
+    bench/priority/plot_allotment.py. When the trace in /tmp is gone (e.g. a re-render from
+    latest.json), the copy already in out_dir is used. Returns {plot name: PNG file name}.
+
+    Called by the harness after its own plots, if it supports the suite-level key
+    "extra_plots"; by hand: python3 bench/priority/plot_allotment.py TRACE.csv --out DIR."""
+    path = Path(__file__).resolve().parents[1] / "priority" / "plot_allotment.py"
+    spec = importlib.util.spec_from_file_location("promptly_plot_allotment", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out_dir = Path(out_dir)
+    written = {}
+    for r in results:
+        if r["runtime"] != "promptly-aps" or not r["bench"].startswith("fib-"):
+            continue
+        name = f"allotment-{r['bench']}-w{r['params']['workers']}"
+        src = Path(TRACE.format(bench=r["bench"], workers=r["params"]["workers"]))
+        csv = out_dir / f"{name}.csv"
+        if src.is_file():
+            out_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, csv)
+            if Path(f"{src}.json").is_file():
+                shutil.copyfile(f"{src}.json", f"{csv}.json")
+        if not csv.is_file():
+            print(f"warning: no allotment trace for {name} ({src})", file=sys.stderr)
+            continue
+        if mod.plot_allotment(csv, out_dir / f"{name}.png"):
+            written[name] = f"{name}.png"
+    return written
+
+
+def _promptly(policy, workers, rho=2.0, quantum_us=500, trace=None):
+    r = {
+        "exe": "cmake:bench_prio_fib_promptly",
+        "params": {"policy": policy, "rho": rho, "quantum_us": quantum_us, "delta": 0.9},
+        "workers": workers,
+    }
+    if trace:
+        r["args"] = ["--trace", trace]
+    return r
+
+
+def _fib_runtimes(bench):
+    return {
+        "promptly-oblivious": _promptly("oblivious", [2, 8]),
+        "promptly-prompt": _promptly("prompt", [2, 8]),
+        "promptly-aps": _promptly("aps", [2, 8], trace=TRACE.replace("{bench}", bench)),  # {workers} stays
+        # Fig. 3 of seed 000 (rho = 2 is promptly-aps)
+        "promptly-aps-rho1.2": _promptly("aps", [2], rho=1.2),
+        "promptly-aps-rho1.5": _promptly("aps", [2], rho=1.5),
+        "promptly-aps-rho1.75": _promptly("aps", [2], rho=1.75),
+        # Fig. 4 (L = 500 us is promptly-aps)
+        "promptly-aps-L100us": _promptly("aps", [2], quantum_us=100),
+        "promptly-aps-L1ms": _promptly("aps", [2], quantum_us=1000),
+        "promptly-aps-L10ms": _promptly("aps", [2], quantum_us=10000),
+    }
+
+
+_FIB_ARGS = ["--n", "{n}", "--base", "{base}", "--policy", "{policy}", "--rho", "{rho}",
+             "--delta", "{delta}", "--quantum-us", "{quantum_us}"]
+_FIB_SHOW = ["H_over_ideal", "M_over_ideal", "L_over_ideal", "ideal_policy_over_ideal", "run_util"]
+
+
+def _fib_bench(name, title, n, base, quick_n, quick_base):
+    return {
+        "name": name,
+        "title": title,
+        "params": {"n": n, "base": base},
+        "quick_params": {"n": quick_n, "base": quick_base},
+        "args": _FIB_ARGS,
+        # one repetition = fib-ideal (oblivious) + fib alone (policy) + the three levels: ~5 fibs
+        "inner": [1, 3],
+        "quick_inner": [0, 1],
+        "runtimes": _fib_runtimes(name),
+        "baseline": "promptly-oblivious",
+        "expected": lambda p: [fib(p["n"])] * 3,
+        "show": _FIB_SHOW,
+        "plot": ["H_over_ideal", "M_over_ideal", "L_over_ideal"],
+        "timeout_s": 300,
+    }
+
+
+SUITE = {
+    "name": "priority",
+    "title": "Priority levels: fib-ep / fib-rp (seed 000 Sec. 5.1) and latency under load",
+    # Not (yet) a harness key: the allotment timeline plots, see allotment_plots().
+    "extra_plots": allotment_plots,
+    "runtime_order": [
+        "promptly-oblivious", "promptly-prompt", "promptly-aps",
+        "promptly-aps-rho1.2", "promptly-aps-rho1.5", "promptly-aps-rho1.75",
+        "promptly-aps-L100us", "promptly-aps-L1ms", "promptly-aps-L10ms",
+        "tbb-arenas", "os-nice", "go",
+    ],
+    "benches": [
+        _fib_bench("fib-ep", "fib(n) at H, M, L submitted back to back; fork down to n = 2 "
+                   "(ample parallelism); region = all three", 37, 2, 32, 2),
+        _fib_bench("fib-rp", "fib(n) at H, M, L submitted back to back; serial below n-1, i.e. two "
+                   "strands per level (restricted parallelism); region = all three", 43, 42, 38, 37),
+        {
+            "name": "latency-under-load",
+            "title": "a 50 us job (root + 4 subtasks) at high priority every 10 ms under a "
+                     "low-priority fib(36) background; region = p99 latency",
+            "params": {"n": 36, "cutoff": 16, "root_iters": 5000, "sub_iters": 5000,
+                       "period_us": 10000, "window_jobs": 100, "windows": 6, "floor_jobs": 100},
+            "quick_params": {"window_jobs": 50, "windows": 2, "floor_jobs": 30},
+            "workers": [2],
+            "args": ["--n", "{n}", "--cutoff", "{cutoff}", "--root-iters", "{root_iters}",
+                     "--sub-iters", "{sub_iters}", "--period-us", "{period_us}",
+                     "--window-jobs", "{window_jobs}", "--windows", "{windows}",
+                     "--floor-jobs", "{floor_jobs}"],
+            # one repetition is the whole alternating-window experiment (~14 s; ~3 s with --quick)
+            "inner": [0, 1],
+            "quick_inner": [0, 1],
+            "runtimes": {
+                "promptly-oblivious": {"exe": "cmake:bench_prio_latency_promptly",
+                                       "args": ["--policy", "oblivious"], "params": {"policy": "oblivious"}},
+                "promptly-prompt": {"exe": "cmake:bench_prio_latency_promptly",
+                                    "args": ["--policy", "prompt"], "params": {"policy": "prompt"}},
+                "promptly-aps": {"exe": "cmake:bench_prio_latency_promptly",
+                                 "args": ["--policy", "aps", "--rho", "2", "--quantum-us", "500"],
+                                 "params": {"policy": "aps", "rho": 2.0, "quantum_us": 500}},
+                "tbb-arenas": {"exe": "cmake:bench_prio_latency_tbb"},
+                "os-nice": {"exe": "cmake:bench_prio_latency_osnice"},
+                "go": {"exe": "go:priolatency", "env": {"GOMAXPROCS": "{workers}"}},
+            },
+            "baseline": "promptly-oblivious",
+            "expected": lambda p: {"jobs": p["floor_jobs"] + p["windows"] * p["window_jobs"],
+                                   "fib": fib(p["n"]), "checksum": _Any()},
+            "show": ["latency_us_p50", "latency_us_p99", "latency_us_max", "background_slowdown",
+                     "floor_us_p50", "floor_us_p99", "job_work_us", "run_util"],
+            "plot": ["latency_us_p50", "background_slowdown"],
+            "timeout_s": 120,
+            "quick_timeout_s": 60,
+        },
+    ],
+}

@@ -1,0 +1,167 @@
+// listener: binding, accepting, and the accept loop that spawns a task per
+// connection (seed 004 Sec. 6.2.1, network echo).
+#include "promptly/io/listener.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+
+#include "address.hpp"
+#include "fd_operations.hpp"
+#include "fd_state.hpp"
+#include "promptly/io/error.hpp"
+#include "promptly/io/operations.hpp"
+#include "promptly/io/timers.hpp"
+#include "promptly/level.hpp"
+#include "promptly/runtime.hpp"
+
+namespace promptly::io {
+namespace {
+
+// How long the accept loop pauses after a transient failure (out of
+// descriptors or memory) before it tries again.
+constexpr std::chrono::milliseconds accept_retry_pause{10};
+
+listener bind_and_listen(const detail::socket_address& a, int backlog) {
+  int fd = ::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw io::error(errno, "socket", -1);
+  descriptor d = detail::descriptor_access::adopt_nonblocking(fd, true);
+  if (a.family != AF_UNIX) {
+    int one = 1;
+    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) throw io::error(errno, "setsockopt", fd);
+  }
+  if (::bind(fd, a.get(), a.length) != 0) throw io::error(errno, "bind", fd);
+  if (::listen(fd, backlog) != 0) throw io::error(errno, "listen", fd);
+  return listener(std::move(d));
+}
+
+bool transient_accept_error(int e) noexcept {
+  return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM || e == EPROTO || e == EPERM || e == EINTR;
+}
+
+// The ends of a connection that a handler may simply let propagate.
+bool normal_end(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const end_of_file&) {
+    return true;
+  } catch (const connection_reset&) {
+    return true;
+  } catch (const timed_out&) {
+    return true;
+  } catch (const cancelled&) {
+    return true;
+  } catch (const closed&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool is_tcp(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 &&
+         (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+}
+
+void report(const std::function<void(std::exception_ptr)>& on_error, std::exception_ptr e) {
+  if (on_error) {
+    on_error(e);
+    return;
+  }
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    std::fprintf(stderr, "promptly::io::listener: a connection handler failed: %s\n", x.what());
+  } catch (...) {
+    std::fprintf(stderr, "promptly::io::listener: a connection handler threw a non-std exception\n");
+  }
+}
+
+}  // namespace
+
+listener listener::tcp(std::string_view host, std::uint16_t port, int backlog) {
+  return bind_and_listen(detail::ip_address(host, port, "listen"), backlog);
+}
+
+listener listener::unix_socket(std::string_view path, int backlog) {
+  return bind_and_listen(detail::unix_address(path, "listen"), backlog);
+}
+
+listener::listener(descriptor listening)
+    : socket_(std::make_shared<descriptor>(std::move(listening))), tcp_(is_tcp(socket_->native_handle())) {}
+
+listener::~listener() { close(); }
+
+void listener::close() noexcept {
+  if (socket_) socket_->close();
+}
+
+std::uint16_t listener::port() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  const int fd = socket_ ? socket_->native_handle() : -1;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) throw io::error(errno, "getsockname", fd);
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return 0;
+}
+
+future<descriptor> listener::accept(deadline until, std::stop_token stop) {
+  return detail::accept_connection(*socket_, until, std::move(stop), tcp_);
+}
+
+future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_handler> handler, serve_options options) {
+  std::shared_ptr<descriptor> sock = socket_;
+  const level at{options.level};  // std::out_of_range here if the runtime has no such level
+  return rt.submit(at, [&rt, at, sock, tcp = tcp_, handler, options = std::move(options)] {
+    // Stopped when this loop ends, however it ends: connections that pass
+    // the token to their operations are released from every wait.
+    std::stop_source connections;
+    bool warned = false;
+    try {
+      for (;;) {
+        descriptor c;
+        try {
+          c = detail::accept_connection(*sock, {}, options.stop, tcp).get();
+        } catch (const cancelled&) {
+          break;  // options.stop
+        } catch (const closed&) {
+          break;  // listener::close() or the listener was destroyed
+        } catch (const io::error& e) {
+          if (!transient_accept_error(e.errno_value())) throw;
+          if (!warned) {
+            std::fprintf(stderr, "%s; the listener retries every %lld ms\n", e.what(),
+                         static_cast<long long>(accept_retry_pause.count()));
+            warned = true;
+          }
+          try {
+            io::sleep_for(accept_retry_pause, options.stop).get();
+          } catch (const cancelled&) {
+            break;
+          }
+          continue;
+        }
+        // The connection runs at the listener's level (the loop itself does too).
+        rt.submit(at, [handler, c = std::move(c), token = connections.get_token(), on_error = options.on_error]() mutable {
+          try {
+            (*handler)(std::move(c), token);
+          } catch (...) {
+            if (!normal_end(std::current_exception())) report(on_error, std::current_exception());
+          }
+        });
+      }
+    } catch (...) {
+      connections.request_stop();
+      throw;
+    }
+    connections.request_stop();
+  });
+}
+
+}  // namespace promptly::io

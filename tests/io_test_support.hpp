@@ -1,0 +1,59 @@
+// Helpers shared by the io_*_test.cpp suites: runtimes, exact reads, and
+// generous time bounds (this VM is noisy; ThreadSanitizer is slower still).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "promptly/io.hpp"
+#include "promptly/promptly.hpp"
+#include "test_support.hpp"
+
+namespace io_test {
+
+using namespace std::chrono_literals;
+namespace io = promptly::io;
+using clock = std::chrono::steady_clock;
+
+inline promptly::runtime_config workers(unsigned n) {
+  promptly::runtime_config c;
+  c.workers = n;
+  return c;
+}
+
+// Upper bound on how late a timer or a wake-up may be before a test calls it
+// broken: far above what a healthy run shows, far below "hangs".
+inline constexpr auto late_bound = under_tsan ? 400ms : 100ms;
+inline constexpr double late_bound_ms = std::chrono::duration<double, std::milli>(late_bound).count();
+
+// Reads exactly n bytes (several reads if the kernel splits them).
+inline std::string read_exactly(io::descriptor& d, std::size_t n, io::deadline until = 10s) {
+  std::string s(n, '\0');
+  std::size_t got = 0;
+  while (got < n) got += io::read(d, std::span<char>(s.data() + got, n - got), until).get();
+  return s;
+}
+
+inline double ms_since(clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+}
+
+inline long fib(int n) {
+  if (n < 2) return n;
+  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
+  return a + b;
+}
+
+// Fails the test unless no operation or timer is left pending (leak check).
+inline void expect_reactor_idle() {
+  // A completed operation may still sit in the timer heap for a moment
+  // (the reactor drops the heap's reference after delivering); wait briefly.
+  auto t0 = clock::now();
+  while (io::stats().pending_operations != 0 && clock::now() - t0 < 2s) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(io::stats().pending_operations, 0u);
+}
+
+}  // namespace io_test
