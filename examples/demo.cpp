@@ -69,7 +69,7 @@ outcome run_policy(const std::string& policy, bool background, long job_iters, c
   if (background)
     bg = rt.submit(promptly::level{2}, [&] {
       while (!stop.load(std::memory_order_relaxed)) {
-        (void)fib(27);
+        (void)fib(34);
         rounds.fetch_add(1, std::memory_order_relaxed);
       }
     });
@@ -107,7 +107,7 @@ double percentile(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   const std::filesystem::path dir = argc > 1 ? argv[1] : "build/demo";
   std::filesystem::create_directories(dir);
-  const double seconds = argc > 2 ? std::stod(argv[2]) : 4.0;
+  const double seconds = argc > 2 ? std::stod(argv[2]) : 3.0;
   const long job_iters = calibrate(10.0);  // 5 strands of ~10 us: ~50 us of work per job
   std::printf("Promptly %s demo: an interactive job (~50 us, root + 4 subtasks) every 10 ms at level 0,\n", PROMPTLY_VERSION);
   std::printf("while parallel fib runs at level 2 on both workers. %.0f s per policy.\n\n", seconds);
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
                 percentile(o.latency_us, 0.99), percentile(o.latency_us, 1.0), o.background_per_s);
     for (double v : o.latency_us) csv << policy << ',' << v << '\n';
   }
-  std::printf("\nbackground/s = rounds of fib(27) finished per second while the interactive stream ran.\n");
+  std::printf("\nbackground/s = rounds of fib(34) finished per second while the interactive stream ran.\n");
   std::printf("Raw data: %s/latency.csv, %s/allotment.csv\n", dir.c_str(), dir.c_str());
   return 0;
 }

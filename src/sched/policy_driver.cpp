@@ -14,8 +14,10 @@
 //    clear (both seq-cst), so either the submitter sees false and sends the
 //    event, or the decision sees the work and decides again: work never
 //    waits in a level the policy believes empty.
-//  * The quantum master sleeps on master_cv_ while no level has work, so an
-//    idle runtime does not wake up every quantum.
+//  * The quantum master sleeps on master_cv_ while fewer than two levels have
+//    work: with one busy level the allotment is all workers there whatever
+//    the desires say, so quanta would only cost context switches (an idle
+//    runtime, and a single-level program, see no quantum wake-ups at all).
 #include <algorithm>
 #include <cmath>
 
@@ -157,9 +159,9 @@ void scheduler::master_main() {
   auto deadline = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     const auto q = policy_->quantum();
-    bool any_work = false;
-    for (auto& l : levels_) any_work = any_work || l->believed_nonempty.load(std::memory_order_relaxed);
-    if (q.count() == 0 || roaming_.load(std::memory_order_relaxed) || !any_work) {
+    unsigned busy_levels = 0;
+    for (auto& l : levels_) busy_levels += l->believed_nonempty.load(std::memory_order_relaxed) ? 1 : 0;
+    if (q.count() == 0 || roaming_.load(std::memory_order_relaxed) || busy_levels < 2) {
       master_cv_.wait(lock);  // woken by a non-empty event, a policy change or shutdown
       deadline = std::chrono::steady_clock::now() + q;
       continue;
