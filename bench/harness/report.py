@@ -124,7 +124,7 @@ def _summary(lines, results, bench_specs, runtimes_in_order):
     lines.append("")
 
 
-def write_md(path, suite, machine, run_info, results, failures, plots):
+def write_md(path, suite, machine, run_info, results, failures, plots, extra_plots=None):
     from machine import one_line  # local import: report.py is usable without it
 
     benches = {b["name"]: b for b in suite["benches"] if any(r["bench"] == b["name"] for r in results)}
@@ -183,6 +183,11 @@ def write_md(path, suite, machine, run_info, results, failures, plots):
         lines.append("")
         if name in plots:
             lines += [f"![{name}]({plots[name]})", ""]
+
+    if extra_plots:
+        lines += ["## More plots", ""]
+        for name, file in sorted(extra_plots.items()):
+            lines += [f"### {name}", "", f"![{name}]({file})", ""]
 
     lines += [
         "## Reading these tables", "",

@@ -145,7 +145,11 @@ def write_reports(out, suite, machine, run_info, results, failures):
         old.unlink()
     subtitle = f"{machine['cpu_model']}, {machine['cores_affinity']} cores, {run_info['date']}"
     plot_files = plots.plot_suite(out, suite, results, subtitle)
-    report.write_md(out / "latest.md", suite, machine, run_info, results, failures, plot_files)
+    # A suite may draw plots of its own (e.g. the priority suite's allotment
+    # timelines); they are listed at the end of latest.md.
+    extra = suite["extra_plots"](out, results) if "extra_plots" in suite else {}
+    report.write_md(out / "latest.md", suite, machine, run_info, results, failures, plot_files, extra)
+    plot_files = {**plot_files, **extra}
     return plot_files
 
 

@@ -11,9 +11,10 @@
 // Interactions are sent open-loop at --rate per second (a fixed schedule that does not wait
 // for answers) only while the server runs its compute kernel "loaded" (control protocol:
 // echo_server.hpp); the server repeats the kernel until the measured loaded runs add up to
-// --min-loaded-ms, so fast and slow runtimes see about as many interactions. Latency = response received - request sent, over the measured (non-warm-up)
-// loaded phases. The server is `--server cmake:TARGET` or `go:PACKAGE`, resolved in the
-// harness's build directory like the harness does (bench/harness/build.py).
+// --min-loaded-ms, so fast and slow runtimes see about as many interactions. Latency =
+// response received - request sent, over the measured (non-warm-up) loaded phases. The server
+// is `--server cmake:TARGET` or `go:PACKAGE`, resolved in the harness's build directory like the
+// harness does (bench/harness/build.py); `--policy P` is passed on to Promptly servers.
 //
 // Prints the protocol's RESULT line (bench/README.md): result = the compute kernel's answer
 // (idle: the number of connections that echoed), metrics region_s (median loaded compute time),
@@ -441,8 +442,10 @@ int main(int argc, char** argv) {
     }
 
     // Answers still in flight get drain-ms to arrive; missing ones count as dropped.
-    auto drain_until = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(drain_s));
-    while (!book.all_answered() && clock_type::now() < drain_until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto drain_until =
+        clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(drain_s));
+    while (!book.all_answered() && clock_type::now() < drain_until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
     auto end = clock_type::now();
 
     for (int s : socks) ::shutdown(s, SHUT_RDWR);

@@ -49,8 +49,9 @@ struct runtime_config {
   std::string policy = "prompt";
   // Parameters of "aps": delta, rho, quantum L.
   ext::aps_params aps{};
-  // If set, one CSV line per level at every policy decision:
-  // t_s,level,desire,allotted,utilization (see docs/priorities.md).
+  // If set, one CSV line per level at every policy decision, with the
+  // header t_s,policy,level,desire,allotted,utilization,ready; t_s counts
+  // from the runtime's construction (docs/priorities.md).
   std::string allotment_trace;
 };
 

@@ -6,6 +6,7 @@
 #include "promptly/errors.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/future.hpp"
+#include "promptly/graph.hpp"
 #include "promptly/level.hpp"
 #include "promptly/promise.hpp"
 #include "promptly/runtime.hpp"

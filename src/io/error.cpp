@@ -42,7 +42,8 @@ cancelled::cancelled(std::string operation, int fd)
     : error(ECANCELED, std::move(operation), fd, "cancelled: its stop token was triggered before it completed") {}
 
 closed::closed(std::string operation, int fd)
-    : error(EBADF, std::move(operation), fd, "the descriptor was closed (through promptly::io) before the operation completed") {}
+    : error(EBADF, std::move(operation), fd,
+            "the descriptor was closed (through promptly::io) before the operation completed") {}
 
 namespace detail {
 

@@ -232,7 +232,8 @@ future<descriptor> accept_connection(descriptor& listening, deadline until, std:
 using detail::clock;
 
 future<std::size_t> read(descriptor& d, std::span<char> buf, deadline until, std::stop_token stop) {
-  auto* op = new detail::read_operation("read", detail::state_of(d, "read"), buf.data(), buf.size(), 0, false, until.at());
+  auto* op =
+      new detail::read_operation("read", detail::state_of(d, "read"), buf.data(), buf.size(), 0, false, until.at());
   auto f = op->get_future();
   detail::start(op, stop);
   return f;
@@ -243,7 +244,8 @@ future<std::size_t> read(descriptor& d, std::span<std::byte> buf, deadline until
 }
 
 future<std::size_t> recv(descriptor& d, std::span<char> buf, int flags, deadline until, std::stop_token stop) {
-  auto* op = new detail::read_operation("recv", detail::state_of(d, "recv"), buf.data(), buf.size(), flags, true, until.at());
+  auto* op =
+      new detail::read_operation("recv", detail::state_of(d, "recv"), buf.data(), buf.size(), flags, true, until.at());
   auto f = op->get_future();
   detail::start(op, stop);
   return f;

@@ -148,13 +148,15 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
           continue;
         }
         // The connection runs at the listener's level (the loop itself does too).
-        rt.submit(at, [handler, c = std::move(c), token = connections.get_token(), on_error = options.on_error]() mutable {
+        auto connection = [handler, c = std::move(c), token = connections.get_token(),
+                           on_error = options.on_error]() mutable {
           try {
             (*handler)(std::move(c), token);
           } catch (...) {
             if (!normal_end(std::current_exception())) report(on_error, std::current_exception());
           }
-        });
+        };
+        rt.submit(at, std::move(connection));
       }
     } catch (...) {
       connections.request_stop();

@@ -54,9 +54,11 @@ reactor::reactor()
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = &wake_fd_;
-  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) throw io::error(errno, "reactor start: epoll_ctl", wake_fd_);
+  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
+    throw io::error(errno, "reactor start: epoll_ctl", wake_fd_);
   ev.data.ptr = &timer_fd_;
-  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0) throw io::error(errno, "reactor start: epoll_ctl", timer_fd_);
+  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0)
+    throw io::error(errno, "reactor start: epoll_ctl", timer_fd_);
 
   // The thread inherits a mask with every signal blocked (reactor.hpp).
   sigset_t all, old;

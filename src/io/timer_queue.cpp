@@ -101,7 +101,8 @@ void timer_queue::arm_locked(clock::time_point at) noexcept {
   armed_ = at;
   // steady_clock is CLOCK_MONOTONIC in libstdc++, so its epoch is the
   // timerfd's. An all-zero it_value would disarm: use at least 1 ns.
-  auto ns = std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count());
+  const auto since_boot = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch());
+  const std::int64_t ns = std::max<std::int64_t>(1, since_boot.count());
   itimerspec spec{};
   spec.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
   spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
