@@ -65,7 +65,7 @@ _ECHO_ARGS = ["--server", "{server}", "--mode", "{mode}", "--rate", "{rate}", "-
 # Go (gcc's fib is about 4x faster than Go's, see bench/README.md, suite `core`); fib(39) about
 # 0.15 s and 0.7 s. The servers repeat the kernel until the measured loaded runs add up to
 # min_loaded_ms, so every runtime answers a few hundred interactions (full) or about 80 (quick).
-_ECHO_PARAMS = {"rate": 50, "conns": 8, "n": 41, "cutoff": 16, "min_loaded_ms": 6000}
+_ECHO_PARAMS = {"rate": 50, "conns": 8, "n": 41, "cutoff": 16, "min_loaded_ms": 4000}
 _ECHO_QUICK = {"n": 39, "min_loaded_ms": 1500}
 _ECHO_SHOW = ["latency_us_p50", "latency_us_p95", "latency_us_p99", "latency_us_max", "compute_slowdown",
               "interactions", "dropped"]

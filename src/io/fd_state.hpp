@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <mutex>
 
@@ -31,6 +32,7 @@ class op_queue {
   operation* front() const noexcept { return head_; }
 
   void push_back(operation* op) noexcept {
+    assert(!op->linked && "an operation is queued at most once");
     op->prev = tail_;
     op->next = nullptr;
     (tail_ ? tail_->next : head_) = op;
@@ -39,6 +41,7 @@ class op_queue {
   }
 
   void erase(operation* op) noexcept {
+    assert(op->linked && "only a queued operation can be claimed by unlinking");
     (op->prev ? op->prev->next : head_) = op->next;
     (op->next ? op->next->prev : tail_) = op->prev;
     op->prev = op->next = nullptr;

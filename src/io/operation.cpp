@@ -2,6 +2,7 @@
 // Each path below names the lock that makes its claim exclusive.
 #include "operation.hpp"
 
+#include <cassert>
 #include <cerrno>
 
 #include "fd_state.hpp"
@@ -111,6 +112,7 @@ void release(operation* op) noexcept {
 }
 
 void finish_claimed(operation* op) noexcept {
+  assert(!op->linked && "a claimed operation is in no queue");
   // The claim was made under fd->mu (or the timer mutex), which also
   // ordered the write of timer_scheduled before this read.
   if (op->timer_scheduled && reactor::started()->timers().remove(op))

@@ -4,6 +4,7 @@
 #include <sys/timerfd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <ctime>
 
@@ -53,6 +54,7 @@ std::size_t timer_queue::size() const {
 }
 
 void timer_queue::insert_locked(operation* op) {
+  assert(op->heap_index == operation::not_in_heap && "an operation is in the heap at most once");
   op->timer_seq = seq_++;
   heap_.push_back(op);  // may throw bad_alloc before anything changed
   op->heap_index = heap_.size() - 1;

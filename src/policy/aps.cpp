@@ -55,8 +55,11 @@ class aps_policy final : public ext::policy {
 
   void decide(ext::pool_event ev, std::size_t pool, std::span<const ext::pool_stats> stats, unsigned workers,
               std::span<unsigned> allotment) override {
-    std::vector<bool> ready(stats.size());
-    for (std::size_t l = 0; l < stats.size(); ++l) ready[l] = stats[l].has_ready_work;
+    // Fig. 1 line 1 holds at every decision, not only at quantum ticks: a
+    // level without ready work desires nothing (its desire restarts at 1
+    // when work appears), so stale desires never hold workers.
+    for (std::size_t l = 0; l < stats.size(); ++l)
+      if (!stats[l].has_ready_work) desire_[l] = 0.0;
     if (ev == ext::pool_event::quantum) {
       for (std::size_t l = 0; l < stats.size(); ++l)
         desire_[l] = next_desire(stats[l].has_ready_work, desire_[l], stats[l].allotted, stats[l].utilization(),
@@ -64,12 +67,10 @@ class aps_policy final : public ext::policy {
                          .desire;
     } else if (ev == ext::pool_event::became_nonempty) {
       // Acted on at once (not at the next quantum): the desire restarts at 1.
-      if (desire_[pool] == 0.0) desire_[pool] = 1.0;
-    } else {
-      desire_[pool] = 0.0;
+      if (pool < stats.size() && stats[pool].has_ready_work && desire_[pool] == 0.0) desire_[pool] = 1.0;
     }
     std::unique_ptr<bool[]> flags(new bool[stats.size()]);
-    for (std::size_t l = 0; l < stats.size(); ++l) flags[l] = ready[l] || desire_[l] > 0;
+    for (std::size_t l = 0; l < stats.size(); ++l) flags[l] = stats[l].has_ready_work;
     allot_top_down(desire_, std::span<const bool>(flags.get(), stats.size()), workers, allotment);
   }
 

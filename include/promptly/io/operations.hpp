@@ -19,6 +19,8 @@
 //
 // Buffers: the bytes `buf` points to must stay valid until the future is
 // ready. (Waiting on the future, as tasks normally do, guarantees it.)
+// Dropping every handle of the future does not cancel the operation: stop
+// its token or close the descriptor for that.
 #pragma once
 
 #include <sys/socket.h>
