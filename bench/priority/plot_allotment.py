@@ -67,8 +67,10 @@ def plot_allotment(trace, png, title=None):
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6.4), sharex=True, height_ratios=[3, 2])
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     order = sorted(levels)
-    t = levels[order[0]]["t"]
-    stack = [levels[l]["allotted"] for l in order]
+    # Decisions happen at events and quanta only (the aps master sleeps while a single level has
+    # work), so the last allotment holds until the end: extend every series to t_end.
+    t = list(levels[order[0]]["t"]) + [t_end]
+    stack = [list(levels[l]["allotted"]) + [levels[l]["allotted"][-1]] for l in order]
     ax1.stackplot(t, *stack, step="post", labels=[LEVEL_NAMES[l] if l < 3 else f"level {l}" for l in order],
                   colors=[colors[i % len(colors)] for i in range(len(order))], alpha=0.85)
     for i, done in enumerate(side.get("done_s", [])):
