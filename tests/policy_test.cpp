@@ -64,9 +64,9 @@ TEST(ApsAllotment, TopDownCappedWithLeftovers) {
   };
   for (const auto& c : cases) {
     std::vector<unsigned> out(c.desires.size(), 99);
-    std::unique_ptr<bool[]> ready(new bool[c.ready.size()]);
-    for (std::size_t i = 0; i < c.ready.size(); ++i) ready[i] = c.ready[i];
-    allot_top_down(c.desires, std::span<const bool>(ready.get(), c.ready.size()), c.workers, out);
+    std::vector<pool_stats> stats(c.ready.size());
+    for (std::size_t i = 0; i < c.ready.size(); ++i) stats[i].has_ready_work = c.ready[i];
+    allot_top_down(c.desires, stats, c.workers, out);
     EXPECT_EQ(out, c.expect) << c.what;
     unsigned sum = 0;
     for (unsigned a : out) sum += a;

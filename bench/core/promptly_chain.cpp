@@ -7,6 +7,7 @@
 #include <promptly/promptly.hpp>
 
 #include "bench_common.hpp"
+#include "promptly_config.hpp"
 
 static long chain(long n) {
     long x = 0;
@@ -17,16 +18,10 @@ static long chain(long n) {
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
     long n = a.get_long("n", 1000000);
-    long workers = a.get_long("workers", 2);
-    std::string sleep = a.get_string("sleep", "adaptive");
+    const promptly::runtime_config cfg = bench::promptly_config(a);
     long warmup = a.get_long("warmup", 1), reps = a.get_long("reps", 5);
     a.finish();
 
-    promptly::runtime_config cfg;
-    cfg.workers = unsigned(workers);
-    if (sleep == "adaptive") cfg.sleep = promptly::sleep_mode::adaptive;
-    else if (sleep == "never") cfg.sleep = promptly::sleep_mode::never;
-    else bench::args::fail("--sleep must be adaptive or never");
     promptly::runtime rt{cfg};
 
     auto [answer, stats] = bench::measure(warmup, reps, [&] {

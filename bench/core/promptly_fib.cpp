@@ -5,6 +5,7 @@
 #include <promptly/promptly.hpp>
 
 #include "bench_common.hpp"
+#include "promptly_config.hpp"
 
 static long cutoff = 2;
 
@@ -20,16 +21,10 @@ int main(int argc, char** argv) {
     bench::args a(argc, argv);
     long n = a.get_long("n", 32);
     cutoff = std::max(2L, a.get_long("cutoff", 2));
-    long workers = a.get_long("workers", 2);
-    std::string sleep = a.get_string("sleep", "adaptive");
+    const promptly::runtime_config cfg = bench::promptly_config(a);
     long warmup = a.get_long("warmup", 2), reps = a.get_long("reps", 10);
     a.finish();
 
-    promptly::runtime_config cfg;
-    cfg.workers = unsigned(workers);
-    if (sleep == "adaptive") cfg.sleep = promptly::sleep_mode::adaptive;
-    else if (sleep == "never") cfg.sleep = promptly::sleep_mode::never;
-    else bench::args::fail("--sleep must be adaptive or never");
     promptly::runtime rt{cfg};
 
     auto [answer, stats] = bench::measure(warmup, reps, [&] {

@@ -24,7 +24,7 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
   return {previous_desire, desire_rule::efficient_deprived};                            // line 7
 }
 
-void allot_top_down(std::span<const double> desires, std::span<const bool> has_ready_work, unsigned workers,
+void allot_top_down(std::span<const double> desires, std::span<const ext::pool_stats> stats, unsigned workers,
                     std::span<unsigned> allotment) noexcept {
   unsigned left = workers;
   for (std::size_t l = 0; l < desires.size(); ++l) {
@@ -34,9 +34,9 @@ void allot_top_down(std::span<const double> desires, std::span<const bool> has_r
   }
   std::size_t last_with_work = desires.size();
   for (std::size_t l = 0; l < desires.size(); ++l)
-    if (has_ready_work[l]) last_with_work = l;
+    if (stats[l].has_ready_work) last_with_work = l;
   for (std::size_t l = 0; l < desires.size() && left > 0; ++l) {
-    if (!has_ready_work[l]) continue;
+    if (!stats[l].has_ready_work) continue;
     // The last level with work takes the rest: no worker sleeps while work exists.
     const unsigned extra = l == last_with_work ? left : (left + 1) / 2;
     allotment[l] += extra;
@@ -69,9 +69,7 @@ class aps_policy final : public ext::policy {
       // Acted on at once (not at the next quantum): the desire restarts at 1.
       if (pool < stats.size() && stats[pool].has_ready_work && desire_[pool] == 0.0) desire_[pool] = 1.0;
     }
-    std::unique_ptr<bool[]> flags(new bool[stats.size()]);
-    for (std::size_t l = 0; l < stats.size(); ++l) flags[l] = stats[l].has_ready_work;
-    allot_top_down(desire_, std::span<const bool>(flags.get(), stats.size()), workers, allotment);
+    allot_top_down(desire_, stats, workers, allotment);
   }
 
  private:

@@ -35,7 +35,7 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
 // each (seed 000 Sec. 5, "half of the left-over cores to each priority
 // level"); the least urgent pool with work takes whatever is still left, so
 // no worker sleeps while work exists. Pools without ready work get none.
-void allot_top_down(std::span<const double> desires, std::span<const bool> has_ready_work, unsigned workers,
+void allot_top_down(std::span<const double> desires, std::span<const ext::pool_stats> stats, unsigned workers,
                     std::span<unsigned> allotment) noexcept;
 
 }  // namespace promptly::policy_impl

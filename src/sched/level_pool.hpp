@@ -29,7 +29,6 @@ struct level_pool {
   std::atomic<unsigned> muggable_count{0};
   alignas(64) std::atomic<int> num_actives{0};
   alignas(64) std::atomic<int> num_thieves{0};
-  std::atomic<unsigned> allotted{0};
   std::atomic<bool> believed_nonempty{false};  // what the policy was last told
 
   bool has_queued_work() const noexcept {

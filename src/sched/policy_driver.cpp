@@ -109,7 +109,6 @@ void scheduler::decide_locked(ext::pool_event ev, std::size_t level) {
 void scheduler::apply_allotment_locked() {
   const std::size_t levels = levels_.size();
   std::vector<unsigned> room(allotment_.begin(), allotment_.end());
-  for (std::size_t l = 0; l < levels; ++l) levels_[l]->allotted.store(allotment_[l], std::memory_order_relaxed);
   std::vector<unsigned> next(workers_.size(), no_level);
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     const unsigned a = workers_[i]->assigned.load(std::memory_order_relaxed);

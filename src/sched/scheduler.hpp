@@ -55,8 +55,6 @@ class scheduler {
   // --- used by the scheduling loop and parking (same library) ---
   void run_scheduling_loop();
   fiber_record& take_idle_fiber(worker& w);
-  std::vector<std::unique_ptr<worker>>& workers() noexcept { return workers_; }
-  level_pool& pool(unsigned l) noexcept { return *levels_[l]; }
 
  private:
   friend worker_view* detail::switch_level_at_boundary();

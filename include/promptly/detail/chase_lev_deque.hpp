@@ -102,10 +102,6 @@ class chase_lev_deque {
   bool empty() const noexcept {
     return bottom_.load(std::memory_order_relaxed) <= top_.load(std::memory_order_relaxed);
   }
-  std::int64_t size_hint() const noexcept {
-    auto n = bottom_.load(std::memory_order_relaxed) - top_.load(std::memory_order_relaxed);
-    return n < 0 ? 0 : n;
-  }
 
  private:
   ring* grow(ring* old, std::int64_t t, std::int64_t b) {

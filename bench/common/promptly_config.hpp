@@ -1,0 +1,25 @@
+// Runtime set-up shared by the Promptly workload programs: --workers and --sleep
+// (adaptive = seed 002's sleep protocol, never = the ABP-style baseline, runtime
+// `promptly-nosleep`). Call before args::finish().
+#pragma once
+
+#include <promptly/promptly.hpp>
+
+#include <stdexcept>
+
+#include "bench_common.hpp"
+
+namespace bench {
+
+inline promptly::runtime_config promptly_config(args& a) {
+    promptly::runtime_config cfg;
+    cfg.workers = unsigned(a.get_long("workers", 2));
+    try {
+        cfg.sleep = promptly::parse_sleep_mode(a.get_string("sleep", "adaptive"));
+    } catch (const std::invalid_argument& e) {
+        args::fail(std::string("--sleep: ") + e.what());
+    }
+    return cfg;
+}
+
+}  // namespace bench
