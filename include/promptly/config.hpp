@@ -53,6 +53,10 @@ struct runtime_config {
   // header t_s,policy,level,desire,allotted,utilization,ready; t_s counts
   // from the runtime's construction (docs/priorities.md).
   std::string allotment_trace;
+  // issue 6: count every touch, from a task, of a future computed at a less
+  // urgent level than the toucher's (runtime::inversions();
+  // docs/typed-priorities.md). Off: one relaxed load and a branch per touch.
+  bool detect_inversions = false;
 };
 
 inline constexpr unsigned max_levels = 64;

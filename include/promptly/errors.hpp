@@ -1,8 +1,10 @@
 // Exceptions Promptly throws for errors that callers must handle.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace promptly {
 
@@ -37,6 +39,25 @@ class broken_promise : public std::logic_error {
 class promise_already_satisfied : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+// Code touched a future whose priority is not declared at least as urgent as
+// its own (seed 003, rule TOUCH; seed 004 Sec. 5.3, IncompatiblePriorities).
+// Thrown by the dynamic priority API (promptly/typed/dynamic_order.hpp); the
+// typed API rejects the same touches at compile time.
+class priority_inversion : public std::logic_error {
+ public:
+  priority_inversion(const std::string& touched, const std::string& toucher)
+      : std::logic_error("promptly: priority inversion: touching a future at priority '" + touched +
+                         "' from code at priority '" + toucher + "', but '" + touched +
+                         "' is not declared at least as urgent as '" + toucher + "' (seed 003, rule TOUCH)"),
+        names_(std::make_shared<const std::pair<std::string, std::string>>(touched, toucher)) {}
+  // The priority of the touched future and that of the code that touched it.
+  const std::string& touched() const noexcept { return names_->first; }
+  const std::string& toucher() const noexcept { return names_->second; }
+
+ private:
+  std::shared_ptr<const std::pair<std::string, std::string>> names_;  // shared: copying never throws
 };
 
 }  // namespace promptly

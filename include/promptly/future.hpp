@@ -46,6 +46,30 @@ class promise;
 
 namespace detail {
 
+// ---- issue 6: typed priorities and inversion checks (docs/typed-priorities.md) ----
+// touch_observer: null unless some runtime was built with
+// runtime_config::detect_inversions; then every touch from a worker of a
+// future computed by a task reports (toucher's worker, touched task) to it
+// (include/promptly/typed/inversion_detector.hpp). Off, it costs one relaxed
+// load and a branch per touch.
+using touch_observer_fn = void (*)(const worker_view& toucher, const task& touched) noexcept;
+inline std::atomic<touch_observer_fn> touch_observer{nullptr};
+
+// Handle <-> state pointer, for atomic future cells (promptly/future_cell.hpp)
+// and typed task creation: adopt() takes over one reference, release() gives
+// the handle's reference up to the caller.
+template <class T>
+struct future_state;
+struct future_access {
+  template <class T>
+  static future_state<T>* state(const future<T>& f) noexcept { return f.state_; }
+  template <class T>
+  static future_state<T>* release(future<T>&& f) noexcept { return std::exchange(f.state_, nullptr); }
+  template <class T>
+  static future<T> adopt(future_state<T>* s) noexcept { return future<T>(s); }
+};
+// ---- end issue 6 ----
+
 struct future_state_base {
   static constexpr std::uintptr_t ready_tag = 1;
   using destroy_fn = void (*)(future_state_base*) noexcept;
@@ -85,6 +109,8 @@ struct future_state_base {
 
   void wait() {
     worker_view* w = at_strand_boundary(current_worker());  // touch boundary
+    if (touch_observer_fn observe = touch_observer.load(std::memory_order_relaxed)) [[unlikely]]  // issue 6
+      if (w != nullptr && queued_task != nullptr) observe(*w, *queued_task);
     if (ready()) return;
     // Only a worker of the task's own runtime, serving the task's level, may
     // run it inline; any other caller waits for the runtime to run it.
@@ -218,6 +244,7 @@ class future {
   friend class runtime;
   template <class U>
   friend class promise;
+  friend struct detail::future_access;  // issue 6
   T get_consuming() {
     wait();
     if constexpr (std::is_void_v<T>) {

@@ -19,6 +19,7 @@
 #include "promptly/config.hpp"
 #include "promptly/future.hpp"
 #include "promptly/stats.hpp"
+#include "promptly/typed/inversion_detector.hpp"  // issue 6
 
 namespace promptly {
 
@@ -102,6 +103,19 @@ class runtime {
  private:
   bool on_own_worker() const noexcept;
   std::unique_ptr<detail::scheduler> sched_;
+
+  // ---- issue 6: run-time priority-inversion detector (docs/typed-priorities.md) ----
+ public:
+  // Touches of futures of less urgent levels seen so far; `enabled` is false
+  // (and nothing is counted) unless runtime_config::detect_inversions.
+  inversion_stats inversions() const { return detector_ ? detector_->snapshot() : inversion_stats{}; }
+
+ private:
+  // Declared after sched_, so it is built from the running scheduler's
+  // configuration, and destroyed first, after shutdown() finished every task.
+  std::unique_ptr<detail::inversion_detector> detector_ =
+      detail::inversion_detector::attach(config().detect_inversions, sched_.get());
+  // ---- end issue 6 ----
 };
 
 }  // namespace promptly

@@ -27,4 +27,20 @@ struct runtime_stats {
   std::vector<level_stats> levels;
 };
 
+// ---- issue 6: priority inversions seen at run time (runtime::inversions()) ----
+// One pair of levels: tasks at toucher_level touched futures computed at the
+// less urgent touched_level, `count` times.
+struct inversion_report {
+  unsigned toucher_level = 0;
+  unsigned touched_level = 0;
+  std::uint64_t count = 0;
+};
+
+struct inversion_stats {
+  bool enabled = false;                 // runtime_config::detect_inversions
+  std::uint64_t total = 0;              // inversions seen so far
+  std::vector<inversion_report> pairs;  // one per pair of levels seen, in order of first sight
+};
+// ---- end issue 6 ----
+
 }  // namespace promptly

@@ -1,0 +1,15 @@
+// Typed priorities (issue 6; docs/typed-priorities.md): priorities as C++
+// types with a declared order, futures typed by their priority, rule TOUCH
+// checked at compile time (seed 003), typed future cells, and the dynamic
+// API that checks the same rule at run time (seed 004 Sec. 5.3).
+//
+// Not included by promptly/promptly.hpp: include this header to use it.
+#pragma once
+
+#include "promptly/future_cell.hpp"
+#include "promptly/typed/context.hpp"
+#include "promptly/typed/dynamic_order.hpp"
+#include "promptly/typed/fcreate.hpp"
+#include "promptly/typed/future.hpp"
+#include "promptly/typed/future_cell.hpp"
+#include "promptly/typed/priority_order.hpp"
