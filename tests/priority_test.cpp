@@ -90,7 +90,7 @@ TEST_P(Policy, YieldOnlyLoopGivesUpItsWorker) {
   EXPECT_TRUE(background.get()) << "the urgent task never got the worker";
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, Policy, ::testing::Values("oblivious", "prompt", "aps"));
+INSTANTIATE_TEST_SUITE_P(Levels, Policy, ::testing::Values("oblivious", "prompt", "aps", "fair"));
 
 TEST(Levels, OutOfRangeLevelsAreRejected) {
   promptly::runtime rt(config(1, "prompt", 2));
@@ -195,8 +195,8 @@ TEST(Levels, StressSwitchingMuggingParking) {
         sum = acc.load();
         return sum;
       }));
-    const char* policies[] = {"aps", "prompt", "oblivious"};
-    rt.set_policy(policies[rng() % 3]);
+    const char* policies[] = {"aps", "prompt", "oblivious", "fair"};
+    rt.set_policy(policies[rng() % 4]);
     long expect = 0;
     for (int i = 0; i < 8; ++i) {
       const long fibs[] = {21, 34, 55, 89};

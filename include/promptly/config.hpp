@@ -44,11 +44,15 @@ struct runtime_config {
   // Priority levels, 0 = most urgent. 1 <= levels <= max_levels.
   unsigned levels = 8;
   // How workers are shared between levels: "oblivious" (priorities
-  // ignored), "prompt" (winner takes all) or "aps" (seed 000). Changeable
-  // at run time with runtime::set_policy.
+  // ignored), "prompt" (winner takes all), "aps" (seed 000) or "fair"
+  // (seed 004). Changeable at run time with runtime::set_policy.
   std::string policy = "prompt";
   // Parameters of "aps": delta, rho, quantum L.
   ext::aps_params aps{};
+  // Parameters of "fair": the round length (default 5 ms) and the fairness
+  // criterion, one integer weight per level (docs/fairness.md). Changeable
+  // at run time with runtime::set_fairness.
+  ext::fair_params fair{};
   // If set, one CSV line per level at every policy decision, with the
   // header t_s,policy,level,desire,allotted,utilization,ready; t_s counts
   // from the runtime's construction (docs/priorities.md).

@@ -13,6 +13,7 @@
 #include <memory>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <string>
 
@@ -86,10 +87,18 @@ class runtime {
     return submit(at, std::forward<F>(f)).get_consuming();
   }
 
-  // Switches the policy by name ("oblivious", "prompt", "aps") while the
-  // runtime runs. Throws std::invalid_argument for an unknown name.
+  // Switches the policy by name ("oblivious", "prompt", "aps", "fair")
+  // while the runtime runs. Throws std::invalid_argument for an unknown name.
   void set_policy(const std::string& name);
   std::string policy() const;
+
+  // Installs a fairness criterion (seed 004's installDist): one integer
+  // weight per level, 0 = most urgent; levels past the end weigh 0. Takes
+  // effect at once if the policy is "fair" (a new round starts and the
+  // accounting in stats() restarts), else when "fair" is selected. Throws
+  // std::invalid_argument for a negative weight, all weights zero, or more
+  // weights than levels; the previous criterion then stays. docs/fairness.md.
+  void set_fairness(std::vector<long long> weights);
 
   // Per-level statistics, readable at any time.
   runtime_stats stats() const;

@@ -18,6 +18,11 @@ struct level_stats {
   double look_s = 0;            // cumulative worker-seconds looking for work at the level
   std::uint64_t tasks_run = 0;  // tasks executed at the level
   std::uint64_t switches_in = 0;  // times a worker moved to the level
+  // Policy "fair" only (zeros otherwise), since its criterion was installed:
+  double share = 0;           // F(level), the criterion normalised to sum 1
+  double sampled_share = 0;   // fraction of worker-rounds that drew this level as primary
+  double received_share = 0;  // fraction of all worker time spent working at this level
+  double credit_s = 0;        // worker-seconds owed (+) or over-served (-), capped at one round
 };
 
 struct runtime_stats {

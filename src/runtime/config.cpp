@@ -56,8 +56,15 @@ void validate(const runtime_config& cfg) {
   if (cfg.sleep != sleep_mode::adaptive && cfg.sleep != sleep_mode::never) fail("unknown sleep_mode");
   if (cfg.levels == 0 || cfg.levels > max_levels)
     fail("levels = " + std::to_string(cfg.levels) + " must be in 1.." + std::to_string(max_levels));
+  // The criterion is checked even when another policy runs: set_policy("fair") must not fail later.
+  if (cfg.fair.round.count() <= 0) fail("fair.round must be > 0");
   try {
-    (void)ext::make_policy(cfg.policy, cfg.levels, cfg.aps);
+    (void)ext::fair_shares(cfg.fair.weights, cfg.levels);
+  } catch (const std::invalid_argument& e) {
+    fail(std::string("fair.weights: ") + e.what());
+  }
+  try {
+    (void)ext::make_policy(cfg.policy, cfg.levels, cfg.aps, cfg.fair);
   } catch (const std::invalid_argument& e) {
     fail(std::string("policy: ") + e.what());
   }

@@ -19,6 +19,8 @@ void runtime::set_policy(const std::string& name) { sched_->set_policy(name); }
 
 std::string runtime::policy() const { return sched_->policy_name(); }
 
+void runtime::set_fairness(std::vector<long long> weights) { sched_->set_fairness(std::move(weights)); }
+
 runtime_stats runtime::stats() const { return sched_->stats(); }
 
 bool runtime::on_own_worker() const noexcept { return sched_->owns(detail::reload_current_worker()); }

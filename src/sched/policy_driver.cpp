@@ -175,10 +175,21 @@ void scheduler::master_main() {
 }
 
 void scheduler::set_policy(const std::string& name) {
-  std::unique_ptr<ext::policy> p = ext::make_policy(name, levels_.size(), cfg_.aps);
+  std::unique_ptr<ext::policy> p = ext::make_policy(name, levels_.size(), cfg_.aps, cfg_.fair);
   std::lock_guard lock(policy_mutex_);
-  policy_ = std::move(p);
   cfg_.policy = name;
+  install_policy_locked(std::move(p));
+}
+
+void scheduler::set_fairness(std::vector<long long> weights) {
+  (void)ext::fair_shares(weights, levels_.size());  // throws before anything changes
+  std::lock_guard lock(policy_mutex_);
+  cfg_.fair.weights = std::move(weights);  // the round stays as configured
+  if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", levels_.size(), cfg_.aps, cfg_.fair));
+}
+
+void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
+  policy_ = std::move(p);
   const bool roaming = policy_->roaming();
   roaming_.store(roaming, std::memory_order_seq_cst);
   if (allotment_.size() != levels_.size()) allotment_.assign(levels_.size(), 0);
@@ -211,6 +222,11 @@ runtime_stats scheduler::stats() const {
   for (std::size_t l = 0; l < levels_.size(); ++l) {
     level_stats& ls = s.levels[l];
     ls.desire = policy_->desire(l);
+    const ext::fair_account fa = policy_->fairness(l);
+    ls.share = fa.share;
+    ls.sampled_share = fa.sampled_share;
+    ls.received_share = fa.received_share;
+    ls.credit_s = fa.credit_s;
     ls.allotted = roaming_.load(std::memory_order_relaxed) ? 0 : allotment_[l];
     ls.has_ready_work = levels_[l]->has_ready_work();
     if (l < last_stats_.size()) {
@@ -218,9 +234,17 @@ runtime_stats scheduler::stats() const {
       ls.last_work_s = last_stats_[l].work_s;
       ls.last_look_s = last_stats_[l].look_s;
     }
+    const std::uint64_t now = now_ns();
     for (auto& w : workers_) {
       ls.work_s += static_cast<double>(w->accounts[l].work_ns.load(std::memory_order_relaxed)) * 1e-9;
       ls.look_s += static_cast<double>(w->accounts[l].look_ns.load(std::memory_order_relaxed)) * 1e-9;
+      if (w->serving.load(std::memory_order_relaxed) == l) {  // the interval in progress, as collect_stats_locked
+        const std::uint64_t since = w->phase_since_ns.load(std::memory_order_relaxed);
+        const double open = now > since ? static_cast<double>(now - since) * 1e-9 : 0.0;
+        const worker_phase ph = w->phase.load(std::memory_order_relaxed);
+        if (ph == worker_phase::working) ls.work_s += open;
+        else if (ph == worker_phase::looking) ls.look_s += open;
+      }
       ls.tasks_run += w->accounts[l].tasks.load(std::memory_order_relaxed);
       ls.switches_in += w->accounts[l].switches_in.load(std::memory_order_relaxed);
     }

@@ -49,6 +49,7 @@ class scheduler {
 
   // Policy (policy_driver.cpp).
   void set_policy(const std::string& name);
+  void set_fairness(std::vector<long long> weights);
   std::string policy_name() const;
   runtime_stats stats() const;
 
@@ -76,6 +77,7 @@ class scheduler {
   task_deque* new_deque();
 
   // policy_driver.cpp
+  void install_policy_locked(std::unique_ptr<ext::policy> p);
   void note_nonempty(unsigned level);
   void note_maybe_empty(unsigned level);
   void decide_locked(ext::pool_event ev, std::size_t level);

@@ -12,6 +12,11 @@
 //
 // A policy may also declare itself `roaming`: then allotments are ignored
 // and every worker takes ready work from any pool (priority-oblivious).
+//
+// Allotments are counts, not worker identities, because workers are
+// interchangeable within a pool: a policy that thinks per worker (seed 004's
+// fair policy samples a primary pool for every worker each round) returns
+// how many workers drew each pool, and the runtime maps counts to workers.
 #pragma once
 
 #include <chrono>
@@ -34,6 +39,24 @@ struct pool_stats {
   double utilization() const noexcept { return work_s + look_s > 0 ? work_s / (work_s + look_s) : 0.0; }
 };
 
+// Parameters of the `fair` policy (seed 004 Sec. 4).
+struct fair_params {
+  // roundQuantum: how long a worker keeps the primary pool it sampled.
+  std::chrono::microseconds round{5000};
+  // The fairness criterion: an integer weight per pool (index = pool, 0 = most
+  // urgent), normalised to shares summing to 1 as seed 004's installDist
+  // (Fig. 6). Pools past the end weigh 0. Empty = every pool weighs 1.
+  std::vector<long long> weights;
+};
+
+// What the fair policy measured of one pool since its criterion was installed.
+struct fair_account {
+  double share = 0;           // F(pool): the criterion, normalised
+  double sampled_share = 0;   // fraction of worker-rounds whose primary was this pool
+  double received_share = 0;  // fraction of all worker time spent working at this pool
+  double credit_s = 0;        // worker-seconds the pool is owed (+) or has been over-served (-)
+};
+
 enum class pool_event { quantum, became_nonempty, became_empty };
 
 class policy {
@@ -51,6 +74,8 @@ class policy {
                       std::span<unsigned> allotment) = 0;
   // Human-readable desire per pool, for stats (policies without desire return 0).
   virtual double desire(std::size_t /*pool*/) const noexcept { return 0; }
+  // Fairness accounting per pool, for stats (policies without a criterion return zeros).
+  virtual fair_account fairness(std::size_t /*pool*/) const noexcept { return {}; }
 };
 
 // Parameters of the `aps` policy (seed 000 Sec. 3 and 5).
@@ -60,9 +85,15 @@ struct aps_params {
   std::chrono::microseconds quantum{500};      // L; the authors' scripts use 500 us
 };
 
-// The policies shipped with Promptly, by name: "oblivious", "prompt", "aps".
-// Throws std::invalid_argument naming the unknown policy or bad parameter.
-std::unique_ptr<policy> make_policy(std::string_view name, std::size_t pools, const aps_params& aps = {});
+// The criterion as shares for `pools` pools. Throws std::invalid_argument
+// naming the problem: a negative weight, every weight zero, or a weight for a
+// pool that does not exist.
+std::vector<double> fair_shares(std::span<const long long> weights, std::size_t pools);
+
+// The policies shipped with Promptly, by name: "oblivious", "prompt", "aps",
+// "fair". Throws std::invalid_argument naming the unknown policy or bad parameter.
+std::unique_ptr<policy> make_policy(std::string_view name, std::size_t pools, const aps_params& aps = {},
+                                    const fair_params& fair = {});
 std::vector<std::string> policy_names();
 
 }  // namespace promptly::ext

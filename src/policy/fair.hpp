@@ -1,0 +1,65 @@
+// Fairly prompt scheduling, seed 004 Sec. 3-4: the pure parts of the `fair`
+// policy, so that every rule is table-tested (tests/fair_policy_test.cpp).
+//
+// The policy (fair.cpp) runs rounds of roundQuantum. At the start of each
+// round every worker draws a primary pool from the fairness criterion F;
+// during the round it works at its primary pool while that pool has work and
+// donates its cycles to the most urgent pool with work otherwise (seed 004
+// Sec. 3.1, second property; Sec. 4.2, Fig. 2 lines 28-30).
+//
+// Two choices of ours, both keeping the paper's guarantee (each pool p gets
+// an expected share F(p) of the worker-rounds while it has work, so a
+// computation at p is stretched by at most 1/F(p)):
+//
+//  1. Systematic sampling. The P draws of a round are one uniform u and the
+//     points (u + i) / P, i = 0..P-1, looked up in F's cumulative
+//     distribution. Each draw is still uniform, so every worker draws pool p
+//     with probability exactly F(p), as in the paper; but a round's counts
+//     are floor(F(p) P) or ceil(F(p) P) instead of a multinomial. With P = 2
+//     and F = 50-25-25 the top pool has a primary worker in every round
+//     instead of in 3 rounds of 4: that is what keeps an interactive level's
+//     response time low on a machine with few workers, where the paper (70
+//     workers) relied on numbers.
+//
+//  2. Credit for under-served pools. Sampling alone gives a pool with a small
+//     share F(p) P << 1 a primary worker only once every 1 / (F(p) P) rounds
+//     (seed 004 Sec. 4.5 notes the same problem for pools with one thread):
+//     with F = 5-45-50 on 2 workers an echo would wait up to 10 rounds
+//     (50 ms). So each pool also accrues credit, F(p) P worker-seconds per
+//     second, spent by the time its tasks actually run, capped at one round of
+//     one worker (and at -100 rounds: over-service is remembered). A pool with work, no worker and positive credit
+//     takes one worker, first from the workers donated to another pool, else
+//     from the pool with the least credit if that is below its own. Every
+//     worker such a claim takes is paid from the claimer's credit, so over
+//     any interval T a pool receives at most F(p) P T + one round through
+//     claims: the bound on everybody else's stretch changes by at most one
+//     round per interval, while an interactive pool (little work, credit at
+//     the cap) is served within one decision instead of up to 1 / (F(p) P)
+//     rounds.
+//
+// Winner-take-all is F(top) = 1: every draw is the top pool, nothing else has
+// credit, and the allotment is exactly the `prompt` policy's.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "promptly/ext/policy.hpp"
+
+namespace promptly::policy_impl {
+
+// Systematic sampling of one round's primaries: primaries[p] = how many of
+// the `workers` points (u + i) / workers fall in pool p's interval of the
+// cumulative distribution of `shares`. u in [0, 1). Pools with share 0 are
+// never drawn. Sum of primaries = workers.
+void sample_primaries(std::span<const double> shares, unsigned workers, double u,
+                      std::span<unsigned> primaries) noexcept;
+
+// The allotment for the round's primaries: each pool with work keeps its
+// primaries; the primaries of pools without work are donated to the most
+// urgent pool with work; then credit claims (choice 2 above), most urgent
+// pool first. With no work anywhere, every worker goes to pool 0 (asleep).
+void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
+                std::span<const ext::pool_stats> stats, unsigned workers, std::span<unsigned> allotment) noexcept;
+
+}  // namespace promptly::policy_impl
