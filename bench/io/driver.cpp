@@ -37,6 +37,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -46,6 +47,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -327,6 +329,10 @@ int main(int argc, char** argv) {
     const std::string policy = a.get_string("policy", "");  // passed on to Promptly servers
     const long workers = a.get_long("workers", 2), n = a.get_long("n", 36), cutoff = a.get_long("cutoff", 12);
     const long warmup = a.get_long("warmup", 1), reps = a.get_long("reps", 3);
+    // Suite `fair`: extra server options ("--kernel fib --criterion 50-25-25", split at spaces),
+    // and the stretch the criterion promises, to report measured / expected.
+    const std::string server_args = a.get_string("server-args", "");
+    const double expected_stretch = std::atof(a.get_string("expected-stretch", "0").c_str());
     a.finish();
     if (server_spec.empty()) bench::args::fail("--server is required");
     if (mode != "net" && mode != "term" && mode != "idle") bench::args::fail("--mode must be net, term or idle");
@@ -342,6 +348,11 @@ int main(int argc, char** argv) {
                                       std::to_string(idle ? 0 : reps), "--min-loaded-ms",
                                       std::to_string(idle ? 0 : min_loaded_ms)};
     if (!policy.empty()) sargs.insert(sargs.end(), {"--policy", policy});
+    for (std::size_t b = 0, e; b < server_args.size(); b = e + 1) {
+        e = server_args.find(' ', b);
+        if (e == std::string::npos) e = server_args.size();
+        if (e > b) sargs.push_back(server_args.substr(b, e - b));
+    }
     server_process srv = spawn_server(path, sargs, term);
     control_channel ctl(srv.control);
     auto next_line = [&](double timeout_s) {
@@ -401,6 +412,7 @@ int main(int argc, char** argv) {
     const auto interval = std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(1.0 / rate));
     std::mt19937 rng(12345);
     std::vector<double> alone, loaded;
+    std::vector<std::pair<std::string, double>> server_metrics;  // "metric NAME VALUE" lines, last value wins
     long answer = LONG_MIN;
     long phase = -1;
     bool sending = false;
@@ -411,11 +423,16 @@ int main(int argc, char** argv) {
         if (auto l = ctl.pop(until)) {
             if (*l == "eof") fail("the server closed its control channel early (crashed?)");
             if (*l == "done") break;
-            char what[16];
+            char what[16], name[64];
             long i;
             double s;
             long v;
-            if (std::sscanf(l->c_str(), "phase %15s %ld", what, &i) == 2) {
+            if (std::sscanf(l->c_str(), "metric %63s %lf", name, &s) == 2) {
+                auto it = std::find_if(server_metrics.begin(), server_metrics.end(),
+                                       [&](const auto& m) { return m.first == name; });
+                if (it != server_metrics.end()) it->second = s;
+                else server_metrics.emplace_back(name, s);
+            } else if (std::sscanf(l->c_str(), "phase %15s %ld", what, &i) == 2) {
                 sending = std::strcmp(what, "loaded") == 0;
                 phase = i;
                 // A random offset into the first interval: requests never line up with the
@@ -472,13 +489,19 @@ int main(int argc, char** argv) {
     mean /= double(lat_us.size());
     const double region = bench::median(loaded), alone_s = bench::median(alone);
 
+    std::string extra;
+    if (expected_stretch > 0)
+        extra += fmt(", \"stretch\": %.6f", region / alone_s) + fmt(", \"expected_stretch\": %.6f", expected_stretch) +
+                 fmt(", \"stretch_ratio\": %.6f", region / alone_s / expected_stretch) +
+                 fmt(", \"baseline_s\": %.9g", alone_s);
+    for (const auto& [k, val] : server_metrics) extra += ", \"" + k + "\": " + fmt("%.9g", val);
     std::printf("RESULT {\"result\": %ld, \"metrics\": {\"region_s\": %.9g, \"region_s_min\": %.9g, "
                 "\"compute_alone_s\": %.9g, \"compute_slowdown\": %.6f, \"latency_us_p50\": %.3f, "
                 "\"latency_us_p95\": %.3f, \"latency_us_p99\": %.3f, \"latency_us_max\": %.3f, "
                 "\"latency_us_mean\": %.3f, \"interactions\": %ld, \"dropped\": %ld, \"server_cpu_s\": %.4f, "
-                "\"server_rss_mib\": %.3f}}\n",
+                "\"server_rss_mib\": %.3f%s}}\n",
                 answer, region, *std::min_element(loaded.begin(), loaded.end()), alone_s, region / alone_s,
                 percentile(lat_us, 0.50), percentile(lat_us, 0.95), percentile(lat_us, 0.99), lat_us.back(), mean,
-                measured, dropped, cpu_s(ru), double(ru.ru_maxrss) / 1024.0);
+                measured, dropped, cpu_s(ru), double(ru.ru_maxrss) / 1024.0, extra.c_str());
     return 0;
 }

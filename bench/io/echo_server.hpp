@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 
 #include "bench_common.hpp"
 
@@ -76,7 +77,8 @@ inline long fib_serial(long n) { return n < 2 ? n : fib_serial(n - 1) + fib_seri
 // Runs the compute kernel alone and under load, alternating (alone I, loaded I,
 // alone I+1, ...) so that both see the same drift of this shared machine:
 // warmup + reps times, and more while the measured loaded runs add up to less
-// than min_loaded_ms. `compute()` returns the kernel's answer.
+// than min_loaded_ms. `compute()` (or `compute(phase)`, phase "alone" or "loaded", for a
+// server that changes its set-up between the two) returns the kernel's answer.
 template <class F>
 void run_phases(const options& o, F&& compute) {
     using clock = std::chrono::steady_clock;
@@ -88,7 +90,11 @@ void run_phases(const options& o, F&& compute) {
         for (const char* phase : {"alone", "loaded"}) {
             say(std::string("phase ") + phase + " " + std::to_string(i));
             auto t0 = clock::now();
-            long v = compute();
+            long v;
+            if constexpr (std::is_invocable_v<F&, const char*>)
+                v = compute(phase);
+            else
+                v = compute();
             double s = std::chrono::duration<double>(clock::now() - t0).count();
             if (measured && phase[0] == 'l') loaded_s += s;
             char buf[128];
