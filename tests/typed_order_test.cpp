@@ -11,6 +11,7 @@
 
 #include "promptly/typed.hpp"
 #include "test_support.hpp"
+#include "typed_support.hpp"
 
 namespace {
 
@@ -68,13 +69,6 @@ static_assert(!std::is_constructible_v<dctx<high>>, "only the library makes a ct
 // A command declared at mid_a: callable from mid_a and from low, at the caller's level.
 unsigned command_at_mid_a(dctx<mid_a>) { return promptly::current_level(); }
 
-promptly::runtime_config config(unsigned levels) {
-  promptly::runtime_config c;
-  c.workers = 2;
-  c.levels = levels;
-  return c;
-}
-
 }  // namespace
 
 TEST(TypedOrder, Names) {
@@ -88,7 +82,7 @@ TEST(TypedOrder, Names) {
 // The diamond at run time: each priority's tasks run at its level; low
 // touches both middles, each middle touches high.
 TEST(TypedOrder, PartialOrderWithIncomparableMiddles) {
-  promptly::runtime rt(config(4));
+  promptly::runtime rt(typed_config(4));
   const int rounds = under_tsan ? 20 : 200;
   std::atomic<int> wrong_level{0};
   auto check_level = [&](unsigned expected) {
@@ -119,7 +113,7 @@ TEST(TypedOrder, PartialOrderWithIncomparableMiddles) {
 }
 
 TEST(TypedOrder, CommandFunctionRunsAtCallersLevel) {
-  promptly::runtime rt(config(4));
+  promptly::runtime rt(typed_config(4));
   const unsigned at_mid_a = pt::run<diamond, mid_a>(rt, [](dctx<mid_a> c) { return command_at_mid_a(c); });
   const unsigned at_low = pt::run<diamond, low>(rt, [](dctx<low> c) { return command_at_mid_a(c); });
   EXPECT_EQ(at_mid_a, 1u);
@@ -127,7 +121,7 @@ TEST(TypedOrder, CommandFunctionRunsAtCallersLevel) {
 }
 
 TEST(TypedOrder, RunChecksTheRuntimeHasEnoughLevels) {
-  promptly::runtime rt(config(3));
+  promptly::runtime rt(typed_config(3));
   try {
     pt::run<diamond, high>(rt, [](dctx<high>) {});
     FAIL() << "expected std::out_of_range";
@@ -139,7 +133,7 @@ TEST(TypedOrder, RunChecksTheRuntimeHasEnoughLevels) {
 }
 
 TEST(TypedOrder, SubmitFromOutsideAndBodiesWithoutCtx) {
-  promptly::runtime rt(config(4));
+  promptly::runtime rt(typed_config(4));
   auto f = pt::submit<diamond, mid_b>(rt, [](dctx<mid_b> c, int x) { return x + static_cast<int>(c.level); }, 40);
   EXPECT_EQ(f.get(), 42);
   const int without_ctx = pt::run<diamond, high>(rt, [](int x) { return x + static_cast<int>(promptly::current_level()); }, 7);

@@ -11,9 +11,10 @@
 //    order keeps its declaration order and ties are stable;
 //  * reach[a] bit b: a is at least as urgent as b (reflexive transitive
 //    closure of the edges) - the relation rule TOUCH checks;
-//  * cycle: when the edges have a cycle, the priorities on one, each
-//    declared more urgent than the next and the last more urgent than the
-//    first; level and reach are then meaningless.
+//  * cycle: when the edges have a cycle, the priorities on one, starting
+//    with the one declared first, each declared more urgent than the next
+//    and the last more urgent than the first; level and reach are then
+//    meaningless.
 //
 // Invariants of a successful analysis (cycle_length == 0)
 //  * level is a bijection onto 0..n-1 and at_level is its inverse;
@@ -89,6 +90,13 @@ constexpr order_analysis analyse_order(unsigned n, std::span<const priority_edge
       p = predecessor(p);
     } while (p != on_cycle);
     for (unsigned i = 0, j = r.cycle_length - 1; i < j; ++i, --j) std::swap(r.cycle[i], r.cycle[j]);
+    // Start the report at the priority on the cycle declared first.
+    unsigned first = 0;
+    for (unsigned i = 1; i < r.cycle_length; ++i)
+      if (r.cycle[i] < r.cycle[first]) first = i;
+    std::array<unsigned, max_priorities> rotated{};
+    for (unsigned i = 0; i < r.cycle_length; ++i) rotated[i] = r.cycle[(first + i) % r.cycle_length];
+    r.cycle = rotated;
     return r;
   }
 
