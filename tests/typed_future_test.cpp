@@ -71,7 +71,7 @@ TEST(TypedFuture, TouchingNoFutureThrowsNamingThePriority) {
 TEST(TypedFuture, FcreateIntoPublishesBeforeStart) {
   promptly::runtime rt(typed_config(6));
   const int n = under_tsan ? 50 : 500;
-  const int seen_self = pt::run<email_order, shutdown>(rt, [n](ectx<shutdown> c) {
+  const int seen_self = pt::run<email_order, shutdown>(rt, [](ectx<shutdown> c) {
     std::vector<pt::future_cell<int, sort>> cells(n);
     std::vector<pt::future<int, sort>> handles;
     for (int i = 0; i < n; ++i) {
@@ -199,9 +199,9 @@ TEST(TypedFuture, DagWithFuturesInASharedArray) {
     // Less urgent readers touch the shared array in scattered order.
     std::vector<pt::future<long, reader>> readers;
     for (int r = 0; r < n; ++r) {
-      readers.push_back(pt::fcreate<reader>(c, [&cell, r, n](rctx c) {
+      readers.push_back(pt::fcreate<reader>(c, [&cell, r, size = n](rctx c) {
         long sum = 0;
-        for (int k = 0; k < n; ++k) sum += c.touch(cell((r * 7 + k) % n, (k * 5 + r) % n).load());
+        for (int k = 0; k < size; ++k) sum += c.touch(cell((r * 7 + k) % size, (k * 5 + r) % size).load());
         return sum;
       }));
     }
