@@ -60,7 +60,7 @@ def _stretch(kernel, criterion):
         "workers": [2],
         "args": _DRIVER_ARGS,
         # in-process repetitions [warm-up, timed], each one baseline + one loaded kernel run
-        "inner": [1, 2],
+        "inner": [1, 1],
         "quick_inner": [1, 1],
         "runtimes": _echo_runtimes(term_too=True),
         "baseline": "promptly-fair",
@@ -102,7 +102,7 @@ def _wta(kernel):
         "quick_params": {**_QUICK, "min_loaded_ms": 500},
         "workers": [1, 2],
         "args": _DRIVER_ARGS,
-        "inner": [1, 2],
+        "inner": [1, 1],
         "quick_inner": [1, 1],
         "runtimes": _echo_runtimes(term_too=False),
         "baseline": "promptly-fair",
@@ -122,8 +122,8 @@ def _alone(kernel):
         "quick_params": _QUICK,
         "workers": [1, 2],
         "args": ["--kernel", "{kernel}", "--scale", "{scale}", "--policy", "{policy}"],
-        "inner": [1, 3],
-        "quick_inner": [1, 2],
+        "inner": [1, 2],
+        "quick_inner": [1, 1],
         "runtimes": {
             "promptly-oblivious": {"exe": "cmake:bench_fair_kernel", "params": {"policy": "oblivious"}},
             "promptly-fair": {"exe": "cmake:bench_fair_kernel", "params": {"policy": "fair"}},
