@@ -32,15 +32,6 @@ std::vector<pool_stats> with_work(std::initializer_list<bool> ready) {
   return s;
 }
 
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 }  // namespace
 
 // --- criterion validation -------------------------------------------------
@@ -79,7 +70,7 @@ TEST(FairCriterion, InvalidCriteriaAreRejectedNamingTheProblem) {
       {{1}, 0, {"at least one level"}},
   };
   for (const row& r : rows) {
-    const std::string msg = what_of([&] { (void)promptly::ext::fair_shares(r.weights, r.pools); });
+    const std::string msg = what_of<std::invalid_argument>([&] { (void)promptly::ext::fair_shares(r.weights, r.pools); });
     for (const auto& part : r.message_parts) EXPECT_NE(msg.find(part), std::string::npos) << msg;
   }
 }
@@ -90,17 +81,17 @@ TEST(FairCriterion, RuntimeConfigAndSetFairnessRejectBadCriteria) {
   c.levels = 2;
   c.policy = "fair";
   c.fair.weights = {1, 2, 3};
-  EXPECT_NE(what_of([&] { promptly::validate(c); }).find("fair.weights"), std::string::npos);
+  EXPECT_NE(what_of<std::invalid_argument>([&] { promptly::validate(c); }).find("fair.weights"), std::string::npos);
   EXPECT_THROW(promptly::runtime{c}, std::invalid_argument);
   c.fair.weights = {1, 1};
   c.fair.round = 0us;
-  EXPECT_NE(what_of([&] { promptly::validate(c); }).find("fair.round"), std::string::npos);
+  EXPECT_NE(what_of<std::invalid_argument>([&] { promptly::validate(c); }).find("fair.round"), std::string::npos);
 
   c.fair.round = 5ms;
   promptly::runtime rt(c);
-  EXPECT_NE(what_of([&] { rt.set_fairness({-1, 2}); }).find("-1"), std::string::npos);
-  EXPECT_NE(what_of([&] { rt.set_fairness({0, 0}); }).find("every fairness weight is 0"), std::string::npos);
-  EXPECT_NE(what_of([&] { rt.set_fairness({1, 1, 1}); }).find("level 2"), std::string::npos);
+  EXPECT_NE(what_of<std::invalid_argument>([&] { rt.set_fairness({-1, 2}); }).find("-1"), std::string::npos);
+  EXPECT_NE(what_of<std::invalid_argument>([&] { rt.set_fairness({0, 0}); }).find("every fairness weight is 0"), std::string::npos);
+  EXPECT_NE(what_of<std::invalid_argument>([&] { rt.set_fairness({1, 1, 1}); }).find("level 2"), std::string::npos);
   // The previous criterion stays.
   EXPECT_DOUBLE_EQ(rt.stats().levels[0].share, 0.5);
   rt.set_fairness({3, 1});

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
+#include <string>
 
 #if defined(__SANITIZE_THREAD__)
 inline constexpr bool under_tsan = true;
@@ -13,4 +15,16 @@ inline constexpr bool under_tsan = false;
 inline std::size_t scaled(std::size_t n, std::size_t divisor = 20) {
   if (!under_tsan) return n;
   return n / divisor > 0 ? n / divisor : 1;
+}
+
+// The message of the E that f() throws, or "(no exception)"; any other
+// exception propagates (and fails the test).
+template <class E = std::exception, class F>
+std::string what_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no exception)";
 }

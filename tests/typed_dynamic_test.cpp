@@ -11,19 +11,6 @@
 #include "test_support.hpp"
 #include "typed_support.hpp"
 
-namespace {
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
-}  // namespace
-
 TEST(TypedDynamic, ParseLinearisesAPartialOrder) {
   auto order = promptly::dynamic_priority_order::parse("high > mid_a > low; high > mid_b > low\n alone");
   EXPECT_EQ(order.size(), 5u);
@@ -49,15 +36,15 @@ TEST(TypedDynamic, ConstructorFromNamesAndRelations) {
 }
 
 TEST(TypedDynamic, BadDeclarationsThrowNamingTheProblem) {
-  EXPECT_NE(message_of([] { promptly::dynamic_priority_order::parse("a > b > c > a"); }).find("cycle: a > b > c > a"),
+  EXPECT_NE(what_of([] { promptly::dynamic_priority_order::parse("a > b > c > a"); }).find("cycle: a > b > c > a"),
             std::string::npos);
-  EXPECT_NE(message_of([] { promptly::dynamic_priority_order::parse("x > b; b > c; c > b"); }).find("cycle: b > c > b"),
+  EXPECT_NE(what_of([] { promptly::dynamic_priority_order::parse("x > b; b > c; c > b"); }).find("cycle: b > c > b"),
             std::string::npos);
-  EXPECT_NE(message_of([] { promptly::dynamic_priority_order::parse("a > a"); }).find("cycle: a > a"), std::string::npos);
+  EXPECT_NE(what_of([] { promptly::dynamic_priority_order::parse("a > a"); }).find("cycle: a > a"), std::string::npos);
   EXPECT_THROW(promptly::dynamic_priority_order::parse("a > > b"), std::invalid_argument);
   EXPECT_THROW(promptly::dynamic_priority_order::parse(""), std::invalid_argument);
-  EXPECT_NE(message_of([] { promptly::dynamic_priority_order({"a", "b"}, {{"a", "c"}}); }).find("'c'"), std::string::npos);
-  EXPECT_NE(message_of([] { promptly::dynamic_priority_order({"a", "a"}, {}); }).find("declared twice"), std::string::npos);
+  EXPECT_NE(what_of([] { promptly::dynamic_priority_order({"a", "b"}, {{"a", "c"}}); }).find("'c'"), std::string::npos);
+  EXPECT_NE(what_of([] { promptly::dynamic_priority_order({"a", "a"}, {}); }).find("declared twice"), std::string::npos);
   std::string many;
   for (int i = 0; i < 65; ++i) many += "p" + std::to_string(i) + ";";
   EXPECT_THROW(promptly::dynamic_priority_order::parse(many), std::invalid_argument);

@@ -8,10 +8,9 @@
 
 static long cutoff = 2;
 
-static long fib_serial(long n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
 
 static long fib(long n) {
-    if (n < cutoff) return fib_serial(n);
+    if (n < cutoff) return bench::fib_serial(n);
     long x = 0, y = 0;
 #pragma omp task shared(x) firstprivate(n)
     x = fib(n - 1);

@@ -9,10 +9,9 @@
 
 static long cutoff = 2;
 
-static long fib_serial(long n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
 
 static long fib(long n) {
-    if (n < cutoff) return fib_serial(n);
+    if (n < cutoff) return bench::fib_serial(n);
     auto [x, y] = promptly::join([n] { return fib(n - 1); }, [n] { return fib(n - 2); });
     return x + y;
 }

@@ -53,7 +53,7 @@ std::vector<long long> parse_criterion(const std::string& text, const char* opti
 long sink_cutoff = 16;
 
 long sink_fib(long n) {
-    if (n < sink_cutoff) return echo::fib_serial(n);
+    if (n < sink_cutoff) return bench::fib_serial(n);
     auto [x, y] = promptly::join([n] { return sink_fib(n - 1); }, [n] { return sink_fib(n - 2); });
     return x + y;
 }

@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "echo_server.hpp"
+
 namespace echo {
 
 // Reads lines from `in` (blocking) and writes each back to `out`.
@@ -75,5 +77,39 @@ inline void accept_forever(int listening, const std::function<void(int)>& serve_
         }).detach();
     }
 }
+
+// The interactive kernel on dedicated OS threads (net: a detached accept thread, a thread per
+// connection; term: one thread over stdin/stdout); announces "ready [port=P]" on the control
+// channel. finish() returns when the driver ends the run (net: it closes our stdin; term: the
+// echo thread sees EOF). Connection threads may still block in read() then: the servers end
+// with std::_Exit.
+class blocking_interactive {
+public:
+    blocking_interactive(const std::string& mode, std::function<void(std::string&)> handle)
+        : net_(mode == "net") {
+        if (net_) {
+            int port = 0;
+            int listening = listen_loopback(port);
+            std::thread([listening, handle] {
+                accept_forever(listening, [handle](int c) { echo_blocking(c, c, handle); });
+            }).detach();
+            say("ready port=" + std::to_string(port));
+        } else {
+            term_ = std::thread([handle] { echo_blocking(0, 1, handle); });
+            say("ready");
+        }
+    }
+
+    void finish() {
+        if (net_)
+            wait_for_stdin_eof();
+        else
+            term_.join();
+    }
+
+private:
+    bool net_;
+    std::thread term_;
+};
 
 }  // namespace echo

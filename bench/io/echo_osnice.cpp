@@ -67,7 +67,7 @@ private:
             if (stop_) return;
             seen = job_;
             lock.unlock();
-            for (std::size_t i; (i = next_.fetch_add(1)) < parts_.size();) sum_ += echo::fib_serial(parts_[i]);
+            for (std::size_t i; (i = next_.fetch_add(1)) < parts_.size();) sum_ += bench::fib_serial(parts_[i]);
             lock.lock();
             if (--busy_ == 0) done_cv_.notify_one();
         }
@@ -92,18 +92,7 @@ int main(int argc, char** argv) {
     nice_pool pool(o.workers);
     auto handle = [](std::string&) {};
 
-    std::thread interactive;
-    if (o.mode == "net") {
-        int port = 0;
-        int listening = echo::listen_loopback(port);
-        std::thread([listening, handle] {
-            echo::accept_forever(listening, [handle](int c) { echo::echo_blocking(c, c, handle); });
-        }).detach();
-        echo::say("ready port=" + std::to_string(port));
-    } else {
-        interactive = std::thread([handle] { echo::echo_blocking(0, 1, handle); });
-        echo::say("ready");
-    }
+    echo::blocking_interactive interactive(o.mode, handle);
 
     echo::run_phases(o, [&] {
         long m = o.n;
@@ -111,9 +100,6 @@ int main(int argc, char** argv) {
         return pool.fib(m);
     });
 
-    if (o.mode == "net")
-        echo::wait_for_stdin_eof();
-    else
-        interactive.join();
+    interactive.finish();
     std::_Exit(0);  // connection threads may still block in read(); nothing to clean up
 }

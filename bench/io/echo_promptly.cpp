@@ -19,7 +19,7 @@
 static long cutoff = 12;
 
 static long fib(long n) {
-    if (n < cutoff) return echo::fib_serial(n);
+    if (n < cutoff) return bench::fib_serial(n);
     auto [x, y] = promptly::join([n] { return fib(n - 1); }, [n] { return fib(n - 2); });
     return x + y;
 }

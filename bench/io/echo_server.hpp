@@ -1,6 +1,6 @@
 // Server side of suite `io` (bench/io/README.md), shared by the C++ echo
 // servers (Promptly, oneTBB, os-nice): options, the control channel to the
-// driver, the compute kernel's phases, and the fib algorithm's serial part.
+// driver and the compute kernel's phases.
 //
 // The driver (driver.cpp) starts a server as its child with
 //   fd 0/1   term mode: the echo channel (driver -> server lines, echoed back)
@@ -71,8 +71,6 @@ inline void say(const std::string& line) {
         left -= static_cast<std::size_t>(n);
     }
 }
-
-inline long fib_serial(long n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
 
 // Runs the compute kernel alone and under load, alternating (alone I, loaded I,
 // alone I+1, ...) so that both see the same drift of this shared machine:

@@ -16,7 +16,7 @@
 static long cutoff = 12;
 
 static long fib(long n) {
-    if (n < cutoff) return echo::fib_serial(n);
+    if (n < cutoff) return bench::fib_serial(n);
     long x = 0, y = 0;
     tbb::task_group g;
     g.run([&] { x = fib(n - 1); });
@@ -40,18 +40,7 @@ int main(int argc, char** argv) {
         });
     };
 
-    std::thread interactive;
-    if (o.mode == "net") {
-        int port = 0;
-        int listening = echo::listen_loopback(port);
-        std::thread([listening, handle] {
-            echo::accept_forever(listening, [handle](int c) { echo::echo_blocking(c, c, handle); });
-        }).detach();
-        echo::say("ready port=" + std::to_string(port));
-    } else {
-        interactive = std::thread([handle] { echo::echo_blocking(0, 1, handle); });
-        echo::say("ready");
-    }
+    echo::blocking_interactive interactive(o.mode, handle);
 
     echo::run_phases(o, [&] {
         long m = o.n;
@@ -59,9 +48,6 @@ int main(int argc, char** argv) {
         return low.execute([m] { return fib(m); });
     });
 
-    if (o.mode == "net")
-        echo::wait_for_stdin_eof();
-    else
-        interactive.join();
+    interactive.finish();
     std::_Exit(0);  // connection threads may still block in read(); nothing to clean up
 }

@@ -84,7 +84,7 @@ struct background {
 // Serial recursion below the cutoff; idx numbers the call-tree node (root 1, children 2i, 2i+1)
 // and picks the leaf's counter shard.
 inline long bg_leaf(background& bg, long n, std::uint64_t idx) {
-    long r = fib_plain(n);
+    long r = bench::fib_serial(n);
     bg.leaf(idx);
     return r;
 }

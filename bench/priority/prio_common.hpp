@@ -42,8 +42,6 @@ inline double percentile(std::vector<double> v, double p) {
 
 // ---- fib --------------------------------------------------------------------------------------
 
-inline long fib_plain(long n) { return n < 2 ? n : fib_plain(n - 1) + fib_plain(n - 2); }
-
 inline long fib_value(long n) {  // iterative, for checking answers
     long a = 0, b = 1;
     for (long i = 0; i < n; ++i) {

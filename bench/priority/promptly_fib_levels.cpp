@@ -28,16 +28,16 @@
 
 static long base_case = 2;
 
-static long fib_serial(long n) {
+static long fib_serial_yielding(long n) {
     if (n <= 12) {
         promptly::yield();
-        return prio::fib_plain(n);
+        return bench::fib_serial(n);
     }
-    return fib_serial(n - 1) + fib_serial(n - 2);
+    return fib_serial_yielding(n - 1) + fib_serial_yielding(n - 2);
 }
 
 static long pfib(long n) {
-    if (n < base_case) return fib_serial(n);
+    if (n < base_case) return fib_serial_yielding(n);
     auto [x, y] = promptly::join([n] { return pfib(n - 1); }, [n] { return pfib(n - 2); });
     return x + y;
 }

@@ -112,8 +112,7 @@ class fair_policy final : public ext::policy {
     for (std::size_t p = 0; p < stats.size(); ++p)
       credit[p] = std::clamp(credit_[p] + shares_[p] * workers * elapsed - stats[p].work_s, floor_s_, cap_s_);
 
-    const bool new_round = first || ev == ext::pool_event::quantum ||
-                           std::accumulate(primaries_.begin(), primaries_.end(), 0u) != workers;
+    const bool new_round = first || ev == ext::pool_event::quantum;
     if (ev == ext::pool_event::quantum) {
       credit_ = credit;
       last_tick_ = now;

@@ -44,6 +44,21 @@ void scheduler::note_maybe_empty(unsigned level) {
   decide_locked(ext::pool_event::became_empty, level);  // sets believed_nonempty from what it saw
 }
 
+namespace {
+// The phase interval a worker is in now, not yet added to its accounts: it
+// counts for the level the worker serves.
+struct open_interval {
+  unsigned level;
+  bool working;
+  std::uint64_t ns;
+};
+open_interval open_interval_of(const worker& w, std::uint64_t now) noexcept {
+  const std::uint64_t since = w.phase_since_ns.load(std::memory_order_relaxed);
+  return {w.serving.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed) == worker_phase::working,
+          now > since ? now - since : 0};
+}
+}  // namespace
+
 std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
   const std::size_t levels = levels_.size();
   std::vector<std::uint64_t> work(levels, 0), look(levels, 0);
@@ -53,11 +68,8 @@ std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
       work[l] += w->accounts[l].work_ns.load(std::memory_order_relaxed);
       look[l] += w->accounts[l].look_ns.load(std::memory_order_relaxed);
     }
-    // The interval in progress counts for the level the worker serves.
-    const unsigned l = w->serving.load(std::memory_order_relaxed);
-    const std::uint64_t since = w->phase_since_ns.load(std::memory_order_relaxed);
-    const std::uint64_t open = now > since ? now - since : 0;
-    (w->phase.load(std::memory_order_relaxed) == worker_phase::working ? work[l] : look[l]) += open;
+    const open_interval open = open_interval_of(*w, now);
+    (open.working ? work[open.level] : look[open.level]) += open.ns;
   }
   if (seen_work_ns_.size() != levels) {
     seen_work_ns_.assign(levels, 0);
@@ -238,13 +250,8 @@ runtime_stats scheduler::stats() const {
     for (auto& w : workers_) {
       ls.work_s += static_cast<double>(w->accounts[l].work_ns.load(std::memory_order_relaxed)) * 1e-9;
       ls.look_s += static_cast<double>(w->accounts[l].look_ns.load(std::memory_order_relaxed)) * 1e-9;
-      if (w->serving.load(std::memory_order_relaxed) == l) {  // the interval in progress, as collect_stats_locked
-        const std::uint64_t since = w->phase_since_ns.load(std::memory_order_relaxed);
-        const double open = now > since ? static_cast<double>(now - since) * 1e-9 : 0.0;
-        const worker_phase ph = w->phase.load(std::memory_order_relaxed);
-        if (ph == worker_phase::working) ls.work_s += open;
-        else if (ph == worker_phase::looking) ls.look_s += open;
-      }
+      if (const open_interval open = open_interval_of(*w, now); open.level == l)
+        (open.working ? ls.work_s : ls.look_s) += static_cast<double>(open.ns) * 1e-9;
       ls.tasks_run += w->accounts[l].tasks.load(std::memory_order_relaxed);
       ls.switches_in += w->accounts[l].switches_in.load(std::memory_order_relaxed);
     }

@@ -38,7 +38,8 @@ struct level_account {
   std::atomic<std::uint64_t> switches_in{0};
 };
 
-enum class worker_phase : std::uint8_t { working, looking, sleeping };
+// A worker that sleeps stays `looking`: its sleep counts as time spent looking for work.
+enum class worker_phase : std::uint8_t { working, looking };
 
 struct worker : worker_view {
   std::unique_ptr<slab_allocator> slab_owner = std::make_unique<slab_allocator>();  // worker_view::slab points here
