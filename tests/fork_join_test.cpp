@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <numeric>
@@ -31,6 +32,8 @@ promptly::runtime_config workers(unsigned n, promptly::sleep_mode m = promptly::
 }
 
 }  // namespace
+
+using namespace std::chrono_literals;
 
 class ForkJoin : public ::testing::TestWithParam<std::tuple<unsigned, promptly::sleep_mode>> {
  protected:
@@ -191,41 +194,102 @@ TEST_P(ForkJoin, JoinOutsideARuntimeIsSequential) {
   EXPECT_THROW(tg.spawn([] {}), promptly::not_on_worker);
 }
 
-// A task holds a lock across a wait while other queued tasks need that
-// lock. A stealing wait (TBB, Rayon) may run such a task on the waiter's
-// own stack and deadlock; Promptly parks the waiter instead, so the other
-// tasks run on other stacks. The lock must not be thread-owned (the waiter
-// may resume on another worker): a binary semaphore is.
+// A task holds a lock (a std::binary_semaphore, not thread-owned) across a
+// join whose second branch was stolen, so the join's sync parks the task's
+// fiber with the lock held. Contenders for the lock wait on the parked
+// task's worker meanwhile. A runtime that helped on the waiter's stack
+// (stealing waits, as TBB or Rayon) would run a contender above the
+// waiter's frame: the contender blocks on the lock, the waiter can never
+// resume, deadlock. Here the waiter must resume (on any worker), release the
+// lock, and every contender must get it.
+//
+// To make the park certain rather than lucky, the first branch does not
+// return until the second branch has started on another worker, and the
+// second branch does not return until the first branch's worker has parked a
+// fiber (its park epoch moved) and a contender has started. Each of those
+// waits is bounded (a hang guard); a run in which the steal or the park did
+// not happen is reported, and the test requires every run to have parked.
 TEST_P(ForkJoin, LockHeldAcrossWaitDoesNotDeadlock) {
-  if (rt.workers() < 2) GTEST_SKIP() << "a blocked worker needs a second one to resume the lock holder";
-  std::binary_semaphore lock(1);
-  std::atomic<int> under_lock{0};
-  std::atomic<bool> ran_on_waiter_stack{false};
-  std::atomic<bool> waiting_with_lock{false};
-  rt.run([&] {
-    promptly::task_group contenders;
-    char marker = 0;
-    const auto waiter_frame = reinterpret_cast<std::uintptr_t>(&marker);
-    lock.acquire();
-    for (int i = 0; i < 8; ++i)
-      contenders.spawn([&] {
-        char here = 0;
-        const auto me = reinterpret_cast<std::uintptr_t>(&here);
-        if (waiting_with_lock.load() && me < waiter_frame && waiter_frame - me < 64 * 1024) ran_on_waiter_stack = true;
-        lock.acquire();
-        under_lock++;
-        lock.release();
-      });
-    promptly::task_group work;
-    for (int i = 0; i < 4; ++i) work.spawn([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
-    waiting_with_lock = true;
-    work.wait();  // waits while holding the lock
-    waiting_with_lock = false;
-    lock.release();
-    contenders.wait();
-  });
-  EXPECT_EQ(under_lock.load(), 8);
-  EXPECT_FALSE(ran_on_waiter_stack.load());
+  if (rt.workers() < 2) GTEST_SKIP() << "the second branch must be stolen by another worker";
+  using clock = std::chrono::steady_clock;
+  const int runs = under_tsan ? 5 : 20;
+  const int contenders = 4;
+  int parked_runs = 0;
+  for (int run = 0; run < runs; ++run) {
+    std::binary_semaphore lock(1);
+    std::atomic<int> under_lock{0};
+    std::atomic<int> lock_timeouts{0};
+    std::atomic<int> contenders_started{0};
+    std::atomic<bool> ran_on_waiter_stack{false};
+    std::atomic<promptly::detail::worker_view*> first_worker{nullptr};
+    std::atomic<std::uint64_t> epoch_at_first_return{0};
+    std::atomic<bool> joining{false};  // the first branch returned, the join has not
+    std::atomic<bool> second_started{false};
+    std::atomic<bool> stolen{false};
+    std::atomic<bool> parked_with_lock{false};
+    rt.run([&] {
+      char marker = 0;
+      const auto waiter_frame = reinterpret_cast<std::uintptr_t>(&marker);
+      std::vector<promptly::future<void>> waiting;
+      lock.acquire();
+      promptly::join(
+          [&] {
+            auto* w = promptly::detail::current_worker();
+            first_worker = w;
+            // Hang guard only: without a thief the branch gives up and the
+            // run is counted as not parked.
+            const auto deadline = clock::now() + 10s;
+            while (!second_started.load() && clock::now() < deadline) std::this_thread::yield();
+            // Contenders are left unjoined on this worker's deque, above the
+            // join's own job: once the join parks, this worker runs them.
+            for (int i = 0; i < contenders; ++i)
+              waiting.push_back(promptly::async([&] {
+                char here = 0;
+                const auto me = reinterpret_cast<std::uintptr_t>(&here);
+                // Only while the join waits: after it, the task's own get() may
+                // legitimately run a contender that has not started.
+                if (joining.load() && me < waiter_frame && waiter_frame - me < 64 * 1024) ran_on_waiter_stack = true;
+                contenders_started++;
+                // Bounded so that a deadlock fails the test instead of hanging it.
+                if (!lock.try_acquire_for(10s)) {
+                  lock_timeouts++;
+                  return;
+                }
+                under_lock++;
+                lock.release();
+              }));
+            epoch_at_first_return = w->park_epoch.load();
+            joining = true;
+          },
+          [&] {
+            second_started = true;
+            auto* w = first_worker.load();
+            if (w == nullptr || w == promptly::detail::current_worker()) return;  // not stolen
+            stolen = true;
+            // Keep the join incomplete until its frame has parked with the
+            // lock held (its worker's park epoch moved) and a contender, left
+            // for the freed worker, has started.
+            const auto deadline = clock::now() + 10s;
+            while (clock::now() < deadline) {
+              if (joining.load() && w->park_epoch.load() > epoch_at_first_return.load() && contenders_started.load() > 0) {
+                parked_with_lock = true;
+                return;
+              }
+              std::this_thread::yield();
+            }
+          });
+      joining = false;
+      // The join resumed, possibly on another worker: release the lock.
+      lock.release();
+      for (auto& f : waiting) f.get();
+    });
+    EXPECT_EQ(under_lock.load(), contenders) << "run " << run;
+    EXPECT_EQ(lock_timeouts.load(), 0) << "run " << run << ": a contender never got the lock";
+    EXPECT_FALSE(ran_on_waiter_stack.load()) << "run " << run;
+    if (parked_with_lock.load()) ++parked_runs;
+    else ADD_FAILURE() << "run " << run << (stolen.load() ? ": the join never parked" : ": the second branch was not stolen");
+  }
+  EXPECT_EQ(parked_runs, runs);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, ForkJoin,
