@@ -9,12 +9,57 @@
 
 #include "promptly/promptly.hpp"
 #include "sched/notifier.hpp"
+#include "sched/worker.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
 
 using promptly::detail::notifier;
 using promptly::detail::sleep_slot;
+
+namespace {
+
+// Polls `pred` until it holds; false after `limit`, a hang guard only (the
+// caller fails the test), never the synchronisation itself.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Every worker of `rt`: one task per worker records where it runs and spins
+// (without parking) until all have arrived, so they ran on distinct workers.
+std::vector<promptly::detail::worker*> capture_workers(promptly::runtime& rt) {
+  const unsigned n = rt.workers();
+  std::vector<std::atomic<promptly::detail::worker*>> seen(n);
+  std::atomic<unsigned> arrived{0};
+  std::vector<promptly::future<void>> fs;
+  for (unsigned i = 0; i < n; ++i)
+    fs.push_back(rt.submit([&, i] {
+      seen[i] = &promptly::detail::worker::of(*promptly::detail::current_worker());
+      arrived.fetch_add(1);
+      wait_until([&] { return arrived.load() == n; });
+    }));
+  for (auto& f : fs) f.get();
+  std::vector<promptly::detail::worker*> ws;
+  if (arrived.load() != n) return ws;
+  for (auto& w : seen) ws.push_back(w.load());
+  return ws;
+}
+
+// Every worker sleeps in its slot without a timeout (an idle runtime's
+// workers all do, Lemma 1' in src/sched/README.md).
+bool all_asleep(const std::vector<promptly::detail::worker*>& ws) {
+  for (auto* w : ws)
+    if (w->slot.state.load() != sleep_slot::sleeping) return false;
+  return true;
+}
+
+}  // namespace
 
 // A consumer sleeps in its slot whenever the shared counter has not moved;
 // a producer bumps it and notifies the slot. A lost wake-up hangs the test
@@ -48,36 +93,59 @@ TEST(Notifier, EveryNotificationIsSeen) {
 }
 
 // Notifying one slot wakes exactly that waiter; the others stay asleep.
+// Every waiter counts the times its commit_wait returned, and a waiter that
+// was woken by mistake goes back to sleep, so "still asleep" is checked as:
+// the slot is `sleeping` (read first) and its waiter never returned (read
+// second). A stray notification makes the slot leave `sleeping` before
+// notify() returns, and the state only comes back after the count moved, so
+// the check needs no waiting.
 TEST(Notifier, NotificationsAreAimedAtOneSlot) {
-  std::vector<sleep_slot> slots(4);
-  std::atomic<bool> go{false};
-  std::atomic<int> woke{0};
+  constexpr int n = 4, target = 2;
+  std::vector<sleep_slot> slots(n);
+  std::vector<std::atomic<int>> wakeups(n);
+  std::atomic<bool> stop{false};
   std::vector<std::thread> ts;
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < n; ++i)
     ts.emplace_back([&, i] {
       auto& s = slots[static_cast<std::size_t>(i)];
       for (;;) {
-        if (go.load() && i == 2) break;
         notifier::prepare_wait(s);
-        if ((go.load() && i == 2) || woke.load() == 100) {
+        if (stop.load()) {
           notifier::cancel_wait(s);
-          break;
+          return;
         }
         notifier::commit_wait(s);
+        wakeups[static_cast<std::size_t>(i)].fetch_add(1);
+        if (i == target) return;
       }
-      if (woke.load() != 100) woke.fetch_add(1);
     });
-  std::this_thread::sleep_for(20ms);
-  go.store(true);
+  auto asleep = [&](int i) {
+    const auto k = static_cast<std::size_t>(i);
+    return slots[k].state.load() == sleep_slot::sleeping && wakeups[k].load() == 0;
+  };
+  // Every waiter is in the futex (not merely preparing) before the notification.
+  ASSERT_TRUE(wait_until([&] {
+    for (int i = 0; i < n; ++i)
+      if (!asleep(i)) return false;
+    return true;
+  })) << "the waiters never went to sleep";
+  EXPECT_TRUE(notifier::notify(slots[target]));
+  for (int i = 0; i < n; ++i)
+    if (i != target) EXPECT_TRUE(asleep(i)) << "slot " << i << " was woken by a notification aimed at slot " << target;
+  ts[target].join();  // its waiter returned from commit_wait
+  EXPECT_EQ(wakeups[target].load(), 1);
+  for (int i = 0; i < n; ++i)
+    if (i != target) EXPECT_TRUE(asleep(i)) << "slot " << i << " woke with slot " << target;
+  // A slot with no waiter is not notified, and nobody else is either.
+  EXPECT_FALSE(notifier::notify(slots[target]));
+  for (int i = 0; i < n; ++i)
+    if (i != target) EXPECT_TRUE(asleep(i)) << "slot " << i;
+  stop.store(true);
   notifier::fence_before_notify();
-  notifier::notify(slots[2]);
-  while (woke.load() == 0) std::this_thread::yield();
-  std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(woke.load(), 1);
-  woke.store(100);
-  notifier::fence_before_notify();
-  for (auto& s : slots) notifier::notify(s);
-  for (auto& t : ts) t.join();
+  for (int i = 0; i < n; ++i)
+    if (i != target) notifier::notify(slots[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < n; ++i)
+    if (i != target) ts[static_cast<std::size_t>(i)].join();
 }
 
 TEST(Notifier, TimedWaitReturnsWithoutNotification) {
@@ -89,13 +157,19 @@ TEST(Notifier, TimedWaitReturnsWithoutNotification) {
   EXPECT_FALSE(notifier::is_waiting(slot));
 }
 
-// Bursts of outside submissions after the workers have gone to sleep.
+// Bursts of outside submissions, alternately after every worker has gone to
+// sleep in its slot (the wake-up must not be lost) and right after the
+// previous burst, while workers are still between exploring and sleeping.
 TEST(Notifier, BurstsAfterIdlePeriodsComplete) {
   promptly::runtime_config cfg;
   cfg.workers = 2;
   promptly::runtime rt(cfg);
+  const auto ws = capture_workers(rt);
+  ASSERT_EQ(ws.size(), cfg.workers) << "could not run one task on every worker";
   for (int burst = 0; burst < 30; ++burst) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(burst % 3 == 0 ? 15 : 1));
+    if (burst % 2 == 0) {
+      ASSERT_TRUE(wait_until([&] { return all_asleep(ws); })) << "burst " << burst << ": the idle workers never slept";
+    }
     std::vector<promptly::future<int>> fs;
     for (int i = 0; i < 50; ++i) fs.push_back(rt.submit([i] { return i; }));
     int sum = 0;
