@@ -7,13 +7,53 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "promptly/promptly.hpp"
+#include "sched/worker.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
+
+using promptly::detail::sleep_slot;
+using promptly::detail::worker;
+
+// Polls `pred` until it holds; false after `limit`, a hang guard only (the
+// caller fails the test), never the synchronisation itself.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Every worker of `rt`: one task per worker records where it runs and spins
+// (without parking) until all have arrived, so they ran on distinct workers.
+std::vector<worker*> capture_workers(promptly::runtime& rt) {
+  const unsigned n = rt.workers();
+  std::vector<std::atomic<worker*>> seen(n);
+  std::atomic<unsigned> arrived{0};
+  std::vector<promptly::future<void>> fs;
+  for (unsigned i = 0; i < n; ++i)
+    fs.push_back(rt.submit([&, i] {
+      seen[i] = &worker::of(*promptly::detail::current_worker());
+      arrived.fetch_add(1);
+      wait_until([&] { return arrived.load() == n; });
+    }));
+  for (auto& f : fs) f.get();
+  std::vector<worker*> ws;
+  if (arrived.load() != n) return ws;
+  for (auto& w : seen) ws.push_back(w.load());
+  return ws;
+}
+
+bool asleep(const worker* w) { return w->slot.state.load() == sleep_slot::sleeping; }
+
 double process_cpu_seconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -77,27 +117,34 @@ TEST(Runtime, SubmissionAfterShutdownIsRejected) {
   rt.shutdown();  // idempotent
 }
 
+// Submitters keep submitting until they are rejected, so shutdown always
+// begins while they are submitting: every submission either runs or throws
+// runtime_stopped, and every submitter is eventually rejected.
 TEST(Runtime, ConcurrentSubmittersDuringShutdownEitherRunOrAreRejected) {
-  std::atomic<int> accepted{0}, rejected{0}, ran{0};
+  std::atomic<int> accepted{0}, ran{0};
+  std::atomic<int> rejected_submitters{0};
   {
     auto rt = std::make_unique<promptly::runtime>();
     std::vector<std::thread> ts;
     for (int t = 0; t < 3; ++t)
       ts.emplace_back([&] {
-        for (int i = 0; i < 2000; ++i) {
+        for (;;) {
           try {
             (void)rt->submit([&] { ran++; });
             accepted++;
           } catch (const promptly::runtime_stopped&) {
-            rejected++;
+            rejected_submitters++;
+            return;
           }
         }
       });
-    std::this_thread::sleep_for(1ms);
+    // Shut down once submissions are flowing (an event, not a guess at when).
+    EXPECT_TRUE(wait_until([&] { return accepted.load() >= 300; })) << "the submitters never got going";
     rt->shutdown();
     for (auto& t : ts) t.join();
   }
-  EXPECT_EQ(accepted.load() + rejected.load(), 6000);
+  EXPECT_EQ(rejected_submitters.load(), 3);
+  EXPECT_GE(accepted.load(), 300);
   EXPECT_EQ(ran.load(), accepted.load());
 }
 
@@ -119,36 +166,47 @@ TEST(Runtime, IdleRuntimeUsesNoCpu) {
   promptly::runtime_config c;
   c.workers = 2;
   promptly::runtime rt(c);
+  const auto ws = capture_workers(rt);
+  ASSERT_EQ(ws.size(), c.workers) << "could not run one task on every worker";
   rt.run([] { promptly::parallel_for(0, 100000, 100, [](int) {}); });
-  std::this_thread::sleep_for(100ms);  // thieves run out of bounds and sleep
+  // Thieves run out of bounds and sleep in their slots, without a timeout.
+  ASSERT_TRUE(wait_until([&] { return asleep(ws[0]) && asleep(ws[1]); })) << "the idle workers never slept";
   const double before = process_cpu_seconds();
-  std::this_thread::sleep_for(500ms);
+  std::this_thread::sleep_for(500ms);  // the measurement window, not a synchronisation
   const double used = process_cpu_seconds() - before;
   // < 2% of one core over 500 ms (the target is < 1%; the slack absorbs clock granularity).
   EXPECT_LT(used, 0.010) << "idle runtime used " << used << " s of CPU in 0.5 s";
 }
 
-// Lemma 1 with the bounded nap: a worker that becomes active and only later
-// exposes parallelism still gets a second worker. Both branches of the join
-// wait for each other, so the test completes only if they run at once.
+// Lemma 1' (bounded nap): a worker that becomes active and only later
+// exposes parallelism still gets a second worker. The root task waits until
+// the other worker, finding nothing to steal, is asleep in its slot (as the
+// last thief, in a nap of sentinel_nap); only then does it fork. Both
+// branches of the join wait for each other, so they meet only if the
+// sleeper woke up by itself, explored and stole the second branch: the push
+// of a join notifies nobody.
 TEST(Runtime, LateParallelismIsDiscovered) {
   promptly::runtime_config c;
   c.workers = 2;
   promptly::runtime rt(c);
+  const auto ws = capture_workers(rt);
+  ASSERT_EQ(ws.size(), c.workers) << "could not run one task on every worker";
   for (int round = 0; round < 5; ++round) {
-    const bool met = rt.run([] {
-      std::this_thread::sleep_for(20ms);  // the other worker goes to sleep meanwhile
+    std::atomic<bool> other_slept{false};
+    const bool met = rt.run([&] {
+      const worker* me = &worker::of(*promptly::detail::current_worker());
+      const worker* other = ws[0] == me ? ws[1] : ws[0];
+      other_slept = wait_until([&] { return asleep(other); });
       std::atomic<int> arrived{0};
-      const auto deadline = std::chrono::steady_clock::now() + 10s;
       auto rendezvous = [&] {
         arrived++;
-        while (arrived.load() < 2)
-          if (std::chrono::steady_clock::now() > deadline) return false;  // nobody stole the other branch
-        return true;
+        // Hang guard: false if nobody stole the other branch.
+        return wait_until([&] { return arrived.load() == 2; });
       };
       auto [a, b] = promptly::join(rendezvous, rendezvous);
       return a && b;
     });
+    EXPECT_TRUE(other_slept.load()) << "round " << round << ": the other worker never went to sleep";
     EXPECT_TRUE(met) << "round " << round << ": the second branch was never stolen";
   }
 }
