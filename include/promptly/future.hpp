@@ -7,7 +7,8 @@
 //
 // Touching an unfinished future:
 //  * if the task has not started yet, get() runs it inline on the caller's
-//    stack (it is the very task being waited for, not an unrelated one);
+//    stack (it is the very task being waited for, not an unrelated one),
+//    while the stack has room to spare (else as below);
 //  * otherwise the caller's fiber parks and its worker runs other work on
 //    another fiber; the task's completion makes the fiber ready again.
 // Outside a worker, get() blocks the calling thread.
@@ -70,6 +71,12 @@ struct future_access {
 };
 // ---- end issue 6 ----
 
+// False when the calling fiber's stack is too close to full to run another
+// task inline (src/sched/fiber_stack.cpp states the rule); get() then parks
+// and the runtime runs the task on a fresh fiber. Out of line: only the
+// inline path calls it.
+bool stack_allows_inline_run() noexcept;
+
 struct future_state_base {
   static constexpr std::uintptr_t ready_tag = 1;
   using destroy_fn = void (*)(future_state_base*) noexcept;
@@ -113,9 +120,11 @@ struct future_state_base {
       if (w != nullptr && queued_task != nullptr) observe(*w, *queued_task);
     if (ready()) return;
     // Only a worker of the task's own runtime, serving the task's level, may
-    // run it inline; any other caller waits for the runtime to run it.
+    // run it inline, and only with stack to spare (a chain of gets would
+    // otherwise nest without bound); any other caller waits for the runtime
+    // to run it.
     if (run_claimed != nullptr && w != nullptr && w->sched == sched && queued_task->level == w->level &&
-        !claimed.load(std::memory_order_relaxed)) {
+        !claimed.load(std::memory_order_relaxed) && stack_allows_inline_run()) {
       // The awaited task is most often the newest item of the caller's own
       // deque: take it back so it leaves no spent record behind.
       task* t = w->deque->pop();

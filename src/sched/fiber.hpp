@@ -3,25 +3,49 @@
 // Every fiber runs the scheduling loop at its base. A worker thread runs on
 // exactly one fiber at a time; when a task must wait, its whole fiber is
 // parked and the worker continues the loop on an idle fiber from its pool.
-// Stacks come from Boost's protected_fixedsize_stack (mmap + a guard page);
-// fibers are pooled, never freed while the runtime runs, so steady state
-// creates no stacks.
+// Stacks come from Boost's protected_fixedsize_stack (mmap + a guard page)
+// through recorded_stack_allocator, which keeps their bounds in the record
+// (fiber_stack.hpp); fibers are pooled, never freed while the runtime runs,
+// so steady state creates no stacks.
+//
+// What a switch must carry besides registers. A fiber may resume on another
+// thread, so per-thread state that belongs to the code running on the fiber
+// must travel with it:
+//  * The C++ runtime keeps the stack of caught exceptions and the count of
+//    exceptions in flight per thread (__cxa_get_globals()). A task that
+//    parks inside a catch handler (or in a destructor run by unwinding) and
+//    resumes elsewhere would otherwise end its handler on another thread's
+//    list: __cxa_end_catch would destroy another task's exception, `throw;`
+//    and std::current_exception() would see the wrong one, and unrelated
+//    tasks would see a stale current exception. So every switch saves the
+//    outgoing fiber's exception state into its record and the incoming
+//    fiber restores its own (a new fiber starts with none; a thread's own
+//    context is saved and restored like any fiber).
+//  * ThreadSanitizer and AddressSanitizer must be told which stack runs
+//    (DESIGN.md, "Known pitfalls"); Boost 1.74 does neither unless Boost
+//    itself was built for it.
+//  * The running stack's bounds, for stack_headroom() and the overflow report.
 //
 // Invariants
 //  * fiber_record::context holds the suspended continuation of a fiber that
 //    is not running; it is empty while the fiber runs.
 //  * switch_fiber(from, to, f) runs f on `to`'s stack after `from` has been
 //    saved, so f may publish `from` to other threads (they can resume it).
-//  * ThreadSanitizer is told about every switch (DESIGN.md, "Known
-//    pitfalls"); Boost 1.74 does not do it itself.
+//    f runs before `to` restores its own per-thread state, so it must not
+//    throw, catch or inspect exceptions.
+//  * Every place where a fiber starts or continues calls fiber_arrived()
+//    first thing: right after resume_with returns in switch_fiber, and at the
+//    top of the body start_fiber wraps. A fiber's body must end by returning
+//    its thread's own context (the only context no start_fiber created).
 #pragma once
 
 #include <boost/context/fiber.hpp>
-#include <boost/context/protected_fixedsize_stack.hpp>
 
 #include <cstddef>
 #include <functional>
 #include <utility>
+
+#include "fiber_stack.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #define PROMPTLY_TSAN 1
@@ -45,7 +69,21 @@ namespace promptly::detail {
 struct fiber_record {
   boost::context::fiber context;
   void* tsan_fiber = nullptr;
+  fiber_stack stack;             // bounds of the fiber's stack (null for a thread's own context)
+  exception_globals eh;          // the fiber's exception state while it is suspended
+  void* asan_fake_stack = nullptr;  // AddressSanitizer's fake stack while suspended
 };
+
+// Out of line (fiber_stack.cpp), and opaque to the optimizer on purpose: the
+// C++ runtime's __cxa_get_globals() is declared `const`, so a caller that
+// inlined it could reuse the previous thread's address after a switch.
+// Saves `from`'s exception state and tells the sanitizers it leaves for `to`.
+void fiber_leaving(fiber_record& from, const fiber_record& to) noexcept;
+// `self` now runs on this thread: restores its exception state, makes it the
+// running stack, and completes the sanitizer switch.
+void fiber_arrived(fiber_record& self) noexcept;
+// `self` ends and its thread's own context continues (the fiber never returns).
+void fiber_ending(fiber_record& self) noexcept;
 
 inline void* tsan_current_fiber() noexcept {
 #if defined(PROMPTLY_TSAN)
@@ -62,9 +100,12 @@ void start_fiber(fiber_record& rec, std::size_t stack_bytes, Body body) {
 #if defined(PROMPTLY_TSAN)
   rec.tsan_fiber = __tsan_create_fiber(0);
 #endif
-  rec.context = boost::context::fiber(std::allocator_arg, boost::context::protected_fixedsize_stack(stack_bytes),
-                                      [body = std::move(body)](boost::context::fiber&& /*none*/) mutable {
-                                        return body();
+  rec.context = boost::context::fiber(std::allocator_arg, recorded_stack_allocator(rec.stack, stack_bytes),
+                                      [&rec, body = std::move(body)](boost::context::fiber&& /*none*/) mutable {
+                                        fiber_arrived(rec);
+                                        boost::context::fiber next = body();
+                                        fiber_ending(rec);
+                                        return next;
                                       });
 }
 
@@ -85,12 +126,14 @@ inline void announce_switch(fiber_record& to) noexcept {
 
 template <class OnArrival>
 void switch_fiber(fiber_record& from, fiber_record& to, OnArrival&& on_arrival) {
+  fiber_leaving(from, to);
   announce_switch(to);
   std::move(to.context).resume_with([&from, &on_arrival](boost::context::fiber&& suspended) {
     from.context = std::move(suspended);
     on_arrival();
     return boost::context::fiber{};
   });
+  fiber_arrived(from);  // resumed, possibly on another thread
 }
 
 }  // namespace promptly::detail

@@ -183,6 +183,7 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
 
 void scheduler::worker_main(worker& w) {
   tls_worker = &w;
+  const fiber_overflow_guard overflow_guard;  // names fiber stack overflows on this thread (fiber_stack.hpp)
   w.main_fiber.tsan_fiber = tsan_current_fiber();
   auto finish_exited = [&w] {
     if (w.exited != nullptr) destroy_fiber_annotation(*w.exited);
