@@ -21,6 +21,7 @@
 
 #include "promptly/graph.hpp"
 #include "promptly/promptly.hpp"
+#include "sched/worker.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -66,11 +67,13 @@ struct observations {
     for (auto& f : finished) f.store(false, std::memory_order_relaxed);
     std::fill(depth.begin(), depth.end(), 0);
     early_starts.store(0);
+    started.store(0);
   }
   std::vector<std::atomic<int>> runs;
   std::vector<std::atomic<bool>> finished;
   std::vector<int> depth;  // plain: written by the task, read by its successors
   std::atomic<int> early_starts{0};
+  std::atomic<std::size_t> started{0};  // tasks that began, for tests that act mid-run
 };
 
 // Builds `d` into g; each task checks that its predecessors have finished,
@@ -79,6 +82,7 @@ void build_checked(promptly::graph& g, const dag& d, observations& obs) {
   std::vector<promptly::graph_task> tasks(d.size());
   for (std::uint32_t id = 0; id < d.size(); ++id) {
     tasks[id] = g.emplace([&obs, &d, id] {
+      obs.started.fetch_add(1, std::memory_order_relaxed);
       int deepest = 0;
       for (std::uint32_t p : d.pred[id]) {
         if (!obs.finished[p].load(std::memory_order_acquire)) obs.early_starts.fetch_add(1);
@@ -109,6 +113,38 @@ void expect_complete_run(const dag& d, const observations& obs, const std::vecto
   for (std::size_t i = 0; i < d.size(); ++i) wrong_runs += obs.runs[i].load() != 1;
   EXPECT_EQ(wrong_runs, 0u) << "tasks that did not run exactly once";
   EXPECT_EQ(obs.depth, depths);
+}
+
+// Polls `pred` until it holds; false after `limit`, a hang guard only (the
+// caller fails the test), never the synchronisation itself.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::seconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Every worker of `rt`: one task per worker records where it runs and spins
+// (without parking) until all have arrived, so they ran on distinct workers.
+std::vector<promptly::detail::worker*> capture_workers(promptly::runtime& rt) {
+  const unsigned n = rt.workers();
+  std::vector<std::atomic<promptly::detail::worker*>> seen(n);
+  std::atomic<unsigned> arrived{0};
+  std::vector<promptly::future<void>> fs;
+  for (unsigned i = 0; i < n; ++i)
+    fs.push_back(rt.submit([&, i] {
+      seen[i] = &promptly::detail::worker::of(*promptly::detail::current_worker());
+      arrived.fetch_add(1);
+      wait_until([&] { return arrived.load() == n; });
+    }));
+  for (auto& f : fs) f.get();
+  std::vector<promptly::detail::worker*> ws;
+  if (arrived.load() != n) return ws;
+  for (auto& w : seen) ws.push_back(w.load());
+  return ws;
 }
 
 // A gate that tasks wait on without blocking their worker (the fiber parks).
@@ -345,29 +381,81 @@ TEST(GraphRun, TasksMayWaitOnFutures) {
   EXPECT_EQ(at_end, 49 * 50 / 2);
 }
 
+// The runtime's shutdown begins while the graph runs: the first task does
+// not go on until a submission is rejected (shutdown has stopped accepting
+// and is waiting). It then parks on a gate, and an outside thread opens the
+// gate only once every worker is asleep in its slot: the run then has no
+// ready task, only a parked one. A shutdown that stopped the workers as
+// soon as they ran out of ready work would strand it (the 20 successors
+// would never run); a correct one waits for the run.
 TEST(GraphRun, RuntimeShutdownWaitsForRunningGraph) {
   promptly::graph g;  // outlives the runtime
   std::atomic<int> done{0};
-  auto first = g.emplace([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  std::atomic<promptly::runtime*> runtime_of_run{nullptr};
+  std::atomic<bool> saw_shutdown{false};
+  std::atomic<bool> workers_slept{false};
+  gate reopen;
+  auto first = g.emplace([&] {
+    // Probes accepted before shutdown began are no-op tasks, which the
+    // shutdown also waits for.
+    wait_until([&] {
+      try {
+        (void)runtime_of_run.load()->submit([] {});
+        return false;
+      } catch (const promptly::runtime_stopped&) {
+        saw_shutdown = true;
+        return true;
+      }
+    });
+    reopen.pass();
+  });
   for (int i = 0; i < 20; ++i) first.precede(g.emplace([&] { done.fetch_add(1); }));
+  std::thread opener;
   {
     promptly::runtime rt{workers(2)};
+    const auto ws = capture_workers(rt);
+    ASSERT_EQ(ws.size(), 2u) << "could not run one task on every worker";
+    opener = std::thread([&, ws] {
+      wait_until([&] { return saw_shutdown.load(); });
+      workers_slept = wait_until([&] {
+        for (auto* w : ws)
+          if (w->slot.state.load() != promptly::detail::sleep_slot::sleeping) return false;
+        return true;
+      });
+      reopen.open();
+    });
+    runtime_of_run = &rt;
     g.run(rt);  // handle dropped at once
   }
+  opener.join();
+  EXPECT_TRUE(saw_shutdown.load()) << "the run ended before shutdown began";
+  EXPECT_TRUE(workers_slept.load()) << "the workers never slept while the run was parked";
   EXPECT_EQ(done.load(), 20);
   EXPECT_FALSE(g.running());
 }
 
+// The graph's destructor begins while its run is in progress: the first
+// task does not return until the destructor of the object holding the
+// graph has started (its body runs just before the graph member's
+// destructor), and its 20 successors only become ready after that.
 TEST(GraphRun, DestructorWaitsForTheRun) {
   promptly::runtime rt{workers(2)};
   std::atomic<int> done{0};
+  std::atomic<bool> destroying{false};
+  std::atomic<bool> held_until_destruction{false};
+  struct announced_graph {
+    std::atomic<bool>& destroying;
+    promptly::graph g;
+    ~announced_graph() { destroying = true; }  // then ~graph runs
+  };
   promptly::graph_run r;
   {
-    promptly::graph g;
-    auto first = g.emplace([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
-    for (int i = 0; i < 20; ++i) first.precede(g.emplace([&] { done.fetch_add(1); }));
-    r = g.run(rt);
+    announced_graph holder{destroying, promptly::graph{}};
+    auto first = holder.g.emplace([&] { held_until_destruction = wait_until([&] { return destroying.load(); }); });
+    for (int i = 0; i < 20; ++i) first.precede(holder.g.emplace([&] { done.fetch_add(1); }));
+    r = holder.g.run(rt);
   }
+  EXPECT_TRUE(held_until_destruction.load()) << "the run ended before the graph's destructor began";
   EXPECT_EQ(done.load(), 20);
   EXPECT_TRUE(r.is_ready());
   EXPECT_NO_THROW(r.get());  // the handle outlives the graph
@@ -542,8 +630,11 @@ TEST(GraphCancel, RandomCancellationKeepsTheInvariants) {
     observations obs(n);
     promptly::graph g;
     build_checked(g, d, obs);
+    // Cancel after a random number of tasks began (sometimes after all of
+    // them: a cancel that changes nothing), measured in progress, not time.
+    const std::size_t cancel_after = rng() % (n + n / 4);
     promptly::graph_run r = g.run(rt);
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+    ASSERT_TRUE(wait_until([&] { return obs.started.load() >= cancel_after || r.is_ready(); })) << "round " << round;
     r.cancel();
     r.wait();
     std::vector<char> skipped(n, 0);
