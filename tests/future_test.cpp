@@ -3,7 +3,12 @@
 // tasks; waiting from outside threads.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -14,6 +19,31 @@
 #include "test_support.hpp"
 
 namespace {
+
+using namespace std::chrono_literals;
+
+// Polls `pred` until it holds; false after `limit`, a hang guard only (the
+// caller fails the test), never the synchronisation itself.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Whether thread `tid` of this process is blocked in the kernel (state S or
+// D in /proc), e.g. in a futex wait.
+bool thread_blocked(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');  // the command name may contain spaces
+  return close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'S' || line[close + 2] == 'D');
+}
+
 promptly::runtime_config two_workers() {
   promptly::runtime_config c;
   c.workers = 2;
@@ -55,21 +85,31 @@ TEST_F(Futures, EmptyFutureIsAnError) {
   EXPECT_THROW(f.get(), promptly::future_empty);
 }
 
-// One future touched by many tasks at once (one-to-many).
+// One future touched by many tasks at once (one-to-many). The awaited task
+// does not finish until `early` readers have found it not ready and are
+// about to touch it, so at least that many touches wait (park) on it.
 TEST_F(Futures, OneToManyTouches) {
-  const int readers = 200;
+  const int readers = 200, early = 20;
+  std::atomic<int> not_ready_when_touched{0};
+  std::atomic<bool> slow_held{false};
   auto total = rt.run([&] {
-    auto slow = promptly::async([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto slow = promptly::async([&] {
+      slow_held = wait_until([&] { return not_ready_when_touched.load() >= early; });
       return 3;
     });
     std::atomic<int> sum{0};
     promptly::task_group tg;
-    for (int i = 0; i < readers; ++i) tg.spawn([&, slow] { sum += slow.get(); });
+    for (int i = 0; i < readers; ++i)
+      tg.spawn([&, slow] {
+        if (!slow.is_ready()) not_ready_when_touched++;
+        sum += slow.get();
+      });
     tg.wait();
     return sum.load();
   });
   EXPECT_EQ(total, 3 * readers);
+  EXPECT_TRUE(slow_held.load()) << "fewer than " << early << " readers touched the future before it was ready";
+  EXPECT_GE(not_ready_when_touched.load(), early);
 }
 
 // One task touching many futures (many-to-one).
@@ -129,14 +169,23 @@ TEST_F(Futures, SubmitAndGetFromOutsideThreads) {
   EXPECT_EQ(sum.load(), expect);
 }
 
+// The task behind the future does not finish until the outside thread is
+// blocked in the kernel inside get() (it announces the call, then the task
+// watches its state in /proc), so get() really blocks a non-worker thread.
 TEST_F(Futures, OutsideThreadWaitsOnFutureCreatedInsideTasks) {
-  auto f = rt.run([] {
-    return promptly::async([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const auto me = static_cast<pid_t>(syscall(SYS_gettid));
+  std::atomic<bool> calling_get{false};
+  std::atomic<bool> saw_blocked{false};
+  auto f = rt.run([&] {
+    return promptly::async([&] {
+      saw_blocked = wait_until([&] { return calling_get.load() && thread_blocked(me); });
       return 9;
     });
   });
+  EXPECT_FALSE(f.is_ready());
+  calling_get = true;
   EXPECT_EQ(f.get(), 9);  // blocks this (non-worker) thread
+  EXPECT_TRUE(saw_blocked.load()) << "get() never blocked the outside thread";
 }
 
 // A long chain of dependent futures, each touched right after creation.
@@ -153,18 +202,28 @@ TEST_F(Futures, ChainOfDependentFutures) {
 TEST_F(Futures, PromiseFromAnOutsideThreadWakesParkedTasks) {
   promptly::promise<int> p;
   auto f = p.get_future();
+  // The producer completes the promise only after all 10 tasks are about to
+  // touch it. On 2 workers a task can only start after the one before it
+  // on the same worker parked, so at least 8 of them are parked then.
+  std::atomic<int> touching{0};
+  std::atomic<bool> all_touching{false};
   std::thread producer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    all_touching = wait_until([&] { return touching.load() == 10; });
     p.set_value(11);
   });
-  auto sum = rt.run([f] {
+  auto sum = rt.run([f, &touching] {
     std::atomic<int> s{0};
     promptly::task_group tg;
-    for (int i = 0; i < 10; ++i) tg.spawn([&, f] { s += f.get(); });  // all park on the promise
+    for (int i = 0; i < 10; ++i)
+      tg.spawn([&, f] {
+        touching++;
+        s += f.get();  // parks until the outside thread sets the value
+      });
     tg.wait();
     return s.load();
   });
   producer.join();
+  EXPECT_TRUE(all_touching.load()) << "not every task reached the promise's future";
   EXPECT_EQ(sum, 110);
   EXPECT_THROW(p.set_value(1), promptly::promise_already_satisfied);
 }
