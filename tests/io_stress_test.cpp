@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <mutex>
 #include <random>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,7 +55,7 @@ TEST(IoStress, ThousandsOfParkedConnectionsHoldNoWorker) {
   for (int i = 0; i < n; ++i) connecting.push_back(io::connect_tcp("127.0.0.1", l.port(), 30s));
   std::vector<io::descriptor> clients;
   for (auto& f : connecting) clients.push_back(std::move(f).get());
-  for (auto t0 = clock::now(); parked < n && clock::now() - t0 < 30s;) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(eventually([&] { return parked.load() == n; }, 60s));
   ASSERT_EQ(parked.load(), n) << "every connection task must be parked in read_line";
 
   // Every connection waits, yet both workers are free: a computation runs.
@@ -78,68 +82,134 @@ TEST(IoStress, ThousandsOfParkedConnectionsHoldNoWorker) {
 }
 
 // Completion, deadline, stop and close race on the same pending reads. Each
-// read ends exactly once with one of the allowed outcomes, and nothing is
-// left pending.
+// read ends once, with its racer's outcome or a timeout, never with another
+// racer's outcome; a read that timed out consumed nothing; and nothing is
+// left pending. Half the rounds have a long deadline, so that the racer
+// must win them: each racer's outcome is then seen for sure.
 TEST(IoStress, CompletionRacesTimeoutCancelAndClose) {
   const int rounds = static_cast<int>(scaled(2000, 4));
   std::mt19937 rng(5);
-  int values = 0, timeouts = 0, cancels = 0, closes = 0;
+  enum outcome { value, timeout, cancel, close_, count };
+  const char* const names[] = {"a value", "a timeout", "a cancellation", "a close"};
+  int seen[3][count] = {};  // [racer][outcome]
   for (int i = 0; i < rounds; ++i) {
     auto [a, b] = io::make_socket_pair();
     std::stop_source stop;
-    char buf[4];
-    const auto jitter = std::chrono::microseconds(rng() % 300);
-    auto f = io::read(b, std::span(buf), jitter, stop.get_token());
-    const unsigned who = rng() % 3;
+    char buf[4] = {};
+    const bool racer_must_win = i % 2 == 0;
+    const auto until = racer_must_win ? std::chrono::microseconds(30s) : std::chrono::microseconds(rng() % 300);
+    auto f = io::read(b, std::span(buf), until, stop.get_token());
+    const unsigned who = rng() % 3;  // 0 writes, 1 stops, 2 closes
     std::thread racer([&, who] {
       if (who == 0) io::write(a, "x").get();
       else if (who == 1) stop.request_stop();
       else b.close();
     });
+    outcome got = count;
     try {
       EXPECT_EQ(f.get(), 1u);
-      ++values;
+      EXPECT_EQ(buf[0], 'x');
+      got = value;
     } catch (const io::timed_out&) {
-      ++timeouts;
+      got = timeout;
     } catch (const io::cancelled&) {
-      ++cancels;
+      got = cancel;
     } catch (const io::closed&) {
-      ++closes;
+      got = close_;
     }
     racer.join();
+    ASSERT_NE(got, count);
+    const outcome racer_wins = who == 0 ? value : who == 1 ? cancel : close_;
+    if (racer_must_win)
+      EXPECT_EQ(got, racer_wins) << "round " << i << ": " << names[racer_wins] << " was expected, got " << names[got];
+    else
+      EXPECT_TRUE(got == racer_wins || got == timeout)
+          << "round " << i << ": " << names[racer_wins] << " or a timeout was expected, got " << names[got];
+    if (who == 0 && got == timeout)  // the byte written after the timeout is still there
+      EXPECT_EQ(read_exactly(b, 1), "x") << "round " << i;
+    ++seen[who][got];
   }
-  EXPECT_EQ(values + timeouts + cancels + closes, rounds);
+  for (int who = 0; who < 3; ++who) {
+    const outcome racer_wins = who == 0 ? value : who == 1 ? cancel : close_;
+    EXPECT_GT(seen[who][racer_wins], 0) << names[racer_wins] << " never happened";
+  }
   expect_reactor_idle();
 }
 
-// Several tasks read and write one socket pair at once: every byte arrives
-// once, in order per direction.
+// Writers pipeline several writes each (started before the earlier ones
+// complete) onto one socket while several readers read the other end. Every
+// record carries its writer and sequence number, and its body is derived
+// from both: so a record torn by another writer's bytes, a lost or
+// duplicated record, or records of one writer out of order all show.
+// Readers take a ticket when they start a read; since reads of one
+// descriptor complete in start order, the chunks sorted by ticket are the
+// byte stream.
 TEST(IoStress, ConcurrentWritersAndReadersOnOneSocket) {
   promptly::runtime rt{workers(2)};
   auto [a, b] = io::make_socket_pair();
-  const int writers = 8;
-  const int per_writer = static_cast<int>(scaled(500, 10));
-  const std::size_t total = static_cast<std::size_t>(writers) * per_writer * 16;
+  constexpr int writers = 8, pipeline = 4;
+  constexpr std::size_t record = 1000;  // many records fill the socket buffer: writes go partial and queue
+  const int per_writer = static_cast<int>(scaled(200, 10)) / pipeline * pipeline;
+  const std::size_t total = static_cast<std::size_t>(writers) * per_writer * record;
+  auto make_record = [](int w, int seq) {
+    char head[32];
+    const int len = std::snprintf(head, sizeof head, "w%d s%06d|", w, seq);
+    std::string r(record, static_cast<char>('a' + (w * 7 + seq) % 26));
+    r.replace(0, static_cast<std::size_t>(len), head);
+    return r;
+  };
+
   std::atomic<std::size_t> received{0};
+  std::binary_semaphore start_gate{1};  // a ticket and its read's start, together (no wait inside)
+  std::uint64_t next_ticket = 0;        // guarded by start_gate
+  std::mutex chunks_mu;
+  std::vector<std::pair<std::uint64_t, std::string>> chunks;
   rt.run([&] {
     promptly::task_group tg;
     for (int w = 0; w < writers; ++w)
-      tg.spawn([&] {
-        std::string msg(16, 'm');
-        for (int k = 0; k < per_writer; ++k) io::write(a, msg, 30s).get();
+      tg.spawn([&, w] {
+        for (int k = 0; k < per_writer; k += pipeline) {
+          std::vector<std::string> batch;  // alive until its writes complete
+          std::vector<promptly::future<std::size_t>> pending;
+          for (int j = 0; j < pipeline; ++j) batch.push_back(make_record(w, k + j));
+          for (auto& r : batch) pending.push_back(io::write(a, r, 30s));
+          for (auto& p : pending) EXPECT_EQ(p.get(), record);
+        }
       });
     for (int r = 0; r < 4; ++r)
       tg.spawn([&] {
-        char buf[100];
+        std::vector<char> buf(3 * record / 2);
         while (received.load() < total) {
+          start_gate.acquire();
+          const std::uint64_t ticket = next_ticket++;
+          auto f = io::read(b, std::span(buf), 50ms);
+          start_gate.release();
           try {
-            received += io::read(b, std::span(buf), 50ms).get();
+            const std::size_t n = f.get();
+            received += n;
+            std::lock_guard lock(chunks_mu);
+            chunks.emplace_back(ticket, std::string(buf.data(), n));
           } catch (const io::timed_out&) {
+            // consumed nothing; look at `received` again
           }
         }
       });
     tg.wait();
   });
-  EXPECT_EQ(received.load(), total);
+  ASSERT_EQ(received.load(), total);
+  std::sort(chunks.begin(), chunks.end());
+  std::string stream;
+  for (auto& c : chunks) stream += c.second;
+  ASSERT_EQ(stream.size(), total);
+  std::vector<int> next_seq(writers, 0);
+  for (std::size_t at = 0; at < total; at += record) {
+    int w = -1, seq = -1;
+    ASSERT_EQ(std::sscanf(stream.c_str() + at, "w%d s%d|", &w, &seq), 2) << "no record header at byte " << at;
+    ASSERT_TRUE(w >= 0 && w < writers) << "bad writer id at byte " << at;
+    ASSERT_EQ(seq, next_seq[w]) << "writer " << w << "'s records out of order at byte " << at;
+    ASSERT_EQ(stream.compare(at, record, make_record(w, seq)), 0) << "record w" << w << " s" << seq << " is torn";
+    ++next_seq[w];
+  }
+  for (int w = 0; w < writers; ++w) EXPECT_EQ(next_seq[w], per_writer) << "writer " << w;
   expect_reactor_idle();
 }

@@ -1,7 +1,7 @@
 // I/O futures on real descriptors: pipes, socket pairs, loopback TCP and
 // Unix sockets. Round trips, parking instead of blocking, every error the
 // API promises (end of file, peer reset, timeouts, cancellation, close under
-// a pending read), the line reader and the listener.
+// a pending read). The line reader and the listener have their own suites.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <future>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,34 +36,45 @@ TEST_F(Io, PipeRoundTrip) {
 }
 
 // One worker: the reader parks on an empty pipe and the only worker runs the
-// task that writes. If read blocked the worker, this would deadlock.
+// task that writes, which waits until the read is pending. If read blocked
+// the worker, the writer could never run: within() turns that hang into a
+// failure.
 TEST_F(Io, ReadParksTheFiberNotTheWorker) {
-  promptly::runtime one{workers(1)};
-  auto [r, w] = io::make_pipe();
-  std::atomic<bool> reader_started{false};
-  auto got = one.run([&] {
-    auto reader = promptly::async([&] {
-      reader_started = true;
-      return read_exactly(r, 3);
+  within(60s, "a read on an empty pipe with one worker", [] {
+    promptly::runtime one{workers(1)};
+    auto [r, w] = io::make_pipe();
+    promptly::promise<void> reading;
+    auto read_pending = reading.get_future();
+    auto got = one.run([&] {
+      auto reader = promptly::async([&] {
+        char buf[3];
+        auto f = io::read(r, std::span(buf));
+        EXPECT_FALSE(f.is_ready()) << "nothing was written yet";
+        reading.set_value();
+        const std::size_t n = f.get();
+        return std::string(buf, n) + read_exactly(r, 3 - n);
+      });
+      auto writer = promptly::async([&] {
+        read_pending.get();
+        io::write(w, "abc").get();
+      });
+      writer.get();
+      return reader.get();
     });
-    auto writer = promptly::async([&] {
-      while (!reader_started) io::sleep_for(1ms).get();  // parks too
-      io::write(w, "abc").get();
-    });
-    writer.get();
-    return reader.get();
+    EXPECT_EQ(got, "abc");
   });
-  EXPECT_EQ(got, "abc");
 }
 
-// Outside a runtime get() blocks the calling thread.
+// Outside a runtime get() blocks the calling thread; the reactor completes
+// the read that was pending before the writer existed.
 TEST_F(Io, WorksFromAPlainThread) {
   auto [r, w] = io::make_pipe();
-  std::thread writer([&] {
-    std::this_thread::sleep_for(20ms);
-    io::write(w, "xyz").get();
-  });
-  EXPECT_EQ(read_exactly(r, 3), "xyz");
+  char buf[3];
+  auto pending = io::read(r, std::span(buf));
+  EXPECT_FALSE(pending.is_ready());
+  std::thread writer([&] { io::write(w, "xyz").get(); });
+  const std::size_t n = pending.get();
+  EXPECT_EQ(std::string(buf, n) + read_exactly(r, 3 - n), "xyz");
   writer.join();
 }
 
@@ -110,11 +123,9 @@ TEST_F(Io, SocketPairRecvSend) {
 TEST_F(Io, EndOfFile) {
   auto [r, w] = io::make_pipe();
   char buf[8];
-  auto pending = io::read(r, std::span(buf));  // parked before the close
-  std::thread closer([&] {
-    std::this_thread::sleep_for(10ms);
-    w.close();
-  });
+  auto pending = io::read(r, std::span(buf));
+  EXPECT_FALSE(pending.is_ready()) << "pending before the close";
+  std::thread closer([&] { w.close(); });
   try {
     pending.get();
     FAIL() << "read after the writer closed must throw end_of_file";
@@ -139,8 +150,7 @@ TEST_F(Io, ReadTimesOut) {
     EXPECT_EQ(e.fd(), r.native_handle());
     EXPECT_NE(std::string(e.what()).find("promptly::io::read(fd "), std::string::npos) << e.what();
   }
-  EXPECT_GE(ms_since(t0), 30.0);
-  EXPECT_LT(ms_since(t0), 30.0 + late_bound_ms);
+  EXPECT_GE(ms_since(t0), 30.0) << "never early";
   // The timed-out read consumed nothing: data written now is read whole.
   io::write(w, "ok").get();
   EXPECT_EQ(read_exactly(r, 2), "ok");
@@ -157,11 +167,12 @@ TEST_F(Io, PastDeadlineTriesOnce) {
 
 TEST_F(Io, CloseUnderPendingRead) {
   auto [r, w] = io::make_pipe();
-  std::atomic<bool> parked{false};
+  std::promise<void> reading;  // set by the task once its read is pending
+  auto read_pending = reading.get_future();
   auto reader = rt.submit([&] {
     char buf[8];
     auto f = io::read(r, std::span(buf));
-    parked = true;
+    reading.set_value();
     try {
       f.get();
       return std::string("no error");
@@ -169,8 +180,7 @@ TEST_F(Io, CloseUnderPendingRead) {
       return std::string(e.what());
     }
   });
-  while (!parked) std::this_thread::sleep_for(1ms);
-  std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(read_pending.wait_for(hang_guard), std::future_status::ready);
   r.close();
   std::string what = reader.get();
   EXPECT_NE(what.find("closed"), std::string::npos) << what;
@@ -184,15 +194,12 @@ TEST_F(Io, StopTokenCancelsPendingOperations) {
   std::stop_source owner;
   char b1[4], b2[4];
   auto f1 = io::read(r, std::span(b1), {}, owner.get_token());
-  auto f2 = io::sleep_for(10s, owner.get_token());
-  auto t0 = clock::now();
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(10ms);
-    owner.request_stop();
-  });
+  auto f2 = io::sleep_for(1h, owner.get_token());
+  EXPECT_FALSE(f1.is_ready());
+  EXPECT_FALSE(f2.is_ready());
+  std::thread canceller([&] { owner.request_stop(); });
   EXPECT_THROW(f1.get(), io::cancelled);
-  EXPECT_THROW(f2.get(), io::cancelled);
-  EXPECT_LT(ms_since(t0), 1000.0);
+  EXPECT_THROW(f2.get(), io::cancelled);  // an hour early: only the stop can end it
   canceller.join();
   // Already stopped: fails at once, without touching the descriptor.
   io::write(w, "z").get();
@@ -237,54 +244,28 @@ TEST_F(Io, AcceptTimesOut) {
 // read fails with connection_reset.
 TEST_F(Io, PeerReset) {
   auto l = io::listener::tcp("127.0.0.1", 0);
+  std::promise<void> reading;  // the server read the first byte and waits in the next read
+  auto next_read_pending = reading.get_future();
   auto server_side = rt.submit([&] {
-    io::descriptor c = l.accept(5s).get();
+    io::descriptor c = l.accept(30s).get();
+    EXPECT_EQ(read_exactly(c, 1, 30s), "x");
     char buf[16];
+    auto next = io::read(c, std::span(buf), 30s);
+    reading.set_value();
     try {
-      while (true) io::read(c, std::span(buf), 5s).get();
+      next.get();
+      return 0;
     } catch (const io::connection_reset& e) {
       return e.errno_value();
     }
   });
-  io::descriptor client = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
+  io::descriptor client = io::connect_tcp("127.0.0.1", l.port(), 30s).get();
   io::write(client, "x").get();
-  std::this_thread::sleep_for(20ms);  // let the server park on its next read
+  ASSERT_EQ(next_read_pending.wait_for(hang_guard), std::future_status::ready);
   linger lg{1, 0};
   ASSERT_EQ(::setsockopt(client.native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
   client.close();
   EXPECT_EQ(server_side.get(), ECONNRESET);
-}
-
-TEST_F(Io, LineReaderSplitsAndJoinsChunks) {
-  auto [a, b] = io::make_socket_pair();
-  io::line_reader lines(b);
-  rt.run([&] {
-    auto writer = promptly::async([&] {
-      io::write(a, "one\ntw").get();
-      io::sleep_for(10ms).get();
-      io::write(a, "o\r\nthree\nfou").get();
-      io::sleep_for(10ms).get();
-      io::write(a, "r").get();
-      a.shutdown_write();
-    });
-    EXPECT_EQ(lines.read_line(5s).get(), "one");
-    EXPECT_EQ(lines.read_line(5s).get(), "two\r");
-    EXPECT_EQ(lines.read_line(5s).get(), "three");
-    EXPECT_EQ(lines.read_line(5s).get(), "four");  // the final, unterminated line
-    EXPECT_THROW(lines.read_line(5s).get(), io::end_of_file);
-    writer.get();
-  });
-}
-
-// A timed-out read_line loses nothing: the partial line stays buffered.
-TEST_F(Io, LineReaderKeepsAPartialLineAcrossATimeout) {
-  auto [a, b] = io::make_socket_pair();
-  io::line_reader lines(b);
-  io::write(a, "hal").get();
-  EXPECT_THROW(lines.read_line(20ms).get(), io::timed_out);
-  EXPECT_EQ(lines.buffered(), 3u);
-  io::write(a, "f\n").get();
-  EXPECT_EQ(lines.read_line(5s).get(), "half");
 }
 
 // A write that cannot finish (nobody reads a full pipe) times out; so does
@@ -296,146 +277,6 @@ TEST_F(Io, WriteTimesOutWhenNobodyReads) {
   auto second = io::write(w, "y", 60ms);
   EXPECT_THROW(first.get(), io::timed_out);
   EXPECT_THROW(second.get(), io::timed_out);
-}
-
-TEST_F(Io, LineReaderLimitsAndRules) {
-  auto [a, b] = io::make_socket_pair();
-  io::line_reader lines(b, 16);
-  auto pending = lines.read_line();
-  EXPECT_THROW(lines.read_line(), std::logic_error);  // one pending read_line per reader
-  io::write(a, "short\n").get();
-  EXPECT_EQ(pending.get(), "short");
-  EXPECT_THROW(lines.read_line(1ms).get(), io::timed_out);
-  io::write(a, std::string(100, 'x')).get();
-  try {
-    lines.read_line(5s).get();
-    FAIL() << "expected EMSGSIZE";
-  } catch (const io::error& e) {
-    EXPECT_EQ(e.errno_value(), EMSGSIZE);
-    EXPECT_EQ(e.operation(), "read_line");
-  }
-}
-
-namespace {
-// Echoes lines until the client closes (seed 004 Sec. 6.2.1, network echo).
-void echo_lines(io::descriptor c, std::stop_token st) {
-  io::line_reader lines(c);
-  for (;;) io::write(c, lines.read_line({}, st).get() + "\n", {}, st).get();
-}
-}  // namespace
-
-TEST_F(Io, TcpListenerEchoesManyClients) {
-  auto l = io::listener::tcp("127.0.0.1", 0);
-  std::stop_source stop;
-  auto served = l.serve(rt, echo_lines, {.stop = stop.get_token()});
-  const int clients = 20, rounds = 5;
-  rt.run([&] {
-    promptly::task_group tg;
-    for (int i = 0; i < clients; ++i) {
-      tg.spawn([&, i] {
-        io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
-        io::line_reader lines(c);
-        for (int k = 0; k < rounds; ++k) {
-          std::string msg = "client " + std::to_string(i) + " round " + std::to_string(k);
-          io::write(c, msg + "\n", 5s).get();
-          EXPECT_EQ(lines.read_line(5s).get(), msg);
-        }
-      });
-    }
-    tg.wait();
-  });
-  stop.request_stop();
-  served.get();
-}
-
-TEST_F(Io, UnixListenerEchoes) {
-  std::string path = "/tmp/promptly-io-test-" + std::to_string(::getpid()) + ".sock";
-  ::unlink(path.c_str());
-  auto l = io::listener::unix_socket(path);
-  EXPECT_EQ(l.port(), 0);
-  auto served = l.serve(rt, echo_lines);
-  io::descriptor c = io::connect_unix(path, 5s).get();
-  io::line_reader lines(c);
-  io::write(c, "over unix\n").get();
-  EXPECT_EQ(lines.read_line(5s).get(), "over unix");
-  l.close();  // ends the loop; its connections' token is stopped
-  served.get();
-  EXPECT_THROW(lines.read_line(5s).get(), io::end_of_file);  // the handler ended, closing c's peer
-  ::unlink(path.c_str());
-}
-
-// Stopping the listener releases connection tasks parked in reads: the
-// owner's cancellation reaches every pending operation.
-TEST_F(Io, StoppingTheListenerReleasesItsConnections) {
-  auto l = io::listener::tcp("127.0.0.1", 0);
-  std::stop_source stop;
-  std::atomic<int> started{0}, ended{0};
-  auto served = l.serve(
-      rt,
-      [&](io::descriptor c, std::stop_token st) {
-        ++started;
-        char buf[8];
-        try {
-          io::read(c, std::span(buf), {}, st).get();  // the client never writes
-        } catch (const io::cancelled&) {
-          ++ended;
-        }
-      },
-      {.stop = stop.get_token()});
-  std::vector<io::descriptor> clients;
-  for (int i = 0; i < 10; ++i) clients.push_back(io::connect_tcp("127.0.0.1", l.port(), 5s).get());
-  for (auto t0 = clock::now(); started < 10 && clock::now() - t0 < 5s;) std::this_thread::sleep_for(1ms);
-  ASSERT_EQ(started.load(), 10);
-  stop.request_stop();
-  served.get();
-  for (auto t0 = clock::now(); ended < 10 && clock::now() - t0 < 5s;) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(ended.load(), 10);
-}
-
-// The accept loop and every connection task run at serve_options::level,
-// and a task woken by the reactor resumes at its own level.
-TEST_F(Io, ListenerRunsConnectionsAtItsLevel) {
-  promptly::runtime_config cfg = workers(2);
-  cfg.levels = 3;
-  promptly::runtime leveled{cfg};
-  auto l = io::listener::tcp("127.0.0.1", 0);
-  std::atomic<int> before{-1}, after{-1};
-  auto served = l.serve(
-      leveled,
-      [&](io::descriptor c) {
-        before = static_cast<int>(promptly::current_level());
-        char buf[4];
-        io::read(c, std::span(buf), 5s).get();  // parks; the reactor wakes it
-        after = static_cast<int>(promptly::current_level());
-      },
-      {.level = 2});
-  io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
-  io::write(c, "x").get();
-  for (auto t0 = clock::now(); after < 0 && clock::now() - t0 < 5s;) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(before.load(), 2);
-  EXPECT_EQ(after.load(), 2);
-  l.close();
-  served.get();
-  EXPECT_THROW(l.serve(leveled, [](io::descriptor) {}, {.level = 3}), std::out_of_range);
-}
-
-TEST_F(Io, HandlerErrorsAreReported) {
-  auto l = io::listener::tcp("127.0.0.1", 0);
-  std::atomic<int> reported{0};
-  auto served = l.serve(
-      rt, [](io::descriptor) { throw std::runtime_error("handler bug"); },
-      {.on_error = [&](std::exception_ptr e) {
-         try {
-           std::rethrow_exception(e);
-         } catch (const std::runtime_error& x) {
-           if (std::string(x.what()) == "handler bug") ++reported;
-         }
-       }});
-  io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
-  for (auto t0 = clock::now(); reported == 0 && clock::now() - t0 < 5s;) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(reported.load(), 1);
-  l.close();
-  served.get();
 }
 
 TEST_F(Io, AdoptedDescriptorAndEmptyOnes) {

@@ -1,10 +1,15 @@
 // Helpers shared by the io_*_test.cpp suites: runtimes, exact reads, and
-// generous time bounds (this VM is noisy; ThreadSanitizer is slower still).
+// waiting for events with generous hang guards (this VM is noisy;
+// ThreadSanitizer is slower still). Tests synchronise on events; a deadline
+// here only turns a hang into a failure.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -24,10 +29,38 @@ inline promptly::runtime_config workers(unsigned n) {
   return c;
 }
 
-// Upper bound on how late a timer or a wake-up may be before a test calls it
-// broken: far above what a healthy run shows, far below "hangs".
-inline constexpr auto late_bound = under_tsan ? 400ms : 100ms;
-inline constexpr double late_bound_ms = std::chrono::duration<double, std::milli>(late_bound).count();
+// How long a test waits for an event before it calls the code hung.
+inline constexpr auto hang_guard = 30s;
+
+// Polls `reached` (a counter or io::stats() value that proves a state was
+// reached) until it holds; false if it still does not after `guard`.
+template <class Predicate>
+bool eventually(Predicate reached, std::chrono::milliseconds guard = hang_guard) {
+  for (auto t0 = clock::now(); !reached();) {
+    if (clock::now() - t0 > guard) return reached();
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Runs `scenario` on its own thread. If it has not returned after `guard`,
+// the test program aborts naming `what`: a hang (a destructor waiting
+// forever) must fail the test, not block CTest until its timeout. The hung
+// thread cannot be joined, so abort is the only way out.
+template <class Scenario>
+void within(std::chrono::seconds guard, const char* what, Scenario scenario) {
+  std::packaged_task<void()> task(std::move(scenario));
+  std::future<void> done = task.get_future();
+  std::thread runner(std::move(task));
+  if (done.wait_for(guard) != std::future_status::ready) {
+    std::fprintf(stderr, "HANG: %s did not finish within %lld s; aborting the test program\n", what,
+                 static_cast<long long>(guard.count()));
+    std::fflush(stderr);
+    std::abort();
+  }
+  runner.join();
+  done.get();  // rethrows what the scenario threw
+}
 
 // Reads exactly n bytes (several reads if the kernel splits them).
 inline std::string read_exactly(io::descriptor& d, std::size_t n, io::deadline until = 10s) {

@@ -1,6 +1,8 @@
 // Timers of the reactor: sleeps park the task, fire in deadline order (equal
-// deadlines in start order), never early and with bounded lateness; the
-// periodic timer keeps its schedule; stop tokens cancel sleeps.
+// deadlines in start order) and never early; the periodic timer keeps its
+// schedule and coalesces missed ticks; stop tokens cancel sleeps. How late
+// timers fire is a performance property, measured by benchmarks, not
+// asserted here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,63 +18,88 @@
 
 using namespace io_test;
 
+namespace {
+// Durations as plain numbers, so that a failed comparison prints readably.
+std::int64_t ns_of(std::chrono::nanoseconds d) { return d.count(); }
+std::int64_t ns_after(clock::time_point origin, clock::time_point t) { return ns_of(t - origin); }
+}  // namespace
+
 class IoTimers : public ::testing::Test {
  protected:
   void TearDown() override { expect_reactor_idle(); }
 };
 
-// One worker: while a task sleeps, the worker runs another task.
+// One worker: while a task sleeps, the worker runs another task, which ends
+// the sleep by stopping it. Had the sleep blocked the worker, it would have
+// run its full hour: within() turns that into a failure.
 TEST_F(IoTimers, SleepParksTheFiberNotTheWorker) {
-  promptly::runtime rt{workers(1)};
-  std::atomic<bool> other_ran{false};
-  rt.run([&] {
-    auto sleeper = promptly::async([&] {
-      io::sleep_for(50ms).get();
-      return other_ran.load();
+  within(60s, "a sleep with one worker", [] {
+    promptly::runtime rt{workers(1)};
+    std::stop_source wake;
+    promptly::promise<void> sleeping;
+    auto sleep_pending = sleeping.get_future();
+    rt.run([&] {
+      auto sleeper = promptly::async([&] {
+        auto nap = io::sleep_for(1h, wake.get_token());
+        sleeping.set_value();
+        nap.get();
+      });
+      auto other = promptly::async([&] {
+        sleep_pending.get();
+        wake.request_stop();
+      });
+      other.get();
+      EXPECT_THROW(sleeper.get(), io::cancelled);
     });
-    auto other = promptly::async([&] { other_ran = true; });
-    other.get();
-    EXPECT_TRUE(sleeper.get());
   });
 }
 
 // Sleeping tasks started in shuffled order wake in deadline order, none
-// early, none later than late_bound. One worker, so wake-up order is the
-// order in which the reactor made them ready (the injection queue is FIFO).
-TEST_F(IoTimers, FireInDeadlineOrderWithBoundedLateness) {
+// early. One worker, so wake-up order is the order in which the reactor made
+// them ready (the injection queue is FIFO). The order is only defined if
+// every sleep was pending (in the timer heap) before the first deadline:
+// each task checks that its sleep was not ready when started, and a round
+// in which some task started too late is repeated with a wider margin.
+TEST_F(IoTimers, FireInDeadlineOrderNeverEarly) {
   promptly::runtime rt{workers(1)};
   const int n = 40;
   const auto spacing = 3ms;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937(7));
-  std::mutex mu;
-  std::vector<int> woke;
-  std::vector<double> lateness_ms(n, -1);
-  // Every task must be parked before the first deadline; under TSan
-  // spawning and parking 40 tasks can take longer than 30 ms.
-  const auto base = clock::now() + (under_tsan ? 500ms : 30ms);
-  rt.run([&] {
-    promptly::task_group tg;
-    for (int i : order) {
-      tg.spawn([&, i] {
-        const auto at = base + i * spacing;
-        io::sleep_until(at).get();
-        const auto now = clock::now();
-        std::lock_guard lock(mu);
-        woke.push_back(i);
-        lateness_ms[i] = std::chrono::duration<double, std::milli>(now - at).count();
-      });
+  auto margin = under_tsan ? 500ms : 30ms;
+  for (int round = 0;; ++round) {
+    ASSERT_LT(round, 6) << "the tasks never all started their sleeps within " << margin.count() << " ms";
+    std::mutex mu;
+    std::vector<int> woke;
+    std::vector<bool> early(n, false);
+    std::atomic<bool> started_late{false};
+    const auto base = clock::now() + margin;
+    rt.run([&] {
+      promptly::task_group tg;
+      for (int i : order) {
+        tg.spawn([&, i] {
+          const auto at = base + i * spacing;
+          auto nap = io::sleep_until(at);
+          if (nap.is_ready()) started_late = true;
+          nap.get();
+          const bool before_deadline = clock::now() < at;
+          std::lock_guard lock(mu);
+          woke.push_back(i);
+          early[i] = before_deadline;
+        });
+      }
+      tg.wait();
+    });
+    for (int i = 0; i < n; ++i) EXPECT_FALSE(early[i]) << "timer " << i << " fired early";
+    if (started_late) {
+      margin *= 2;
+      continue;
     }
-    tg.wait();
-  });
-  std::vector<int> sorted(n);
-  std::iota(sorted.begin(), sorted.end(), 0);
-  EXPECT_EQ(woke, sorted);
-  const double bound = late_bound_ms;
-  for (int i = 0; i < n; ++i) {
-    EXPECT_GE(lateness_ms[i], 0.0) << "timer " << i << " fired early";
-    EXPECT_LE(lateness_ms[i], bound) << "timer " << i << " fired " << lateness_ms[i] << " ms late";
+    std::vector<int> sorted(n);
+    std::iota(sorted.begin(), sorted.end(), 0);
+    EXPECT_EQ(woke, sorted);
+    break;
   }
 }
 
@@ -102,7 +129,9 @@ class recording_timer final : public promptly::io::detail::basic_operation<void>
 TEST_F(IoTimers, HeapFiresInDeadlineThenStartOrder) {
   const int n = 300;
   std::mt19937 rng(3);
-  const auto base = clock::now() + 20ms;
+  // Every timer must be in the heap before the first deadline (checked
+  // below); the margin only has to cover starting 300 timers.
+  const auto base = clock::now() + (under_tsan ? 2s : 200ms);
   std::vector<clock::time_point> at(n);
   for (int i = 0; i < n; ++i) at[i] = base + std::chrono::milliseconds(rng() % 10);  // many ties
   std::vector<int> log;
@@ -112,6 +141,7 @@ TEST_F(IoTimers, HeapFiresInDeadlineThenStartOrder) {
     auto* op = new recording_timer(at[i], i, log, mu);
     done.push_back(op->get_future());
     promptly::io::detail::start(op, {});
+    ASSERT_FALSE(done.back().is_ready()) << "timer " << i << " started after its deadline: widen the margin";
   }
   for (auto& f : done) f.get();
   std::vector<int> expected(n);
@@ -133,34 +163,44 @@ TEST_F(IoTimers, SleepFromAPlainThread) {
   EXPECT_GE(ms_since(t0), 20.0);
 }
 
+// Ticks are never early and the schedule never drifts: after ticks that
+// together counted k, the next deadline is first + k * period, however late
+// the task observed them (a late observation counts more than 1).
 TEST_F(IoTimers, PeriodicTimerKeepsItsSchedule) {
   promptly::runtime rt{workers(2)};
   const auto period = 10ms;
-  const int ticks = 10;
+  const std::uint64_t ticks = 10;
   const auto first = clock::now() + period;
   io::periodic_timer timer(period, first);
-  std::vector<double> at_ms;
   rt.run([&] {
-    for (int k = 0; k < ticks; ++k) {
-      EXPECT_EQ(timer.tick().get(), 1u);
-      at_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - first).count());
+    for (std::uint64_t counted = 0; counted < ticks;) {
+      const std::uint64_t k = timer.tick().get();
+      const auto now = clock::now();
+      EXPECT_GE(k, 1u);
+      counted += k;
+      EXPECT_GE(ns_after(first, now), ns_of(static_cast<std::int64_t>(counted - 1) * period)) << "tick " << counted << " early";
+      EXPECT_EQ(ns_after(first, timer.next()), ns_of(static_cast<std::int64_t>(counted) * period)) << "drift after " << counted << " ticks";
     }
   });
-  const double bound = late_bound_ms;
-  for (int k = 0; k < ticks; ++k) {
-    EXPECT_GE(at_ms[k], 10.0 * k) << "tick " << k << " early";
-    EXPECT_LE(at_ms[k], 10.0 * k + bound) << "tick " << k << " late";
-  }
-  // No drift: the schedule is first + k * period however late a tick was.
-  EXPECT_EQ(timer.next(), first + ticks * period);
 }
 
+// A caller that fell behind gets every missed tick in one count, at once,
+// and the schedule goes on from where it stands. The ticks are made overdue
+// by starting the schedule in the past (an hour-long period keeps the count
+// exact however slow the machine).
 TEST_F(IoTimers, MissedTicksAreCoalesced) {
-  io::periodic_timer timer(5ms);
-  timer.tick().get();
-  std::this_thread::sleep_for(26ms);  // about 5 ticks pass unobserved
-  EXPECT_GE(timer.tick().get(), 4u);   // overdue: ready at once, with the count
-  EXPECT_EQ(timer.tick().get(), 1u);   // and back on schedule
+  const auto period = 1h;
+  const auto first = clock::now() - 10 * period - 30min;  // ticks 0..10 have passed
+  io::periodic_timer timer(period, first);
+  auto overdue = timer.tick();
+  EXPECT_TRUE(overdue.is_ready()) << "overdue ticks complete at once";
+  EXPECT_EQ(overdue.get(), 11u);
+  EXPECT_EQ(ns_after(first, timer.next()), ns_of(11 * period)) << "back on the schedule";
+  std::stop_source stop;
+  auto next = timer.tick(stop.get_token());
+  EXPECT_FALSE(next.is_ready()) << "the next tick waits for its time";
+  stop.request_stop();
+  EXPECT_THROW(next.get(), io::cancelled);
   EXPECT_THROW(io::periodic_timer(0ms), std::invalid_argument);
 }
 
@@ -185,8 +225,9 @@ TEST_F(IoTimers, StopCancelsTicksAndSleeps) {
   EXPECT_NO_THROW(timer.tick(stop.get_token()));  // pending flag was cleared
 }
 
-// Many sleeps, a random half cancelled from another thread while the
-// reactor fires the rest: every future completes exactly once.
+// Many sleeps, every other one cancelled from another thread while the
+// reactor fires the rest: every sleep ends once, a cancelled one either
+// fired first or reports io::cancelled, and one never cancelled fires.
 TEST_F(IoTimers, ManySleepsRacingCancellation) {
   const int n = static_cast<int>(scaled(2000, 10));
   std::vector<std::stop_source> stops(n);
@@ -197,16 +238,15 @@ TEST_F(IoTimers, ManySleepsRacingCancellation) {
   std::thread canceller([&] {
     for (int i = 0; i < n; i += 2) stops[i].request_stop();
   });
-  int fired = 0, cancelled = 0;
-  for (auto& s : sleeps) {
+  int cancelled = 0;
+  for (int i = 0; i < n; ++i) {
     try {
-      s.get();
-      ++fired;
+      sleeps[i].get();
     } catch (const io::cancelled&) {
+      EXPECT_EQ(i % 2, 0) << "sleep " << i << " was never stopped, yet reports io::cancelled";
       ++cancelled;
     }
   }
   canceller.join();
-  EXPECT_EQ(fired + cancelled, n);
-  EXPECT_GE(fired, n / 2);
+  EXPECT_LE(cancelled, (n + 1) / 2);
 }
