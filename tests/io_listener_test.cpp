@@ -1,11 +1,17 @@
 // The listener: echo over TCP and Unix sockets, levels, error reports, and
-// stopping it releases connections that pass the handler's token on.
+// shutdown: stopping or closing the listener releases every connection it
+// started (whether or not the handler takes the stop token), and the
+// listener never parks a task inside a catch handler.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <exception>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -26,6 +32,88 @@ namespace {
 void echo_lines(io::descriptor c, std::stop_token st) {
   io::line_reader lines(c);
   for (;;) io::write(c, lines.read_line({}, st).get() + "\n", {}, st).get();
+}
+
+// True when the calling task runs outside any catch handler as far as the
+// C++ runtime of its thread knows. The caught-exception stack is per
+// thread: a fiber that parked inside a handler leaves its exception on the
+// stack of the worker thread, where every other task run there then sees it.
+bool no_exception_being_handled() { return std::current_exception() == nullptr; }
+
+// Lowers the soft RLIMIT_NOFILE so that the next descriptor the process
+// creates fails with EMFILE; restores the limit when destroyed.
+class descriptors_exhausted {
+ public:
+  descriptors_exhausted() {
+    EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
+    const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // the number the next fd gets
+    EXPECT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(lowest_free);
+    EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  }
+  ~descriptors_exhausted() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  descriptors_exhausted(const descriptors_exhausted&) = delete;
+  descriptors_exhausted& operator=(const descriptors_exhausted&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+// A blocking loopback TCP socket connected to `port`, made without io:: (so
+// it can be created before descriptors run out and connected after).
+int plain_socket() { return ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); }
+bool plain_connect(int fd, std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+}
+
+enum class stop_by { close, token, destroy };
+
+// Clients stay connected while their connection tasks, whose handler has no
+// stop token, wait in a read. Stopping the listener must release those
+// reads, so that the runtime's destructor (which waits for every task)
+// returns; a hang aborts the test program through within().
+void tokenless_connections_end_when_the_listener_stops(stop_by how) {
+  within(60s, "destroying the runtime after stopping the listener", [how] {
+    constexpr int n = 8;
+    std::vector<io::descriptor> clients;  // connected until after the runtime is gone
+    std::atomic<int> reading{0}, released{0};
+    {
+      promptly::runtime rt{workers(2)};
+      std::optional<io::listener> l = io::listener::tcp("127.0.0.1", 0);
+      std::stop_source stop;
+      auto served = l->serve(
+          rt,
+          [&](io::descriptor c) {
+            char buf[8];
+            auto pending = io::read(c, std::span(buf));  // the client never writes
+            ++reading;
+            try {
+              pending.get();
+            } catch (const io::closed&) {
+              ++released;
+            } catch (const io::cancelled&) {
+              ++released;
+            }
+          },
+          {.stop = stop.get_token()});
+      for (int i = 0; i < n; ++i) clients.push_back(io::connect_tcp("127.0.0.1", l->port(), 10s).get());
+      ASSERT_TRUE(eventually([&] { return reading.load() == n; })) << reading.load() << " of " << n << " reading";
+      switch (how) {
+        case stop_by::close: l->close(); break;
+        case stop_by::token: stop.request_stop(); break;
+        case stop_by::destroy: l.reset(); break;
+      }
+      served.get();
+    }  // ~runtime: waits for every connection task
+    EXPECT_EQ(released.load(), n);
+    for (auto& c : clients) EXPECT_TRUE(c.is_open()) << "the clients stayed connected";
+  });
 }
 
 }  // namespace
@@ -103,6 +191,18 @@ TEST_F(IoListener, StoppingReleasesConnectionsThatPassTheToken) {
   EXPECT_EQ(ended.load(), 10);
 }
 
+TEST_F(IoListener, ClosingReleasesConnectionsWithoutAToken) {
+  tokenless_connections_end_when_the_listener_stops(stop_by::close);
+}
+
+TEST_F(IoListener, StopTokenReleasesConnectionsWithoutAToken) {
+  tokenless_connections_end_when_the_listener_stops(stop_by::token);
+}
+
+TEST_F(IoListener, DestroyingReleasesConnectionsWithoutAToken) {
+  tokenless_connections_end_when_the_listener_stops(stop_by::destroy);
+}
+
 // The accept loop and every connection task run at serve_options::level,
 // and a task woken by the reactor resumes at its own level.
 TEST_F(IoListener, RunsConnectionsAtItsLevel) {
@@ -146,6 +246,58 @@ TEST_F(IoListener, HandlerErrorsAreReported) {
   io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
   EXPECT_TRUE(eventually([&] { return reported.load() == 1; }));
   EXPECT_EQ(reported.load(), 1);
+  l.close();
+  served.get();
+}
+
+// on_error may wait (log to a socket, say). The listener calls it after
+// leaving its catch handler, so a wait there does not leave the exception on
+// the worker thread for the next task run there to see.
+TEST_F(IoListener, ErrorReportIsNotCalledInsideACatchHandler) {
+  promptly::runtime rt{workers(1)};  // one worker: the probe runs where on_error parked
+  auto l = io::listener::tcp("127.0.0.1", 0);
+  promptly::promise<void> release;
+  auto released = release.get_future();
+  std::atomic<bool> reporting{false};
+  auto served = l.serve(
+      rt, [](io::descriptor) { throw std::runtime_error("handler bug"); },
+      {.on_error = [&](std::exception_ptr) {
+         reporting = true;
+         released.get();  // parks this task
+       }});
+  io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
+  ASSERT_TRUE(eventually([&] { return reporting.load(); }));
+  EXPECT_TRUE(rt.submit(no_exception_being_handled).get())
+      << "a task parked while handling an exception: its exception is still on the worker thread";
+  release.set_value();
+  l.close();
+  served.get();
+}
+
+// Out of descriptors, accept fails with EMFILE and the loop pauses before
+// retrying. That pause must not be taken inside the catch handler that saw
+// the error: the parked loop would leave its exception on the worker thread.
+TEST_F(IoListener, AcceptRetryDoesNotParkInsideACatchHandler) {
+  promptly::runtime rt{workers(1)};  // one worker: the probe runs where the loop parked
+  auto l = io::listener::tcp("127.0.0.1", 0);
+  std::atomic<int> accepted{0};
+  auto served = l.serve(rt, [&](io::descriptor) { ++accepted; });
+  // The loop waits in accept (so the reactor and its descriptors exist).
+  ASSERT_TRUE(eventually([] { return io::stats().pending_operations >= 1; }));
+  const int client = plain_socket();
+  ASSERT_GE(client, 0);
+  {
+    descriptors_exhausted no_fds;
+    ASSERT_TRUE(plain_connect(client, l.port()));
+    // accept fails with EMFILE; the loop's retry pause is a pending timer.
+    ASSERT_TRUE(eventually([] { return io::stats().pending_timers >= 1; }));
+    for (int probe = 0; probe < 3; ++probe)
+      EXPECT_TRUE(rt.submit(no_exception_being_handled).get())
+          << "the accept loop parked while handling an exception: its exception is still on the worker thread";
+  }
+  // Descriptors are back: the loop accepts the connection that waited.
+  EXPECT_TRUE(eventually([&] { return accepted.load() == 1; }));
+  ::close(client);
   l.close();
   served.get();
 }

@@ -14,12 +14,11 @@
 #include "reactor.hpp"
 
 namespace promptly::io {
-namespace {
+namespace detail {
 
-// Closes `s` once: pending operations fail with io::closed, no new system
-// call starts (closed is set under s.mu, where every call on the fd runs),
-// the reactor forgets it, then the fd number is released.
-void close_state(detail::fd_state& s) noexcept {
+// No new system call starts after `closed` is set: it is set under s.mu,
+// where every call on the fd runs. So the fd number can be released last.
+void close_state(fd_state& s) noexcept {
   detail::claimed_list done;
   bool registered;
   {
@@ -40,7 +39,7 @@ void close_state(detail::fd_state& s) noexcept {
   ::close(s.fd);  // EINTR: the fd is released anyway on Linux; do not retry
 }
 
-}  // namespace
+}  // namespace detail
 
 descriptor::descriptor(int fd) {
   if (fd < 0) throw io::error(EBADF, "adopt", fd, "not an open file descriptor");
@@ -62,7 +61,7 @@ descriptor& descriptor::operator=(descriptor&& o) noexcept {
 
 descriptor::~descriptor() {
   if (state_ == nullptr) return;
-  close_state(*state_);
+  detail::close_state(*state_);
   state_->release();
 }
 
@@ -73,7 +72,7 @@ int descriptor::native_handle() const noexcept {
 }
 
 void descriptor::close() noexcept {
-  if (state_ != nullptr) close_state(*state_);
+  if (state_ != nullptr) detail::close_state(*state_);
 }
 
 void descriptor::shutdown_write() {

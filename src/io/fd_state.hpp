@@ -103,6 +103,11 @@ struct fd_state {
   std::atomic<std::uint32_t> refs{1};
 };
 
+// Closes `s` once (descriptor.cpp): pending operations fail with io::closed,
+// no system call starts afterwards, the reactor forgets it, the fd number is
+// released. Idempotent; safe from any thread while others operate on `s`.
+void close_state(fd_state& s) noexcept;
+
 // Builds descriptors around fds io:: created itself (already non-blocking
 // and close-on-exec), skipping the fcntl/fstat calls of adoption.
 struct descriptor_access {

@@ -1,5 +1,19 @@
 // listener: binding, accepting, and the accept loop that spawns a task per
 // connection (seed 004 Sec. 6.2.1, network echo).
+//
+// Invariants
+//  * Every connection the loop started is closed when the loop ends, however
+//    it ends (stop token, close(), destruction, a fatal accept error): each
+//    connection task holds a close_on_stop bound to the loop's stop source.
+//    So a handler parked in an operation on its connection is released even
+//    if it ignores the stop token, and the runtime's shutdown, which waits
+//    for every task, returns.
+//  * No task parks inside a catch handler here. The C++ runtime keeps the
+//    exceptions being handled in a per-thread stack; a fiber that parked in
+//    a handler and resumed on another worker would end its handler on that
+//    thread's stack, and tasks run meanwhile on the first thread would see
+//    its exception as theirs. Handlers below only record what happened; the
+//    waits (the retry pause, on_error, waking connections) come after.
 #include "promptly/io/listener.hpp"
 
 #include <netinet/in.h>
@@ -9,6 +23,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "address.hpp"
 #include "fd_operations.hpp"
@@ -69,6 +84,7 @@ bool is_tcp(int fd) {
          (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
 }
 
+// Called outside any catch handler: on_error may wait.
 void report(const std::function<void(std::exception_ptr)>& on_error, std::exception_ptr e) {
   if (on_error) {
     on_error(e);
@@ -81,6 +97,46 @@ void report(const std::function<void(std::exception_ptr)>& on_error, std::except
   } catch (...) {
     std::fprintf(stderr, "promptly::io::listener: a connection handler threw a non-std exception\n");
   }
+}
+
+// Closes a connection when the listener's loop stops: the handler may not
+// pass the token on (or take none), and its pending operations on the
+// connection must end anyway (they fail with io::closed). Holds a reference
+// on the descriptor's state, so the callback may run after the handler
+// destroyed its descriptor (closing is idempotent then).
+class close_on_stop {
+ public:
+  close_on_stop(const descriptor& c, std::stop_token stop) : s_(c.state()) {
+    s_->add_ref();
+    // Runs at once if the loop has already stopped.
+    on_stop_.emplace(std::move(stop), closer{s_});
+  }
+  ~close_on_stop() {
+    on_stop_.reset();  // waits for a callback running on another thread
+    s_->release();
+  }
+  close_on_stop(const close_on_stop&) = delete;
+  close_on_stop& operator=(const close_on_stop&) = delete;
+
+ private:
+  struct closer {
+    detail::fd_state* s;
+    void operator()() const noexcept { detail::close_state(*s); }
+  };
+  detail::fd_state* s_;
+  std::optional<std::stop_callback<closer>> on_stop_;
+};
+
+// Waits the retry pause after a transient accept failure; false if `stop`
+// fired meanwhile. Called after the handler that saw the failure was left.
+bool pause_before_retry(const std::stop_token& stop) {
+  bool stopped = false;
+  try {
+    io::sleep_for(accept_retry_pause, stop).get();
+  } catch (const cancelled&) {
+    stopped = true;
+  }
+  return !stopped;
 }
 
 }  // namespace
@@ -120,13 +176,16 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
   std::shared_ptr<descriptor> sock = socket_;
   const level at{options.level};  // std::out_of_range here if the runtime has no such level
   return rt.submit(at, [&rt, at, sock, tcp = tcp_, handler, options = std::move(options)] {
-    // Stopped when this loop ends, however it ends: connections that pass
-    // the token to their operations are released from every wait.
+    // Stopped when this loop ends, however it ends: every connection it
+    // started is closed (close_on_stop), and handlers that pass the token
+    // to their operations see those end with io::cancelled first.
     std::stop_source connections;
+    std::exception_ptr failure;  // a fatal accept error, rethrown after the stop
     bool warned = false;
     try {
       for (;;) {
         descriptor c;
+        bool transient = false;
         try {
           c = detail::accept_connection(*sock, {}, options.stop, tcp).get();
         } catch (const cancelled&) {
@@ -140,29 +199,34 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
                          static_cast<long long>(accept_retry_pause.count()));
             warned = true;
           }
-          try {
-            io::sleep_for(accept_retry_pause, options.stop).get();
-          } catch (const cancelled&) {
-            break;
-          }
+          transient = true;  // the pause comes after this handler (see the top of the file)
+        }
+        if (transient) {
+          if (!pause_before_retry(options.stop)) break;
           continue;
         }
         // The connection runs at the listener's level (the loop itself does too).
         auto connection = [handler, c = std::move(c), token = connections.get_token(),
                            on_error = options.on_error]() mutable {
-          try {
-            (*handler)(std::move(c), token);
-          } catch (...) {
-            if (!normal_end(std::current_exception())) report(on_error, std::current_exception());
+          std::exception_ptr ended;
+          {
+            close_on_stop guard(c, token);
+            try {
+              (*handler)(std::move(c), token);
+            } catch (...) {
+              ended = std::current_exception();
+            }
           }
+          if (ended && !normal_end(ended)) report(on_error, ended);
         };
         rt.submit(at, std::move(connection));
       }
     } catch (...) {
-      connections.request_stop();
-      throw;
+      failure = std::current_exception();
     }
+    // Outside any handler: stopping closes connections and wakes their tasks.
     connections.request_stop();
+    if (failure) std::rethrow_exception(failure);
   });
 }
 

@@ -17,16 +17,21 @@
 // it holds no worker while no client arrives. Each connection runs as a new
 // task of the runtime at serve_options::level (0 by default, the most
 // urgent); a handler may take (descriptor) or (descriptor,
-// std::stop_token). That token is stopped when the loop ends (its stop
-// token fired, or the listener was closed): handlers that pass it to their
-// operations are released from every pending wait, so stopping the listener
-// ends its connections. A handler ending with io::end_of_file,
-// connection_reset, timed_out, cancelled or closed is a normal end of a
-// connection; other exceptions go to serve_options::on_error.
+// std::stop_token).
+//
+// Stopping the listener (serve_options::stop, close(), or destroying it)
+// ends the loop, and then every connection the loop started: the handler's
+// token is stopped (operations given it fail with io::cancelled) and the
+// connection's descriptor is closed (pending and later operations on it
+// fail with io::closed). So a handler waiting on its connection is released
+// whether or not it takes the token. A handler ending with
+// io::end_of_file, connection_reset, timed_out, cancelled or closed is a
+// normal end of a connection; other exceptions go to
+// serve_options::on_error.
 //
 // The runtime waits for the loop and every connection task at shutdown, so
-// stop the listener (and connections that ignore the token) before
-// destroying the runtime.
+// stop the listener before destroying the runtime; a handler that waits on
+// something other than its connection must end that wait itself.
 #pragma once
 
 #include <sys/socket.h>
@@ -59,7 +64,8 @@ struct serve_options {
   // Ends the accept loop (the future of serve() then completes normally).
   std::stop_token stop{};
   // Receives unexpected exceptions of connection handlers, on the handler's
-  // task. Default: one line on stderr naming the listener.
+  // task, outside any catch handler (so it may wait). Default: one line on
+  // stderr naming the listener.
   std::function<void(std::exception_ptr)> on_error{};
 };
 
@@ -105,7 +111,8 @@ class listener {
     return serve_erased(rt, std::make_shared<holder>(std::move(handler)), std::move(options));
   }
 
-  // Completes a pending accept (and so the serve loop) with io::closed.
+  // Completes a pending accept with io::closed: a serve loop ends and
+  // closes the connections it started.
   void close() noexcept;
 
   struct connection_handler {
