@@ -1,5 +1,7 @@
 // The line reader: lines split across and joined within chunks, partial
-// lines kept across a timeout, the one-pending rule, and the line limit.
+// lines kept across a timeout, the one-pending rule, and lines longer than
+// the limit: they fail with EMSGSIZE, are discarded up to their newline, and
+// the reader goes on with the next line.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -96,10 +98,39 @@ TEST_F(IoLineReader, ALineOfExactlyTheLimitIsRead) {
   EXPECT_EQ(lines.read_line(5s).get(), std::string(16, 'b'));
 }
 
-// A line longer than the limit fails with EMSGSIZE.
-TEST_F(IoLineReader, AnOversizedLineFails) {
+// The oversized line arrives before its newline: read_line fails as soon as
+// the line exceeds the limit, the reader drops the rest of it when it comes,
+// and the next line is read normally.
+TEST_F(IoLineReader, AfterAnOversizedLineTheNextLineIsRead) {
   auto [a, b] = io::make_socket_pair();
   io::line_reader lines(b, 16);
   io::write(a, std::string(100, 'x')).get();
   expect_oversized(lines);
+  EXPECT_EQ(lines.buffered(), 0u) << "the oversized part is not kept";
+  io::write(a, "still the long line\nnext\n").get();
+  EXPECT_EQ(lines.read_line(5s).get(), "next");
+  io::write(a, "and on\n").get();
+  EXPECT_EQ(lines.read_line(5s).get(), "and on");
+}
+
+// The oversized line and the next one arrive in one chunk: the limit holds
+// even though the newline is already there.
+TEST_F(IoLineReader, AnOversizedLineInTheSameChunkAsTheNextIsRejected) {
+  auto [a, b] = io::make_socket_pair();
+  io::line_reader lines(b, 16);
+  io::write(a, std::string(40, 'y') + "\nok\n").get();
+  expect_oversized(lines);
+  EXPECT_EQ(lines.read_line(5s).get(), "ok");
+}
+
+// The stream ends inside an oversized line: what remains of it is dropped
+// and the reader reports end of file.
+TEST_F(IoLineReader, AnOversizedLastLineThenEndOfFile) {
+  auto [a, b] = io::make_socket_pair();
+  io::line_reader lines(b, 16);
+  io::write(a, std::string(100, 'z')).get();
+  expect_oversized(lines);
+  io::write(a, std::string(100, 'z')).get();
+  a.shutdown_write();
+  EXPECT_THROW(lines.read_line(5s).get(), io::end_of_file);
 }

@@ -1,6 +1,14 @@
 // line_reader: read_line as one operation that reads until a newline, so a
 // whole line costs one future and one deadline, and the reactor keeps
 // reading on each edge without waking the task for partial lines.
+//
+// Lines longer than max_line: the read_line that meets one fails with
+// EMSGSIZE as soon as the line is known to be too long (its newline, or
+// max_line + 1 bytes without one), and the reader drops that line up to and
+// including its newline, however much of it is still to come. The next
+// read_line then returns the line after it. So one long line costs the
+// client one error, not the connection, and the buffer never holds more
+// than max_line plus one chunk.
 #include "promptly/io/line_reader.hpp"
 
 #include <unistd.h>
@@ -24,6 +32,8 @@ struct line_reader::state {
   std::string buf;
   std::size_t scanned = 0;  // buf[0, scanned) holds no '\n'
   bool eof = false;
+  bool discarding = false;  // inside an oversized line: drop bytes up to its '\n'
+
   std::atomic<bool> pending{false};
 };
 
@@ -39,15 +49,32 @@ class read_line_operation final : public basic_operation<std::string> {
     constexpr std::size_t chunk = 4096;
     std::string& buf = st_->buf;
     for (;;) {
-      std::size_t nl = buf.find('\n', st_->scanned);
-      if (nl != std::string::npos) {
-        line_end_ = nl;
-        return true;
+      if (st_->discarding) {
+        const std::size_t nl = buf.find('\n');
+        buf.erase(0, nl == std::string::npos ? buf.size() : nl + 1);
+        st_->scanned = 0;
+        st_->discarding = nl == std::string::npos;
       }
-      st_->scanned = buf.size();
-      if (buf.size() > st_->max_line) {
-        error = EMSGSIZE;
-        return true;
+      if (!st_->discarding) {
+        const std::size_t nl = buf.find('\n', st_->scanned);
+        if (nl != std::string::npos && nl > st_->max_line) {
+          buf.erase(0, nl + 1);  // the whole oversized line is here: drop it now
+          st_->scanned = 0;
+          error = EMSGSIZE;
+          return true;
+        }
+        if (nl != std::string::npos) {
+          line_end_ = nl;
+          return true;
+        }
+        st_->scanned = buf.size();
+        if (buf.size() > st_->max_line) {
+          buf.clear();  // too long already; the rest follows
+          st_->scanned = 0;
+          st_->discarding = true;
+          error = EMSGSIZE;
+          return true;
+        }
       }
       if (st_->eof) {
         if (buf.empty()) error = err_eof;
