@@ -120,13 +120,15 @@ TEST(IoStress, CompletionRacesTimeoutCancelAndClose) {
     racer.join();
     ASSERT_NE(got, count);
     const outcome racer_wins = who == 0 ? value : who == 1 ? cancel : close_;
-    if (racer_must_win)
+    if (racer_must_win) {
       EXPECT_EQ(got, racer_wins) << "round " << i << ": " << names[racer_wins] << " was expected, got " << names[got];
-    else
+    } else {
       EXPECT_TRUE(got == racer_wins || got == timeout)
           << "round " << i << ": " << names[racer_wins] << " or a timeout was expected, got " << names[got];
-    if (who == 0 && got == timeout)  // the byte written after the timeout is still there
+    }
+    if (who == 0 && got == timeout) {  // the byte written after the timeout is still there
       EXPECT_EQ(read_exactly(b, 1), "x") << "round " << i;
+    }
     ++seen[who][got];
   }
   for (int who = 0; who < 3; ++who) {

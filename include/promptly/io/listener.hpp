@@ -99,7 +99,7 @@ class listener {
     requires std::invocable<Handler&, descriptor, std::stop_token> || std::invocable<Handler&, descriptor>
   future<void> serve(runtime& rt, Handler handler, serve_options options = {}) {
     struct holder final : connection_handler {
-      explicit holder(Handler&& h) : h(std::move(h)) {}
+      explicit holder(Handler&& handler) : h(std::move(handler)) {}
       void operator()(descriptor c, std::stop_token st) override {
         if constexpr (std::invocable<Handler&, descriptor, std::stop_token>)
           std::invoke(h, std::move(c), std::move(st));
