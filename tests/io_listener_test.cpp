@@ -28,7 +28,7 @@ class IoListener : public ::testing::Test {
 
 namespace {
 
-// Echoes lines until the client closes (seed 004 Sec. 6.2.1, network echo).
+// Echoes lines until the client closes: a network echo server.
 void echo_lines(io::descriptor c, std::stop_token st) {
   io::line_reader lines(c);
   for (;;) io::write(c, lines.read_line({}, st).get() + "\n", {}, st).get();

@@ -178,8 +178,9 @@ TEST_F(IoTimers, PeriodicTimerKeepsItsSchedule) {
       const auto now = clock::now();
       EXPECT_GE(k, 1u);
       counted += k;
-      EXPECT_GE(ns_after(first, now), ns_of(static_cast<std::int64_t>(counted - 1) * period)) << "tick " << counted << " early";
-      EXPECT_EQ(ns_after(first, timer.next()), ns_of(static_cast<std::int64_t>(counted) * period)) << "drift after " << counted << " ticks";
+      const auto n = static_cast<std::int64_t>(counted);
+      EXPECT_GE(ns_after(first, now), ns_of((n - 1) * period)) << "tick " << n << " early";
+      EXPECT_EQ(ns_after(first, timer.next()), ns_of(n * period)) << "drift after " << n << " ticks";
     }
   });
 }

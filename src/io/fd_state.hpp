@@ -87,6 +87,7 @@ struct fd_state {
 
   op_queue& queue(direction d) noexcept { return d == direction::in ? readers : writers; }
 
+  // Relaxed: the caller already holds a reference, so the state is alive.
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
     // Acq_rel: the last releaser sees every other holder's accesses.

@@ -114,6 +114,8 @@ class read_line_operation final : public basic_operation<std::string> {
       }
     }
     // Before the future is ready, so a read_line right after get() is allowed.
+    // Release: this operation's writes to the state reach the next read_line,
+    // whose exchange acquires.
     st_->pending.store(false, std::memory_order_release);
     basic_operation::deliver();
   }
@@ -136,6 +138,9 @@ future<std::string> line_reader::read_line(deadline until, std::stop_token stop)
   if (!state_) throw std::logic_error("promptly::io::line_reader::read_line on a moved-from reader");
   detail::fd_state* s = d_->state();
   if (s == nullptr) throw io::closed("read_line", -1);
+  // Acquire pairs with deliver()'s release: the previous operation's writes
+  // to the state are visible here. (The release half is not needed: the new
+  // operation reaches the reactor through fd_state::mu.)
   if (state_->pending.exchange(true, std::memory_order_acq_rel))
     throw std::logic_error("promptly::io::line_reader::read_line: the previous read_line is still pending");
   auto* op = new detail::read_line_operation(s, state_, until.at());

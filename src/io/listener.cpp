@@ -1,5 +1,5 @@
 // listener: binding, accepting, and the accept loop that spawns a task per
-// connection (seed 004 Sec. 6.2.1, network echo).
+// connection (the structure of a network echo server).
 //
 // Invariants
 //  * Every connection the loop started is closed when the loop ends, however

@@ -49,7 +49,7 @@ void start_fd_operation(operation* op) noexcept {
     op_queue& q = s.queue(op->dir);
     if (s.closed) {
       op->error = err_closed;
-    } else if (op->cancel_requested.load(std::memory_order_acquire)) {
+    } else if (op->cancel_requested.load(std::memory_order_acquire)) {  // pairs with the callback's release
       op->error = err_cancelled;  // the stop callback ran before we linked
     } else if (q.empty() && op->attempt()) {
       // Completed at once (the common case when data is already there).
@@ -91,12 +91,13 @@ void start_timer_operation(operation* op) noexcept {
 
 }  // namespace
 
+// Relaxed: a statistic; nothing is read through it.
 std::uint64_t pending_operations() noexcept { return pending_count.load(std::memory_order_relaxed); }
 
 operation::operation(const char* name_, fd_state* fd_, direction dir_, clock::time_point deadline_) noexcept
     : name(name_), fd(fd_), fd_number(fd_ != nullptr ? fd_->fd : -1), dir(dir_), deadline(deadline_) {
   if (fd != nullptr) fd->add_ref();
-  pending_count.fetch_add(1, std::memory_order_relaxed);
+  pending_count.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
 }
 
 operation::~operation() {
@@ -117,7 +118,7 @@ void finish_claimed(operation* op) noexcept {
   // ordered the write of timer_scheduled before this read.
   if (op->timer_scheduled && reactor::started()->timers().remove(op))
     release(op);  // the heap's reference; never the last, the claim holds one
-  pending_count.fetch_sub(1, std::memory_order_relaxed);
+  pending_count.fetch_sub(1, std::memory_order_relaxed);  // a statistic: relaxed
   op->deliver();
   release(op);  // the claim
 }
@@ -145,6 +146,8 @@ void start(operation* op, const std::stop_token& stop) {
 
 void cancel_on_stop::operator()() noexcept {
   operation* o = op;  // `this` lives inside *o and may die with it below
+  // Release: pairs with the start paths' acquire loads (they then see the
+  // stop before linking; the lock they take decides who completes).
   o->cancel_requested.store(true, std::memory_order_release);
   bool claimed = false;
   if (fd_state* s = o->fd) {

@@ -42,6 +42,8 @@ reactor& reactor::instance() {
   return *r;
 }
 
+// Acquire pairs with the constructor's release: a caller that sees the
+// pointer sees the constructed reactor.
 reactor* reactor::started() noexcept { return the_reactor.load(std::memory_order_acquire); }
 
 reactor::reactor()
@@ -67,7 +69,7 @@ reactor::reactor()
   thread_ = std::thread([this] { run(); });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(thread_.native_handle(), "promptly-io");
-  the_reactor.store(this, std::memory_order_release);
+  the_reactor.store(this, std::memory_order_release);  // publishes the constructed reactor
 }
 
 int reactor::watch(fd_state& s) noexcept {
@@ -78,13 +80,13 @@ int reactor::watch(fd_state& s) noexcept {
   if (::epoll_ctl(ep_, EPOLL_CTL_ADD, s.fd, &ev) != 0) return errno;
   s.add_ref();  // the epoll reference
   s.registered = true;
-  watched_.fetch_add(1, std::memory_order_relaxed);
+  watched_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
   return 0;
 }
 
 void reactor::unwatch(fd_state& s) noexcept {
   ::epoll_ctl(ep_, EPOLL_CTL_DEL, s.fd, nullptr);
-  watched_.fetch_sub(1, std::memory_order_relaxed);
+  watched_.fetch_sub(1, std::memory_order_relaxed);  // a statistic: relaxed
   bool first;
   {
     std::lock_guard lock(retire_mu_);
@@ -125,7 +127,7 @@ void reactor::run() noexcept {
       if (errno == EINTR) continue;
       die("epoll_wait");
     }
-    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    wakeups_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
     for (int i = 0; i < n; ++i) {
       void* tag = events[i].data.ptr;
       if (tag == &wake_fd_) {

@@ -1,7 +1,7 @@
 // The reactor: one thread per process that waits on epoll for descriptor
 // readiness and for the timerfd of the timer queue, and completes the
-// operations that became possible (seed 003 Sec. 4.1: the I/O is performed
-// "without occupying the processor"; DESIGN.md, "I/O and timers").
+// operations that became possible: the I/O is performed without occupying
+// a worker (DESIGN.md, "I/O and timers").
 //
 // Per process, started lazily by the first operation that must wait (or
 // the first timer), never stopped: see src/io/README.md ("One reactor per
@@ -55,6 +55,7 @@ class reactor {
 
   timer_queue& timers() noexcept { return timers_; }
 
+  // Statistics (io::stats()): relaxed, nothing is read through them.
   std::uint64_t watched() const noexcept { return watched_.load(std::memory_order_relaxed); }
   std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }
 

@@ -12,14 +12,16 @@ namespace promptly::io::detail {
 
 void timer_queue::schedule(operation* op) {
   std::lock_guard lock(mu_);
-  if (op->fd != nullptr) op->refs.fetch_add(1, std::memory_order_relaxed);  // the heap's reference
+  // The heap's reference. Relaxed: the caller's claim keeps the record alive.
+  if (op->fd != nullptr) op->refs.fetch_add(1, std::memory_order_relaxed);
   insert_locked(op);
 }
 
 bool timer_queue::schedule_unless_cancelled(operation* op) {
   std::lock_guard lock(mu_);
   // The stop callback sets the flag before it takes mu_: either we see it
-  // here, or the callback finds the operation in the heap.
+  // here, or the callback finds the operation in the heap. Acquire pairs
+  // with the callback's release store.
   if (op->cancel_requested.load(std::memory_order_acquire)) return false;
   insert_locked(op);
   return true;

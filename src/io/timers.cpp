@@ -42,6 +42,7 @@ class tick_operation final : public basic_operation<std::uint64_t> {
 
   void deliver() noexcept override {
     // Before the future is ready, so a tick() right after get() is allowed.
+    // Release: expire()'s write of `next` reaches the next tick()'s acquire.
     st_->pending.store(false, std::memory_order_release);
     basic_operation::deliver();
   }
@@ -80,6 +81,9 @@ periodic_timer::~periodic_timer() = default;
 
 future<std::uint64_t> periodic_timer::tick(std::stop_token stop) {
   if (!state_) throw std::logic_error("promptly::io::periodic_timer::tick on a moved-from timer");
+  // Acquire pairs with deliver()'s release (the previous tick's `next`); the
+  // release half is not needed (the new tick reaches the reactor under the
+  // timer queue's mutex).
   if (state_->pending.exchange(true, std::memory_order_acq_rel))
     throw std::logic_error("promptly::io::periodic_timer::tick: the previous tick is still pending");
   auto* op = new detail::tick_operation(state_);

@@ -1,6 +1,6 @@
 // A line reader over a stream descriptor (socket, pipe): the helper every
-// line-oriented protocol needs (seed 004 Sec. 6.2.1's echo kernels read a
-// line of text and echo it back).
+// line-oriented protocol needs (an echo server reads a line of text and
+// writes it back).
 //
 //   io::line_reader lines(conn);
 //   for (;;) {

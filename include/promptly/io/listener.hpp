@@ -1,7 +1,6 @@
-// A listening socket that spawns a task per connection: seed 004 Sec.
-// 6.2.1's network echo ("the kernel listens for network connections in a
-// main, single-threaded loop; for each connection, the loop spawns a new
-// thread to handle this client").
+// A listening socket that spawns a task per connection: the structure of a
+// network echo server, where one loop listens for connections and spawns a
+// task to handle each client.
 //
 //   auto l = io::listener::tcp("127.0.0.1", 0);      // port 0: any free port
 //   std::stop_source stop;

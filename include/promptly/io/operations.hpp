@@ -1,6 +1,5 @@
-// Latency-hiding I/O operations (seed 003 Sec. 4.1, "I/O Operations": an
-// I/O call returns a future and does not occupy the processor; touching the
-// future waits for it).
+// Latency-hiding I/O operations: an I/O call returns a future and does not
+// occupy the processor; touching the future waits for it (docs/io.md).
 //
 // Each call first tries the system call on the non-blocking descriptor; if
 // the kernel would block (EAGAIN), the operation is handed to the reactor
