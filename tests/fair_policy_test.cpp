@@ -233,9 +233,32 @@ void keep_busy(const std::atomic<bool>& stop) {
   while (!stop.load(std::memory_order_relaxed)) promptly::join([] { spin_us(50); }, [] { spin_us(50); });
 }
 
+// The received share of `level` after the runtime ran for `for_how_long`:
+// the sleep is the measurement window (shares are averages over rounds of
+// wall-clock time), not a synchronisation.
 double measure_received(promptly::runtime& rt, unsigned level, std::chrono::milliseconds for_how_long) {
   std::this_thread::sleep_for(for_how_long);
   return rt.stats().levels[level].received_share;
+}
+
+// Polls `pred` until it holds; false after `limit`, a hang guard only (the
+// caller fails the test), never the synchronisation itself.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// keep_busy at `level`, announcing that it runs there.
+auto busy_at(std::atomic<bool>& started, const std::atomic<bool>& stop) {
+  return [&started, &stop] {
+    started = true;
+    keep_busy(stop);
+  };
 }
 
 }  // namespace
@@ -274,50 +297,77 @@ TEST(FairRuntime, AnEmptyLevelDonatesItsShareToTheMostUrgentLevelWithWork) {
   EXPECT_NEAR(middle, 0.5, 0.1) << "level 1 has weight 0 but receives level 0's donated half";
 }
 
+// Winner-take-all: while level 0 has work, the policy gives level 1 nothing,
+// however many times it decides. The check waits for decisions, not time:
+// 20 policy decisions (quanta and pool events) taken while level 1 had a
+// ready task, none of which ran it.
 TEST(FairRuntime, WinnerTakeAllStarvesLowerLevelsWhileTheTopIsBusy) {
   promptly::runtime rt(fair_config(2, 2, {1}));
-  std::atomic<bool> stop{false};
-  auto top = rt.submit(promptly::level{0}, [&] { keep_busy(stop); });
-  std::this_thread::sleep_for(20ms);
+  std::atomic<bool> stop{false}, top_started{false};
+  auto top = rt.submit(promptly::level{0}, busy_at(top_started, stop));
+  ASSERT_TRUE(wait_until([&] { return top_started.load(); })) << "level 0 never started";
   auto low = rt.submit(promptly::level{1}, [] { return 1; });
-  std::this_thread::sleep_for(under_tsan ? 500ms : 200ms);
+  const auto decided = rt.stats().decisions;
+  const bool decided_enough = wait_until([&] { return rt.stats().decisions >= decided + 20; });
   const auto st = rt.stats();
-  EXPECT_EQ(st.levels[1].tasks_run, 0u) << "prompt: nothing at level 1 runs while level 0 has work";
   stop = true;
   top.get();
+  EXPECT_TRUE(decided_enough) << "the policy stopped deciding";
+  EXPECT_TRUE(st.levels[1].has_ready_work) << "the policy did not see level 1's task";
+  EXPECT_EQ(st.levels[1].tasks_run, 0u) << "prompt: nothing at level 1 runs while level 0 has work";
   EXPECT_EQ(low.get(), 1);  // and then it runs
 }
 
-TEST(FairRuntime, AnUrgentLevelWithASmallShareIsServedPromptly) {
-  // 5-45-50 on 2 workers: sampling alone would give level 0 a primary worker
-  // once every 10 rounds (50 ms); its credit gets it a worker at once.
+// 5-45-50 on 2 workers with levels 1 and 2 saturated: sampling alone would
+// give level 0 a primary worker once every 10 rounds; its credit gets it a
+// worker as soon as it has work. Functional checks only: every urgent job
+// runs, at level 0, and a worker moved to level 0 for them. How fast
+// (response times under 5-45-50) is measured by the `fair` bench suite,
+// echo-response-5-45-50 (bench/README.md).
+TEST(FairRuntime, AnUrgentLevelWithASmallShareIsServed) {
   promptly::runtime rt(fair_config(2, 3, {5, 45, 50}));
-  std::atomic<bool> stop{false};
-  auto m = rt.submit(promptly::level{1}, [&] { keep_busy(stop); });
-  auto l = rt.submit(promptly::level{2}, [&] { keep_busy(stop); });
-  std::this_thread::sleep_for(50ms);
-  std::vector<double> waits_ms;
-  for (int i = 0; i < (under_tsan ? 10 : 40); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    rt.submit(promptly::level{0}, [] { spin_us(50); }).get();
-    waits_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    std::this_thread::sleep_for(20ms);  // 50 interactions per second
+  std::atomic<bool> stop{false}, middle_started{false}, low_started{false};
+  auto m = rt.submit(promptly::level{1}, busy_at(middle_started, stop));
+  auto l = rt.submit(promptly::level{2}, busy_at(low_started, stop));
+  ASSERT_TRUE(wait_until([&] { return middle_started.load() && low_started.load(); })) << "the background never started";
+  const auto before = rt.stats().levels[0];
+  const int jobs = under_tsan ? 10 : 40;
+  int at_level_0 = 0;
+  for (int i = 0; i < jobs; ++i) {
+    auto job = rt.submit(promptly::level{0}, [] {
+      spin_us(50);
+      return promptly::current_level() == 0 ? 1 : 0;
+    });
+    // The guard turns "never served" into a failure instead of a hang (the
+    // job still runs once the background stops).
+    if (!wait_until([&] { return job.is_ready(); })) {
+      ADD_FAILURE() << "urgent job " << i << " was never served";
+      break;
+    }
+    at_level_0 += job.get();
+    std::this_thread::sleep_for(20ms);  // the arrival process: 50 interactions per second
   }
+  const auto after = rt.stats().levels[0];
   stop = true;
   m.get();
   l.get();
-  std::sort(waits_ms.begin(), waits_ms.end());
-  // Not a speed test: the median must be well under one round-robin period
-  // of sampling (10 rounds = 50 ms), which credit alone makes possible.
-  EXPECT_LT(waits_ms[waits_ms.size() / 2], 25.0) << "median response " << waits_ms[waits_ms.size() / 2] << " ms";
+  EXPECT_EQ(at_level_0, jobs);
+  EXPECT_EQ(after.tasks_run - before.tasks_run, static_cast<std::uint64_t>(jobs));
+  EXPECT_GT(after.switches_in, before.switches_in) << "no worker ever moved to level 0";
+  EXPECT_GT(after.received_share, 0.0) << "level 0 received no worker time";
 }
 
 TEST(FairRuntime, CriterionChangesWhileRunning) {
   promptly::runtime rt(fair_config(2, 2, {1, 1}));
   std::atomic<bool> stop{false};
-  auto a = rt.submit(promptly::level{0}, [&] { keep_busy(stop); });
-  auto b = rt.submit(promptly::level{1}, [&] { keep_busy(stop); });
-  std::this_thread::sleep_for(100ms);
+  std::atomic<bool> a_started{false}, b_started{false};
+  auto a = rt.submit(promptly::level{0}, busy_at(a_started, stop));
+  auto b = rt.submit(promptly::level{1}, busy_at(b_started, stop));
+  // Change the criterion once both levels run under the first one.
+  ASSERT_TRUE(wait_until([&] {
+    const auto st = rt.stats();
+    return a_started.load() && b_started.load() && st.levels[0].tasks_run > 0 && st.levels[1].tasks_run > 0;
+  })) << "the levels never ran";
   rt.set_fairness({1, 9});  // accounting restarts with the new criterion
   const double top = measure_received(rt, 0, under_tsan ? 3000ms : 1500ms);
   const auto st = rt.stats();
