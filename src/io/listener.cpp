@@ -177,8 +177,8 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
   const level at{options.level};  // std::out_of_range here if the runtime has no such level
   return rt.submit(at, [&rt, at, sock, tcp = tcp_, handler, options = std::move(options)] {
     // Stopped when this loop ends, however it ends: every connection it
-    // started is closed (close_on_stop), and handlers that pass the token
-    // to their operations see those end with io::cancelled first.
+    // started is closed (close_on_stop). Operations given the token end with
+    // io::cancelled or io::closed, whichever stop callback runs first.
     std::stop_source connections;
     std::exception_ptr failure;  // a fatal accept error, rethrown after the stop
     bool warned = false;
