@@ -126,17 +126,26 @@ TEST(Levels, PolicyCanChangeWhileRunning) {
     EXPECT_EQ(rt.run(promptly::level{0}, [] { return fib(15); }), 610);
   }
   EXPECT_THROW(rt.set_policy("nope"), std::invalid_argument);
-  // Level 0 is empty again: the background level gets workers back.
+  // Level 0 is empty again: the background level gets workers back and
+  // makes progress beyond what it had made by now (the deadline is a hang
+  // guard only).
+  const long so_far = progress.load();
   const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (progress.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  while (progress.load() == so_far && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  const long after = progress.load();
   stop = true;
   bg.get();
-  EXPECT_GT(progress.load(), 0);
+  EXPECT_GT(after, so_far) << "the background level never ran again";
 }
 
 // When a level runs out of work its workers go back to where work is:
 // after the urgent work ends, the background level regains both workers.
-TEST(Levels, EmptyLevelGivesWorkersBackWithinTwoQuanta) {
+// Functional only: how soon (the claim of two quanta) is not asserted here,
+// where a loaded machine makes any wall-clock bound flaky. No bench times
+// the hand-back alone; the priority suite's fib-ep/fib-rp (L_over_ideal)
+// measure what a slow hand-back costs (bench/README.md). The deadline is
+// a hang guard.
+TEST(Levels, EmptyLevelGivesWorkersBack) {
   auto cfg = config(2, "aps");
   cfg.aps.quantum = 5ms;
   promptly::runtime rt(cfg);
@@ -153,14 +162,12 @@ TEST(Levels, EmptyLevelGivesWorkersBackWithinTwoQuanta) {
     tg.wait();
   });
   EXPECT_EQ(rt.run(promptly::level{0}, [] { return fib(18); }), 2584);
-  // Level 0 is empty now: within two quanta (plus slack for this noisy VM)
-  // it has no allotment left and level 2 has both workers.
-  const auto deadline = std::chrono::steady_clock::now() + 2 * cfg.aps.quantum + 200ms;
   promptly::runtime_stats s;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
   do {
     s = rt.stats();
     if (s.levels[0].allotted == 0 && s.levels[2].allotted == 2) break;
-    std::this_thread::sleep_for(1ms);
+    std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(s.levels[0].allotted, 0u);
   EXPECT_EQ(s.levels[2].allotted, 2u);
