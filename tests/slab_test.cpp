@@ -78,9 +78,11 @@ TEST(Slab, LargeAndSlablessRequestsUseTheHeap) {
   EXPECT_EQ(static_cast<unsigned char*>(huge)[4095], 0xcd);
   slab_allocator::deallocate(big, nullptr);
   auto other = std::make_unique<slab_allocator>();
+  void* other_small = slab_allocator::allocate(other.get(), 32);
+  slab_allocator::deallocate(other_small, other.get());  // heads other's free list
   slab_allocator::deallocate(huge, other.get());
-  void* fresh = slab_allocator::allocate(other.get(), 4096 - slab_allocator::header_bytes - 1);
-  EXPECT_NE(fresh, huge) << "a heap block was put on another slab's free list";
+  void* fresh = slab_allocator::allocate(other.get(), 32);
+  EXPECT_EQ(fresh, other_small) << "a heap block was put on another slab's free list";
   slab_allocator::deallocate(fresh, other.get());
   slab_allocator::retire(std::move(other));
   EXPECT_EQ(slab_allocator::live_slabs(), before);
