@@ -170,8 +170,9 @@ TEST_P(ForkJoin, DeepRecursion) {
   EXPECT_EQ(big.run([&] { return deep(depth); }), depth + 1);
 }
 
-// Overflowing a fiber stack hits its guard page: the process dies with
-// SIGSEGV instead of silently corrupting a neighbour's memory.
+// Overflowing a fiber stack hits its guard page instead of silently
+// corrupting a neighbour's memory: the fault handler names the overflow and
+// the configured size, then aborts.
 TEST(ForkJoinDeath, StackOverflowHitsTheGuardPage) {
   if (under_tsan) GTEST_SKIP() << "TSan intercepts the fault";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -183,7 +184,7 @@ TEST(ForkJoinDeath, StackOverflowHitsTheGuardPage) {
         promptly::runtime small(c);
         small.run([] { return deep(1'000'000); });
       },
-      ::testing::KilledBySignal(SIGSEGV), "");
+      ::testing::KilledBySignal(SIGABRT), "fiber stack overflow \\(64 KiB\\); raise runtime_config::fiber_stack_bytes");
 }
 
 TEST_P(ForkJoin, JoinOutsideARuntimeIsSequential) {
