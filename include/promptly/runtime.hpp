@@ -90,6 +90,10 @@ class runtime {
   // Switches the policy by name ("oblivious", "prompt", "aps", "fair")
   // while the runtime runs. Throws std::invalid_argument for an unknown name.
   void set_policy(const std::string& name);
+  // Installs a policy object (the extension tier, promptly/ext/policy.hpp):
+  // the runtime calls it on its policy thread, on pool events and, if it
+  // has a quantum, every quantum. Throws std::invalid_argument for null.
+  void set_policy(std::unique_ptr<ext::policy> policy);
   std::string policy() const;
 
   // Installs a fairness criterion (seed 004's installDist): one integer

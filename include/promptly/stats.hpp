@@ -25,10 +25,24 @@ struct level_stats {
   double credit_s = 0;        // worker-seconds owed (+) or over-served (-), capped at one round
 };
 
+// What one worker is doing now (a snapshot; for diagnostics and tests).
+struct worker_state {
+  unsigned serving = 0;  // the level whose deque the worker works on
+  int assigned = -1;     // the level the policy gave it; -1 = none (it sleeps)
+  std::string state;     // "working", "looking" (stealing) or "sleeping" (in the notifier)
+};
+
 struct runtime_stats {
   std::string policy;
   unsigned workers = 0;
   std::uint64_t decisions = 0;  // policy decisions taken (quanta and events)
+  std::uint64_t quanta = 0;     // quantum ticks decided (aps, fair)
+  unsigned sleeping_workers = 0;  // workers asleep in the notifier now
+  // Waits that blocked a worker's thread because no fiber stack could be
+  // mapped (vm.max_map_count or the address-space limit reached); see
+  // src/sched/README.md, "Waiting when no stack can be mapped".
+  std::uint64_t blocked_waits = 0;
+  std::vector<worker_state> worker_states;
   std::vector<level_stats> levels;
 };
 

@@ -63,6 +63,11 @@ void graph_core::release_successors(graph_node& n) {
   }
   // Re-read: the callable may have parked and resumed on another worker.
   worker_view& w = *reload_current_worker();
+  // Work keeps the level it was created at: every node of a run runs at
+  // the run's level, whatever level the worker serves when it releases
+  // them (it serves n's level, unless a move is under way).
+  const unsigned level = n.level;
+  const bool local = w.level == level;
   graph_node* const* it = list->items();
   graph_node* const* const end = it + list->count;
   // The successors' lines are usually cold, and the locked decrements below
@@ -76,20 +81,23 @@ void graph_core::release_successors(graph_node& n) {
       if (join.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
       join.store(m->num_preds, std::memory_order_relaxed);  // reset for the next run
     }
-    if (keep == nullptr)
+    m->level = level;
+    if (keep == nullptr && local)
       keep = m;
+    else if (local)
+      w.deque->push(m);  // stealable; safe to publish while `keep` is held (lemma above)
     else
-      push_local(w, m);  // stealable; safe to publish while `keep` is held (lemma above)
+      schedule_ready(*w.sched, m);
   } while (it != end);
   if (keep == nullptr) return;
   // seed 002 Algorithm 3, lines 7-8: the cached task runs next on this
   // worker. The cache holds one task; if it is taken, the deque gets it.
-  if (w.continuation == nullptr) {
-    keep->level = w.level;  // as push_local does: successors run at this task's level
+  // The scheduling loop puts it back on this level's deque if the worker
+  // leaves the level before running it.
+  if (w.continuation == nullptr)
     w.continuation = keep;
-  } else {
-    push_local(w, keep);
-  }
+  else
+    w.deque->push(keep);
 }
 
 void graph_core::collect_not_run(graph_run_record& r) noexcept {

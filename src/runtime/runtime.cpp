@@ -17,6 +17,8 @@ const runtime_config& runtime::config() const noexcept { return sched_->config()
 
 void runtime::set_policy(const std::string& name) { sched_->set_policy(name); }
 
+void runtime::set_policy(std::unique_ptr<ext::policy> policy) { sched_->set_policy(std::move(policy)); }
+
 std::string runtime::policy() const { return sched_->policy_name(); }
 
 void runtime::set_fairness(std::vector<long long> weights) { sched_->set_fairness(std::move(weights)); }

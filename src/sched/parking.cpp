@@ -1,9 +1,19 @@
 // Parking a waiting task's fiber, resuming it, and blocking non-worker
 // threads. See promptly/detail/waiting.hpp for the waiting protocol.
+//
+// Invariants
+//  * Waiting never gives up on its event: when no fiber stack can be mapped
+//    (vm.max_map_count, RLIMIT_AS), the waiting task blocks its worker's
+//    thread until the event instead (src/sched/README.md, "Waiting when no
+//    stack can be mapped"); a join never returns while its stolen branch runs.
+//  * The wake path (wake_fiber) is noexcept and allocation-free: it pushes
+//    the resume record, which carries its own queue link, and posts an event
+//    to the policy driver; it never calls the policy.
 #include <condition_variable>
 #include <mutex>
 
 #include "promptly/detail/waiting.hpp"
+#include "chaos.hpp"
 #include "scheduler.hpp"
 
 namespace promptly::detail {
@@ -21,7 +31,7 @@ struct fiber_waiter final : waiter {
 
   static void wake_fiber(waiter* w) noexcept {
     auto* self = static_cast<fiber_waiter*>(w);
-    schedule_ready(self->sched, &self->resume);
+    self->sched.make_ready(&self->resume);
   }
 
   // Executed by the scheduling loop of some worker: switch to the parked
@@ -35,8 +45,8 @@ struct fiber_waiter final : waiter {
     switch_fiber(loop_fiber, parked, [&loop_fiber] { worker::of(*reload_current_worker()).idle.push_back(&loop_fiber); });
   }
 
-  struct resume_task : task {
-    explicit resume_task(fiber_waiter* o) noexcept : task(&resume_fiber), owner(o) {}
+  struct resume_task : linked_task {
+    explicit resume_task(fiber_waiter* o) noexcept : linked_task(&resume_fiber), owner(o) {}
     fiber_waiter* owner;
   } resume;
   fiber_record& fiber;
@@ -56,34 +66,51 @@ struct thread_waiter final : waiter {
   bool done = false;
 };
 
-}  // namespace
-
-void park_current_fiber(publish_fn publish, void* event) {
+// Parks the running fiber until `publish` has handed its waiter to someone
+// who will wake it. Returns false, having done nothing, when no fiber can
+// be had to carry on the worker's loop.
+bool try_park(publish_fn publish, void* event) {
   worker& w = worker::of(*reload_current_worker());
   scheduler& s = *w.sched;
+  fiber_record* next = s.try_take_idle_fiber(w);
+  if (next == nullptr) return false;
   fiber_record& self = *w.current;
   fiber_waiter rec(self, s, w.level);
-  fiber_record& next = s.take_idle_fiber(w);
+  chaos::point();
   // Frames that pushed work before this park must not pop it back (see
   // worker_view.hpp): the worker's loop continues on `next` and may run it.
   w.park_epoch.store(w.park_epoch.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  w.current = &next;
-  switch_fiber(self, next, [&] {
+  w.current = next;
+  switch_fiber(self, *next, [&] {
     // On `next`'s stack; `self` is saved and may be resumed from now on.
-    if (!publish(event, &rec)) reload_current_worker()->deque->push(&rec.resume);
+    if (!publish(event, &rec)) s.make_ready(&rec.resume);  // the event already happened
   });
   // Resumed, possibly on another worker.
+  return true;
+}
+
+}  // namespace
+
+void park_current_fiber(publish_fn publish, void* event) {
+  if (try_park(publish, event)) return;
+  // No stack for another fiber: block this worker's thread instead. The
+  // worker stays counted active; other workers steal what its deque holds.
+  worker_view& w = *reload_current_worker();
+  w.sched->count_blocked_wait();
+  block_current_thread(publish, event);
 }
 
 // A strand boundary found the worker assigned elsewhere: the running fiber
 // parks as a ready continuation of its level, on top of the worker's deque
 // of that level. The worker's loop (on another fiber) then moves, leaving
 // that deque to be mugged by a worker that serves the level, which resumes
-// this fiber there.
+// this fiber there. Without a fiber to switch to, the boundary is skipped:
+// the worker moves at its next boundary or when the task ends.
 worker_view* switch_level_at_boundary() {
-  park_current_fiber(
+  try_park(
       [](void*, waiter* w) noexcept {
-        reload_current_worker()->deque->push(&static_cast<fiber_waiter*>(w)->resume);
+        worker_view& self = *reload_current_worker();
+        self.sched->make_ready(&static_cast<fiber_waiter*>(w)->resume);
         return true;
       },
       nullptr);

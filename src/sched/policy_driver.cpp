@@ -1,47 +1,70 @@
-// The policy driver: feeds the policy its events (quantum ticks, a level
-// becoming non-empty or empty) with per-level stats, and applies the
-// allotment it returns by setting workers' assigned levels (seed 000 Sec. 5:
-// "the master alerts a worker to switch priority by setting a per-worker
-// flag, checked at each strand boundary").
+// The policy driver: one thread that feeds the policy its events (quantum
+// ticks, a level becoming non-empty or empty) with per-level stats, and
+// applies the allotment it returns by setting workers' assigned levels
+// (seed 000 Sec. 5: "the master alerts a worker to switch priority by
+// setting a per-worker flag, checked at each strand boundary").
 //
 // Invariants
-//  * policy_, allotment_, the seen_* counters, last_stats_ and the trace are
-//    guarded by policy_mutex_; decisions are serialised.
+//  * Only the driver thread, and the API calls that install a policy,
+//    call into the policy; they hold policy_mutex_, which guards policy_,
+//    allotment_, the seen_* counters, last_stats_, the quantum state and the
+//    trace. The mechanism (submitters, wakers, workers) only posts events:
+//    an atomic bit per level and a futex wake of the driver (post_event),
+//    which never blocks, allocates or throws, so it is safe on the noexcept
+//    wake path of a parked fiber.
 //  * level_pool::believed_nonempty is what the policy last saw: every
 //    decision sets it from the stats it decided on. A submitter pushes first
-//    and then exchanges it to true; if it was false, the submitter sends
+//    and then exchanges it to true; if it was false, the submitter posts
 //    became_nonempty. A decision that clears it re-reads the level after the
-//    clear (both seq-cst), so either the submitter sees false and sends the
+//    clear (both seq-cst), so either the submitter sees false and posts the
 //    event, or the decision sees the work and decides again: work never
-//    waits in a level the policy believes empty.
-//  * The quantum master sleeps on master_cv_ while fewer than two levels have
-//    work: with one busy level the allotment is all workers there whatever
-//    the desires say, so quanta would only cost context switches (an idle
-//    runtime, and a single-level program, see no quantum wake-ups at all).
+//    waits in a level the policy believes empty. A worker that becomes
+//    active re-reads the belief after its increment (scheduling_loop.cpp).
+//  * The driver decides on the quantum deadline whatever else wakes it
+//    (events never push the deadline out). Quanta run while at least two
+//    levels had work during the last quantum (believed non-empty now, or
+//    reported non-empty since the last tick); otherwise the driver sleeps
+//    until an event: with one busy level the allotment is all workers there
+//    whatever the desires say, so quanta would only cost wake-ups.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdio>
+#include <exception>
+#include <thread>
 
+#include "chaos.hpp"
 #include "scheduler.hpp"
 
 namespace promptly::detail {
 
-void scheduler::note_nonempty(unsigned level) {
-  if (roaming_.load(std::memory_order_relaxed)) return;
+// Seq-cst mode loads: a submitter that pushed after an install's decision
+// read the level must see the install's store of roaming_ (both seq-cst).
+void scheduler::note_nonempty(unsigned level) noexcept {
+  if (roaming_.load(std::memory_order_seq_cst)) return;
   if (levels_[level]->believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
-  std::lock_guard lock(policy_mutex_);
-  if (stopping_.load(std::memory_order_relaxed)) return;
-  decide_locked(ext::pool_event::became_nonempty, level);
-  master_cv_.notify_all();  // an idle master resumes its quanta
+  post_event(pending_nonempty_, level);
 }
 
-void scheduler::note_maybe_empty(unsigned level) {
-  if (roaming_.load(std::memory_order_relaxed)) return;
+void scheduler::note_maybe_empty(unsigned level) noexcept {
+  if (roaming_.load(std::memory_order_seq_cst)) return;
   level_pool& p = *levels_[level];
   if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return;
-  std::lock_guard lock(policy_mutex_);
-  if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return;
-  if (stopping_.load(std::memory_order_relaxed)) return;
-  decide_locked(ext::pool_event::became_empty, level);  // sets believed_nonempty from what it saw
+  post_event(pending_maybe_empty_, level);
+}
+
+void scheduler::post_event(std::atomic<std::uint64_t>& pending, unsigned level) noexcept {
+  // Seq-cst, then the notifier's fence: the driver's prepare_wait/re-check
+  // either sees the bit or is woken (notifier.hpp, no lost wake-up).
+  pending.fetch_or(std::uint64_t{1} << level, std::memory_order_seq_cst);
+  notifier::fence_before_notify();
+  notifier::notify(driver_slot_);
+}
+
+void scheduler::poke_driver() noexcept {
+  driver_poked_.store(true, std::memory_order_seq_cst);  // seq-cst: as post_event
+  notifier::fence_before_notify();
+  notifier::notify(driver_slot_);
 }
 
 namespace {
@@ -165,24 +188,98 @@ void scheduler::trace_locked() {
   }
 }
 
-void scheduler::master_main() {
-  std::unique_lock lock(policy_mutex_);
-  auto deadline = std::chrono::steady_clock::now();
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    const auto q = policy_->quantum();
-    unsigned busy_levels = 0;
-    for (auto& l : levels_) busy_levels += l->believed_nonempty.load(std::memory_order_relaxed) ? 1 : 0;
-    if (q.count() == 0 || roaming_.load(std::memory_order_relaxed) || busy_levels < 2) {
-      master_cv_.wait(lock);  // woken by a non-empty event, a policy change or shutdown
-      deadline = std::chrono::steady_clock::now() + q;
+void scheduler::handle_events_locked() {
+  // Seq-cst: pairs with post_event's fetch_or (a bit set after this
+  // exchange wakes the driver again).
+  const std::uint64_t nonempty = pending_nonempty_.exchange(0, std::memory_order_seq_cst);
+  const std::uint64_t maybe_empty = pending_maybe_empty_.exchange(0, std::memory_order_seq_cst);
+  if (roaming_.load(std::memory_order_relaxed)) return;
+  for (std::uint64_t bits = nonempty; bits != 0; bits &= bits - 1) {
+    const auto l = static_cast<std::size_t>(std::countr_zero(bits));
+    nonempty_since_tick_ |= std::uint64_t{1} << l;
+    decide_locked(ext::pool_event::became_nonempty, l);
+  }
+  for (std::uint64_t bits = maybe_empty; bits != 0; bits &= bits - 1) {
+    const auto l = static_cast<std::size_t>(std::countr_zero(bits));
+    level_pool& p = *levels_[l];
+    if (p.believed_nonempty.load(std::memory_order_seq_cst) && !p.has_ready_work())
+      decide_locked(ext::pool_event::became_empty, l);
+  }
+}
+
+// Ticks when the deadline has passed, and (re)arms or disarms the quantum.
+void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
+  const auto q = policy_->quantum();
+  if (q.count() == 0 || roaming_.load(std::memory_order_relaxed)) {
+    next_quantum_.reset();
+    return;
+  }
+  auto busy_levels = [&] {
+    std::uint64_t busy = nonempty_since_tick_;
+    for (std::size_t l = 0; l < levels_.size(); ++l)
+      if (levels_[l]->believed_nonempty.load(std::memory_order_relaxed)) busy |= std::uint64_t{1} << l;
+    return std::popcount(busy);
+  };
+  if (!next_quantum_) {
+    if (busy_levels() >= 2) next_quantum_ = now + q;
+    return;
+  }
+  if (now < *next_quantum_) return;
+  decide_locked(ext::pool_event::quantum, levels_.size());
+  ++quanta_;
+  const bool keep_going = busy_levels() >= 2;
+  nonempty_since_tick_ = 0;
+  if (!keep_going) {
+    next_quantum_.reset();
+    return;
+  }
+  *next_quantum_ += q;
+  if (*next_quantum_ < now) *next_quantum_ = now + q;  // fell behind (the VM paused us): do not burst
+}
+
+void scheduler::driver_main() {
+  using clock = std::chrono::steady_clock;
+  bool failed_before = false;
+  for (;;) {
+    std::optional<clock::time_point> wake_at;
+    {
+      std::lock_guard lock(policy_mutex_);
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      driver_poked_.store(false, std::memory_order_seq_cst);
+      try {
+        chaos::point();
+        handle_events_locked();
+        advance_quantum_locked(clock::now());
+        failed_before = false;
+      } catch (const std::exception& e) {
+        // A policy that throws (out of memory) must not stop the driver:
+        // report once, and retry the same events shortly.
+        if (!failed_before) std::fprintf(stderr, "promptly: policy decision failed: %s; retrying\n", e.what());
+        failed_before = true;
+        for (std::size_t l = 0; l < levels_.size(); ++l)
+          if (levels_[l]->believed_nonempty.load(std::memory_order_relaxed))
+            pending_nonempty_.fetch_or(std::uint64_t{1} << l, std::memory_order_relaxed);  // relaxed: we are the reader
+        wake_at = clock::now() + std::chrono::milliseconds(1);
+      }
+      if (!wake_at) wake_at = next_quantum_;
+    }
+    notifier::prepare_wait(driver_slot_);
+    if (stopping_.load(std::memory_order_seq_cst) || pending_nonempty_.load(std::memory_order_seq_cst) != 0 ||
+        pending_maybe_empty_.load(std::memory_order_seq_cst) != 0 || driver_poked_.load(std::memory_order_seq_cst)) {
+      notifier::cancel_wait(driver_slot_);
       continue;
     }
-    deadline += q;
-    const auto now = std::chrono::steady_clock::now();
-    if (deadline < now) deadline = now + q;  // fell behind (the VM paused us): do not burst
-    master_cv_.wait_until(lock, deadline);
-    if (stopping_.load(std::memory_order_relaxed) || std::chrono::steady_clock::now() < deadline) continue;
-    decide_locked(ext::pool_event::quantum, levels_.size());
+    if (!wake_at) {
+      notifier::commit_wait(driver_slot_);
+      continue;
+    }
+    const auto left = *wake_at - clock::now();
+    if (left <= clock::duration::zero()) {
+      notifier::cancel_wait(driver_slot_);
+      continue;
+    }
+    notifier::commit_wait(driver_slot_, std::chrono::duration_cast<std::chrono::nanoseconds>(left) +
+                                            std::chrono::nanoseconds(1));
   }
 }
 
@@ -190,6 +287,13 @@ void scheduler::set_policy(const std::string& name) {
   std::unique_ptr<ext::policy> p = ext::make_policy(name, levels_.size(), cfg_.aps, cfg_.fair);
   std::lock_guard lock(policy_mutex_);
   cfg_.policy = name;
+  install_policy_locked(std::move(p));
+}
+
+void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
+  if (p == nullptr) throw std::invalid_argument("promptly: set_policy given a null policy");
+  std::lock_guard lock(policy_mutex_);
+  cfg_.policy = std::string(p->name());
   install_policy_locked(std::move(p));
 }
 
@@ -207,16 +311,17 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   if (allotment_.size() != levels_.size()) allotment_.assign(levels_.size(), 0);
   if (last_stats_.size() != levels_.size()) last_stats_.assign(levels_.size(), {});
   if (roaming) {
-    notifier::fence_before_notify();
-    for (auto& w : workers_) {
-      w->assigned.store(w->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-      notifier::notify(w->slot);
-    }
+    for (auto& w : workers_) w->assigned.store(w->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
   } else {
     decide_locked(ext::pool_event::quantum, levels_.size());
   }
-  if (policy_->quantum().count() > 0 && !master_.joinable()) master_ = std::thread([this] { master_main(); });
-  master_cv_.notify_all();
+  // Every worker re-reads the mode: a waiting worker took a snapshot of it
+  // (scheduling_loop.cpp) and leaves its wait when the mode differs.
+  notifier::fence_before_notify();
+  for (auto& w : workers_) notifier::notify(w->slot);
+  next_quantum_.reset();
+  nonempty_since_tick_ = 0;
+  poke_driver();
 }
 
 std::string scheduler::policy_name() const {
@@ -230,6 +335,18 @@ runtime_stats scheduler::stats() const {
   s.policy = std::string(policy_->name());
   s.workers = worker_count();
   s.decisions = decisions_;
+  s.quanta = quanta_;
+  s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
+  for (auto& w : workers_) {
+    worker_state ws;
+    ws.serving = w->serving.load(std::memory_order_relaxed);
+    const unsigned a = w->assigned.load(std::memory_order_relaxed);
+    ws.assigned = a == no_level ? -1 : static_cast<int>(a);
+    const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
+    ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
+    s.sleeping_workers += asleep ? 1 : 0;
+    s.worker_states.push_back(std::move(ws));
+  }
   s.levels.resize(levels_.size());
   for (std::size_t l = 0; l < levels_.size(); ++l) {
     level_stats& ls = s.levels[l];

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "chaos.hpp"
 #include "promptly/errors.hpp"
 
 namespace promptly::detail {
@@ -87,7 +89,9 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
     if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + cfg_.allotment_trace + "'");
     trace_ << "t_s,policy,level,desire,allotted,utilization,ready\n";
   }
-  set_policy(cfg_.policy);  // initial allotment; starts the quantum master if the policy has one
+  chaos::enable_from_environment();
+  set_policy(cfg_.policy);  // initial allotment
+  driver_ = std::thread([this] { driver_main(); });
   const std::vector<int> cpus = cfg_.pin_workers ? affinity_cpus() : std::vector<int>{};
   for (auto& w : workers_) {
     worker* wp = w.get();
@@ -127,6 +131,15 @@ void scheduler::inject(task* t) {
   notify_level(l);
 }
 
+void scheduler::make_ready(linked_task* t) noexcept {
+  worker_view* w = reload_current_worker();
+  if (owns(w) && w->level == t->level && w->deque->try_push(t)) return;
+  const unsigned l = t->level;
+  levels_[l]->injection.push_linked(t);
+  note_nonempty(l);
+  notify_level(l);
+}
+
 void scheduler::inject_batch(task* const* tasks, std::size_t count, unsigned level) {
   if (count == 0) return;
   for (std::size_t i = 0; i < count; ++i) tasks[i]->level = level;
@@ -149,8 +162,8 @@ void scheduler::shutdown() {
       std::lock_guard lock(policy_mutex_);
       stopping_.store(true, std::memory_order_seq_cst);
     }
-    master_cv_.notify_all();
-    if (master_.joinable()) master_.join();
+    poke_driver();
+    if (driver_.joinable()) driver_.join();
     notifier::fence_before_notify();
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
@@ -164,21 +177,50 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
     w.idle.pop_back();
     return *f;
   }
+  if (chaos::fiber_creation_fails()) throw std::bad_alloc();
   fiber_record* rec;
   {
     std::lock_guard lock(fibers_mutex_);
     fibers_.push_back(std::make_unique<fiber_record>());
     rec = fibers_.back().get();
   }
-  start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
-    run_scheduling_loop();
-    // The loop ended (shutdown): return to the thread's main context.
-    worker& self = worker::of(*reload_current_worker());
-    self.exited = rec;
-    announce_switch(self.main_fiber);
-    return std::move(self.main_fiber.context);
-  });
+  try {
+    start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
+      run_scheduling_loop();
+      // The loop ended (shutdown): return to the thread's main context.
+      worker& self = worker::of(*reload_current_worker());
+      self.exited = rec;
+      announce_switch(self.main_fiber);
+      return std::move(self.main_fiber.context);
+    });
+  } catch (...) {
+    std::lock_guard lock(fibers_mutex_);
+    std::erase_if(fibers_, [rec](const std::unique_ptr<fiber_record>& f) { return f.get() == rec; });
+    throw;
+  }
   return *rec;
+}
+
+fiber_record* scheduler::try_take_idle_fiber(worker& w) noexcept {
+  try {
+    return &take_idle_fiber(w);
+  } catch (...) {
+    static std::once_flag warned;
+    std::call_once(warned, [this] {
+      std::size_t fibers;
+      {
+        std::lock_guard lock(fibers_mutex_);
+        fibers = fibers_.size();
+      }
+      std::fprintf(stderr,
+                   "promptly: cannot map another fiber stack (%zu fibers of %zu KiB exist; the limit is "
+                   "vm.max_map_count, about two mappings per fiber, or the address-space limit): waiting tasks "
+                   "now block their worker thread until their event; raise vm.max_map_count or wait on fewer "
+                   "things at once\n",
+                   fibers, cfg_.fiber_stack_bytes / 1024);
+    });
+    return nullptr;
+  }
 }
 
 void scheduler::worker_main(worker& w) {

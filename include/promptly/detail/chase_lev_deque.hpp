@@ -60,6 +60,18 @@ class chase_lev_deque {
     bottom_.store(b + 1, std::memory_order_release);
   }
 
+  // Owner only. Like push, but never allocates: returns false (and pushes
+  // nothing) when the ring is full. The noexcept wake path uses it.
+  bool try_push(T x) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    std::int64_t t = top_.load(std::memory_order_acquire);
+    ring* r = ring_.load(std::memory_order_relaxed);
+    if (b - t > r->capacity() - 1) return false;
+    r->store(b, x);
+    bottom_.store(b + 1, std::memory_order_release);  // release: as in push
+    return true;
+  }
+
   // Owner only. Returns nullptr when empty or when a thief won the last item.
   T pop() noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;

@@ -1,0 +1,49 @@
+// Randomized schedules for stress tests: when enabled with a seed, every
+// chaos::point() in the sleep protocol, level moves, parking and the policy
+// driver may yield, spin or sleep for a few microseconds, chosen by a
+// per-thread generator derived from the seed. Interleavings that a quiet
+// machine never produces (a decision between a steal and the increment of
+// num_actives, a notification between prepare_wait and the re-check) then
+// happen within seconds.
+//
+// Off (seed 0, the default), a point costs one relaxed load and a branch,
+// and points sit only on slow paths (never in push/pop/steal or at the
+// inline strand boundary). Enable with chaos::enable(seed) or the
+// environment variable PROMPTLY_CHAOS=<seed> (read when a runtime starts).
+// The same seed gives each thread the same sequence of perturbations; the
+// interleaving still depends on the OS, so a failing seed makes a failure
+// likely again, not certain.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace promptly::detail::chaos {
+
+extern std::atomic<std::uint64_t> seed;  // 0 = off
+
+void perturb() noexcept;
+void enable(std::uint64_t s) noexcept;
+// Reads PROMPTLY_CHAOS once per process; returns the seed in force (0 = off).
+std::uint64_t enable_from_environment() noexcept;
+
+// Fault injection: while the budget is non-zero, creating a fiber fails as
+// if no stack could be mapped (-1: every creation until reset to 0). Tests
+// use it to drive the fallbacks of parking (parking.cpp).
+extern std::atomic<int> fiber_failures;
+inline void fail_fiber_creations(int n) noexcept { fiber_failures.store(n, std::memory_order_relaxed); }
+inline bool fiber_creation_fails() noexcept {
+  // Relaxed: a budget, not a synchronisation; the CAS keeps the count exact.
+  int n = fiber_failures.load(std::memory_order_relaxed);
+  while (n != 0)
+    if (n < 0 || fiber_failures.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
+  return false;
+}
+
+inline void point() noexcept {
+  // Relaxed: a stale read only delays when perturbations start or stop.
+  if (seed.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    perturb();
+}
+
+}  // namespace promptly::detail::chaos
