@@ -189,12 +189,18 @@ PROMPTLY_NEVER_INLINE void fiber_arrived(fiber_record& self) noexcept {
 }
 
 void fiber_ending(fiber_record& self) noexcept {
-  (void)self;
 #if defined(PROMPTLY_ASAN_SWITCHES)
   const void* bottom;
   std::size_t size;
   own_stack_bounds(&bottom, &size);
-  __sanitizer_start_switch_fiber(nullptr, bottom, size);  // null: the fiber's fake stack dies with it
+  // Not null, although the fiber ends: null frees the fiber's fake stack
+  // while frames on it (this one, Boost's fiber_entry) still run. Fake stacks
+  // exist only with detect_stack_use_after_return, which fibers do not
+  // support anyway: Boost 1.74's fcontext constructor enters the new stack
+  // unannounced, so fiber_entry's frame lands on the creator's fake stack.
+  __sanitizer_start_switch_fiber(&self.asan_fake_stack, bottom, size);
+#else
+  (void)self;
 #endif
 }
 
