@@ -191,19 +191,44 @@ void scheduler::trace_locked() {
 void scheduler::handle_events_locked() {
   // Seq-cst: pairs with post_event's fetch_or (a bit set after this
   // exchange wakes the driver again).
-  const std::uint64_t nonempty = pending_nonempty_.exchange(0, std::memory_order_seq_cst);
-  const std::uint64_t maybe_empty = pending_maybe_empty_.exchange(0, std::memory_order_seq_cst);
+  std::uint64_t nonempty = pending_nonempty_.exchange(0, std::memory_order_seq_cst);
+  std::uint64_t maybe_empty = pending_maybe_empty_.exchange(0, std::memory_order_seq_cst);
   if (roaming_.load(std::memory_order_relaxed)) return;
-  for (std::uint64_t bits = nonempty; bits != 0; bits &= bits - 1) {
-    const auto l = static_cast<std::size_t>(std::countr_zero(bits));
-    nonempty_since_tick_ |= std::uint64_t{1} << l;
-    decide_locked(ext::pool_event::became_nonempty, l);
+  try {
+    for (; nonempty != 0; nonempty &= nonempty - 1) {
+      const auto l = static_cast<std::size_t>(std::countr_zero(nonempty));
+      nonempty_since_tick_ |= std::uint64_t{1} << l;
+      decide_locked(ext::pool_event::became_nonempty, l);
+    }
+    for (; maybe_empty != 0; maybe_empty &= maybe_empty - 1) {
+      const auto l = static_cast<std::size_t>(std::countr_zero(maybe_empty));
+      level_pool& p = *levels_[l];
+      if (p.believed_nonempty.load(std::memory_order_seq_cst) && !p.has_ready_work())
+        decide_locked(ext::pool_event::became_empty, l);
+    }
+  } catch (...) {
+    // Put back what was not decided (relaxed: the driver, which retries,
+    // takes them under this mutex), then report to the caller.
+    pending_nonempty_.fetch_or(nonempty, std::memory_order_relaxed);
+    pending_maybe_empty_.fetch_or(maybe_empty, std::memory_order_relaxed);
+    throw;
   }
-  for (std::uint64_t bits = maybe_empty; bits != 0; bits &= bits - 1) {
-    const auto l = static_cast<std::size_t>(std::countr_zero(bits));
-    level_pool& p = *levels_[l];
-    if (p.believed_nonempty.load(std::memory_order_seq_cst) && !p.has_ready_work())
-      decide_locked(ext::pool_event::became_empty, l);
+}
+
+// A thread that made a level non-empty and may run a policy (a submitter,
+// a task spawning at another level; never the noexcept wake path) decides
+// the pending events itself when no decision is under way, so that urgent
+// work does not wait for the driver thread to be scheduled: on a loaded
+// machine that wait is a scheduler latency of milliseconds. If a decision
+// is under way, its holder or the driver (always notified) takes the events.
+void scheduler::decide_pending_now() noexcept {
+  if (pending_nonempty_.load(std::memory_order_relaxed) == 0) return;  // relaxed: a hint; the driver is the backstop
+  std::unique_lock lock(policy_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || stopping_.load(std::memory_order_relaxed)) return;
+  try {
+    handle_events_locked();
+  } catch (...) {
+    poke_driver();  // the events are back in place; the driver retries and reports
   }
 }
 
@@ -251,14 +276,11 @@ void scheduler::driver_main() {
         handle_events_locked();
         advance_quantum_locked(clock::now());
         failed_before = false;
-      } catch (const std::exception& e) {
+      } catch (const std::exception& e) {  // handle_events_locked put the undecided events back
         // A policy that throws (out of memory) must not stop the driver:
         // report once, and retry the same events shortly.
         if (!failed_before) std::fprintf(stderr, "promptly: policy decision failed: %s; retrying\n", e.what());
         failed_before = true;
-        for (std::size_t l = 0; l < levels_.size(); ++l)
-          if (levels_[l]->believed_nonempty.load(std::memory_order_relaxed))
-            pending_nonempty_.fetch_or(std::uint64_t{1} << l, std::memory_order_relaxed);  // relaxed: we are the reader
         wake_at = clock::now() + std::chrono::milliseconds(1);
       }
       if (!wake_at) wake_at = next_quantum_;

@@ -129,6 +129,7 @@ void scheduler::inject(task* t) {
   levels_[l]->injection.push(t);
   note_nonempty(l);
   notify_level(l);
+  decide_pending_now();  // this caller may run the policy (policy_driver.cpp)
 }
 
 void scheduler::make_ready(linked_task* t) noexcept {
@@ -146,6 +147,7 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, unsigned lev
   levels_[level]->injection.push_batch(tasks, count);
   note_nonempty(level);
   for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_level(level);
+  decide_pending_now();
 }
 
 void scheduler::shutdown() {

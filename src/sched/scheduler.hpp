@@ -101,6 +101,7 @@ class scheduler {
   void note_maybe_empty(unsigned level) noexcept;
   void post_event(std::atomic<std::uint64_t>& pending, unsigned level) noexcept;
   void poke_driver() noexcept;
+  void decide_pending_now() noexcept;
   void decide_locked(ext::pool_event ev, std::size_t level);
   void apply_allotment_locked();
   void driver_main();
