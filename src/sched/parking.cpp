@@ -93,11 +93,10 @@ bool try_park(publish_fn publish, void* event) {
 
 void park_current_fiber(publish_fn publish, void* event) {
   if (try_park(publish, event)) return;
-  // No stack for another fiber: block this worker's thread instead. The
-  // worker stays counted active; other workers steal what its deque holds.
-  worker_view& w = *reload_current_worker();
-  w.sched->count_blocked_wait();
-  block_current_thread(publish, event);
+  // No stack for another fiber: block this worker's thread instead; other
+  // workers steal what its deque holds.
+  worker& w = worker::of(*reload_current_worker());
+  w.sched->block_worker(w, publish, event);
 }
 
 // A strand boundary found the worker assigned elsewhere: the running fiber

@@ -83,6 +83,9 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
     w->phase_since_ns.store(now_ns(), std::memory_order_relaxed);
     workers_.push_back(std::move(w));
   }
+  // Each worker's first fiber is made here, so that a stack that cannot be
+  // mapped is an exception from the constructor, not a terminate in a thread.
+  for (auto& w : workers_) w->current = &take_idle_fiber(*w);
   started_ = std::chrono::steady_clock::now();
   if (!cfg_.allotment_trace.empty()) {
     trace_.open(cfg_.allotment_trace, std::ios::trunc);
@@ -233,8 +236,7 @@ void scheduler::worker_main(worker& w) {
     if (w.exited != nullptr) destroy_fiber_annotation(*w.exited);
     w.exited = nullptr;
   };
-  fiber_record& first = take_idle_fiber(w);
-  w.current = &first;
+  fiber_record& first = *w.current;  // made by the constructor
   switch_fiber(w.main_fiber, first, [] {});
   finish_exited();
   // Wake every pooled fiber so that each leaves its loop and ends.

@@ -27,6 +27,7 @@
 #include "notifier.hpp"
 #include "promptly/config.hpp"
 #include "promptly/ext/policy.hpp"
+#include "promptly/detail/waiting.hpp"
 #include "promptly/stats.hpp"
 #include "worker.hpp"
 
@@ -71,7 +72,10 @@ class scheduler {
   // As take_idle_fiber, but null (and a one-time warning) when no new fiber
   // stack can be mapped: the caller falls back to a mode that cannot fail.
   fiber_record* try_take_idle_fiber(worker& w) noexcept;
-  void count_blocked_wait() noexcept { blocked_waits_.fetch_add(1, std::memory_order_relaxed); }
+  // Parking failed: blocks the worker's thread until the event. While it
+  // blocks the worker is not counted active, so its level can look empty and
+  // the policy can send the level's other workers to the awaited work.
+  void block_worker(worker& w, publish_fn publish, void* event);
 
  private:
   friend worker_view* detail::switch_level_at_boundary();

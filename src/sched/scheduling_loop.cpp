@@ -115,6 +115,15 @@ void scheduler::become_inactive(worker& w) noexcept {
   (void)before;
 }
 
+void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
+  blocked_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+  const bool was_active = w.active;
+  become_inactive(w);
+  note_maybe_empty(w.level);
+  block_current_thread(publish, event);
+  if (was_active) become_active(w);  // same thread, same worker: no fiber switch happened
+}
+
 void scheduler::adopt_deque(worker& w, task_deque* d) {
   task_deque* mine = w.own[w.level];
   if (mine != nullptr) levels_[w.level]->give_spare(mine);  // empty: the caller found nothing in it
