@@ -225,7 +225,6 @@ bool stack_allows_inline_run() noexcept {
   return stack_headroom() > reserve;
 }
 
-
 fiber_overflow_guard::fiber_overflow_guard() {
   static std::once_flag installed;
   std::call_once(installed, install_overflow_handler);
