@@ -241,18 +241,6 @@ double measure_received(promptly::runtime& rt, unsigned level, std::chrono::mill
   return rt.stats().levels[level].received_share;
 }
 
-// Polls `pred` until it holds; false after `limit`, a hang guard only (the
-// caller fails the test), never the synchronisation itself.
-template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 // keep_busy at `level`, announcing that it runs there.
 auto busy_at(std::atomic<bool>& started, const std::atomic<bool>& stop) {
   return [&started, &stop] {

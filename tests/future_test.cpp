@@ -22,18 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Polls `pred` until it holds; false after `limit`, a hang guard only (the
-// caller fails the test), never the synchronisation itself.
-template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 // Whether thread `tid` of this process is blocked in the kernel (state S or
 // D in /proc), e.g. in a futex wait.
 bool thread_blocked(pid_t tid) {

@@ -23,6 +23,7 @@
 #include "promptly/promptly.hpp"
 #include "sched/worker.hpp"
 #include "test_support.hpp"
+#include "worker_probe.hpp"
 
 namespace {
 
@@ -113,38 +114,6 @@ void expect_complete_run(const dag& d, const observations& obs, const std::vecto
   for (std::size_t i = 0; i < d.size(); ++i) wrong_runs += obs.runs[i].load() != 1;
   EXPECT_EQ(wrong_runs, 0u) << "tasks that did not run exactly once";
   EXPECT_EQ(obs.depth, depths);
-}
-
-// Polls `pred` until it holds; false after `limit`, a hang guard only (the
-// caller fails the test), never the synchronisation itself.
-template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds limit = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-// Every worker of `rt`: one task per worker records where it runs and spins
-// (without parking) until all have arrived, so they ran on distinct workers.
-std::vector<promptly::detail::worker*> capture_workers(promptly::runtime& rt) {
-  const unsigned n = rt.workers();
-  std::vector<std::atomic<promptly::detail::worker*>> seen(n);
-  std::atomic<unsigned> arrived{0};
-  std::vector<promptly::future<void>> fs;
-  for (unsigned i = 0; i < n; ++i)
-    fs.push_back(rt.submit([&, i] {
-      seen[i] = &promptly::detail::worker::of(*promptly::detail::current_worker());
-      arrived.fetch_add(1);
-      wait_until([&] { return arrived.load() == n; });
-    }));
-  for (auto& f : fs) f.get();
-  std::vector<promptly::detail::worker*> ws;
-  if (arrived.load() != n) return ws;
-  for (auto& w : seen) ws.push_back(w.load());
-  return ws;
 }
 
 // A gate that tasks wait on without blocking their worker (the fiber parks).

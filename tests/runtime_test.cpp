@@ -12,6 +12,7 @@
 #include "promptly/promptly.hpp"
 #include "sched/worker.hpp"
 #include "test_support.hpp"
+#include "worker_probe.hpp"
 
 using namespace std::chrono_literals;
 
@@ -19,40 +20,6 @@ namespace {
 
 using promptly::detail::sleep_slot;
 using promptly::detail::worker;
-
-// Polls `pred` until it holds; false after `limit`, a hang guard only (the
-// caller fails the test), never the synchronisation itself.
-template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-// Every worker of `rt`: one task per worker records where it runs and spins
-// (without parking) until all have arrived, so they ran on distinct workers.
-std::vector<worker*> capture_workers(promptly::runtime& rt) {
-  const unsigned n = rt.workers();
-  std::vector<std::atomic<worker*>> seen(n);
-  std::atomic<unsigned> arrived{0};
-  std::vector<promptly::future<void>> fs;
-  for (unsigned i = 0; i < n; ++i)
-    fs.push_back(rt.submit([&, i] {
-      seen[i] = &worker::of(*promptly::detail::current_worker());
-      arrived.fetch_add(1);
-      wait_until([&] { return arrived.load() == n; });
-    }));
-  for (auto& f : fs) f.get();
-  std::vector<worker*> ws;
-  if (arrived.load() != n) return ws;
-  for (auto& w : seen) ws.push_back(w.load());
-  return ws;
-}
-
-bool asleep(const worker* w) { return w->slot.state.load() == sleep_slot::sleeping; }
 
 double process_cpu_seconds() {
   rusage ru{};

@@ -1,9 +1,11 @@
 // Shared helpers for the tests: sizes scale down under ThreadSanitizer.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <string>
+#include <thread>
 
 #if defined(__SANITIZE_THREAD__)
 inline constexpr bool under_tsan = true;
@@ -36,4 +38,16 @@ std::string what_of(F&& f) {
     return e.what();
   }
   return "(no exception)";
+}
+
+// Polls `pred` until it holds; false after `limit`, a hang guard only (the
+// caller fails the test), never the synchronisation itself.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::seconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }

@@ -27,6 +27,7 @@
 //    until an event: with one busy level the allotment is all workers there
 //    whatever the desires say, so quanta would only cost wake-ups.
 #include <algorithm>
+#include <cassert>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -83,6 +84,7 @@ open_interval open_interval_of(const worker& w, std::uint64_t now) noexcept {
 }  // namespace
 
 std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::size_t levels = levels_.size();
   std::vector<std::uint64_t> work(levels, 0), look(levels, 0);
   const std::uint64_t now = now_ns();
@@ -115,6 +117,7 @@ std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
 }
 
 void scheduler::decide_locked(ext::pool_event ev, std::size_t level) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (roaming_.load(std::memory_order_relaxed)) return;
   for (bool again = true; again;) {
     std::vector<ext::pool_stats> stats = collect_stats_locked(ev == ext::pool_event::quantum);
@@ -142,6 +145,7 @@ void scheduler::decide_locked(ext::pool_event ev, std::size_t level) {
 // assignment while that level still has room, then filling the rest from
 // the most urgent level down. Workers left over get no level (they sleep).
 void scheduler::apply_allotment_locked() {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::size_t levels = levels_.size();
   std::vector<unsigned> room(allotment_.begin(), allotment_.end());
   std::vector<unsigned> next(workers_.size(), no_level);
@@ -179,6 +183,7 @@ void scheduler::apply_allotment_locked() {
 }
 
 void scheduler::trace_locked() {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   for (std::size_t l = 0; l < levels_.size(); ++l) {
@@ -189,6 +194,7 @@ void scheduler::trace_locked() {
 }
 
 void scheduler::handle_events_locked() {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Seq-cst: pairs with post_event's fetch_or (a bit set after this
   // exchange wakes the driver again).
   std::uint64_t nonempty = pending_nonempty_.exchange(0, std::memory_order_seq_cst);
@@ -234,6 +240,7 @@ void scheduler::decide_pending_now() noexcept {
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
 void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const auto q = policy_->quantum();
   if (q.count() == 0 || roaming_.load(std::memory_order_relaxed)) {
     next_quantum_.reset();
@@ -327,6 +334,7 @@ void scheduler::set_fairness(std::vector<long long> weights) {
 }
 
 void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   policy_ = std::move(p);
   const bool roaming = policy_->roaming();
   roaming_.store(roaming, std::memory_order_seq_cst);

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "checked_mutex.hpp"
 #include "fiber.hpp"
 #include "injection_queue.hpp"
 #include "level_pool.hpp"
@@ -135,7 +136,7 @@ class scheduler {
   std::atomic<std::uint64_t> blocked_waits_{0};  // waits that blocked a worker thread (no fiber stack)
 
   // Policy driver state, guarded by policy_mutex_.
-  mutable std::mutex policy_mutex_;
+  mutable checked_mutex policy_mutex_;
   std::unique_ptr<ext::policy> policy_;
   std::atomic<bool> roaming_{false};
   std::vector<unsigned> allotment_;
