@@ -171,7 +171,7 @@ TEST(SchedLiveness, AThiefMovedAwayLeavesAThiefBehind) {
   rt.set_policy(std::make_unique<scripted_policy>(script));
   const int rounds = under_tsan ? 6 : 16;
   for (int round = 0; round < rounds; ++round) {
-    watchdog guard(10s, "round " + std::to_string(round) + " of thief moved away", [&] { return describe(rt); });
+    watchdog guard(60s, "round " + std::to_string(round) + " of thief moved away", [&] { return describe(rt); });
     (*script)[0] = 0;
     (*script)[1] = 3;
     std::atomic<bool> started{false}, go{false}, release_urgent{false};
