@@ -12,10 +12,11 @@ namespace promptly {
 
 // How idle workers wait for work.
 enum class sleep_mode {
-  // seed 002, Algorithms 3-5: surplus thieves sleep on an EventCount after
-  // STEAL_BOUND failed steals and YIELD_BOUND yields.
+  // Taskflow's adaptive sleep protocol ("An Efficient Work-Stealing Scheduler
+  // for Task Dependency Graph", Algorithms 3-5): surplus thieves sleep on an
+  // EventCount after STEAL_BOUND failed steals and YIELD_BOUND yields.
   adaptive,
-  // ABP-style baseline (seed 002 Sec. III): thieves never sleep; they yield
+  // ABP-style baseline (the Taskflow executor paper, Sec. III): thieves never sleep; they yield
   // after each failed steal. Exists so benchmarks can show what sleeping saves.
   never,
 };
@@ -31,10 +32,10 @@ struct runtime_config {
   bool pin_workers = false;
   sleep_mode sleep = sleep_mode::adaptive;
   // Failed steals before a thief starts yielding. 0 = 2 * (workers + 1),
-  // the value of seed 002 Sec. III.
+  // the value of the Taskflow executor paper, Sec. III.
   unsigned steal_bound = 0;
   // Yields (each followed by a steal attempt) before a thief prepares to
-  // sleep. seed 002 Sec. III uses 100.
+  // sleep. The Taskflow executor paper (Sec. III) uses 100.
   unsigned yield_bound = 100;
   // The last awake thief, while some worker is active, naps at most this long
   // between exploration rounds instead of spinning (see src/sched/README.md,
@@ -44,8 +45,11 @@ struct runtime_config {
   // Priority levels, 0 = most urgent. 1 <= levels <= max_levels.
   unsigned levels = 8;
   // How workers are shared between levels: "oblivious" (priorities
-  // ignored), "prompt" (winner takes all), "aps" (seed 000) or "fair"
-  // (seed 004). Changeable at run time with runtime::set_policy.
+  // ignored), "prompt" (winner takes all), "aps" (Adaptive Priority
+  // Scheduling of I-Cilk, "Priority Scheduling for Interactive Applications",
+  // SPAA 2020) or "fair" (the fairly prompt scheduler of "Fairness in
+  // Responsive Parallelism", ICFP 2019). Changeable at run time with
+  // runtime::set_policy.
   std::string policy = "prompt";
   // Parameters of "aps": delta, rho, quantum L.
   ext::aps_params aps{};
@@ -57,8 +61,8 @@ struct runtime_config {
   // header t_s,policy,level,desire,allotted,utilization,ready; t_s counts
   // from the runtime's construction (docs/priorities.md).
   std::string allotment_trace;
-  // issue 6: count every touch, from a task, of a future computed at a less
-  // urgent level than the toucher's (runtime::inversions();
+  // Priority-inversion detector: count every touch, from a task, of a future
+  // computed at a less urgent level than the toucher's (runtime::inversions();
   // docs/typed-priorities.md). Off: one relaxed load and a branch per touch.
   bool detect_inversions = false;
 };

@@ -42,7 +42,9 @@ class promise_already_satisfied : public std::logic_error {
 };
 
 // Code touched a future whose priority is not declared at least as urgent as
-// its own (seed 003, rule TOUCH; seed 004 Sec. 5.3, IncompatiblePriorities).
+// its own (rule TOUCH of "Responsive Parallelism with Futures and State",
+// PLDI 2020; IncompatiblePriorities in "Fairness in Responsive Parallelism",
+// ICFP 2019, Sec. 5.3).
 // Thrown by the dynamic priority API (promptly/typed/dynamic_order.hpp); the
 // typed API rejects the same touches at compile time.
 class priority_inversion : public std::logic_error {

@@ -47,7 +47,7 @@ class promise;
 
 namespace detail {
 
-// ---- issue 6: typed priorities and inversion checks (docs/typed-priorities.md) ----
+// ---- typed priorities and inversion checks (docs/typed-priorities.md) ----
 // touch_observer: null unless some runtime was built with
 // runtime_config::detect_inversions; then every touch from a worker of a
 // future computed by a task reports (toucher's worker, touched task) to it
@@ -69,7 +69,7 @@ struct future_access {
   template <class T>
   static future<T> adopt(future_state<T>* s) noexcept { return future<T>(s); }
 };
-// ---- end issue 6 ----
+// ---- end typed priorities and inversion checks ----
 
 // False when the calling fiber's stack is too close to full to run another
 // task inline (src/sched/fiber_stack.cpp states the rule); get() then parks
@@ -116,7 +116,7 @@ struct future_state_base {
 
   void wait() {
     worker_view* w = at_strand_boundary(current_worker());  // touch boundary
-    if (touch_observer_fn observe = touch_observer.load(std::memory_order_relaxed)) [[unlikely]]  // issue 6
+    if (touch_observer_fn observe = touch_observer.load(std::memory_order_relaxed)) [[unlikely]]  // inversion detector
       if (w != nullptr && queued_task != nullptr) observe(*w, *queued_task);
     if (ready()) return;
     // Only a worker of the task's own runtime, serving the task's level, may
@@ -253,7 +253,7 @@ class future {
   friend class runtime;
   template <class U>
   friend class promise;
-  friend struct detail::future_access;  // issue 6
+  friend struct detail::future_access;  // future cells, typed task creation
   T get_consuming() {
     wait();
     if constexpr (std::is_void_v<T>) {

@@ -1,8 +1,8 @@
 // future_cell<T>: an atomic slot that holds "no future yet" or a handle to a
 // future, so tasks can publish and discover each other's handles through
-// shared data (seed 003 Sec. 2.2 and 5.1: futures in mutable state; the email
-// client's print and compress tasks coordinate through a CAS on an array
-// slot). promptly::typed::future_cell<T, Q> is the same cell for typed
+// shared data ("Responsive Parallelism with Futures and State", PLDI 2020,
+// Sec. 2.2 and 5.1: futures in mutable state; the email client's print and
+// compress tasks coordinate through a CAS on an array slot). promptly::typed::future_cell<T, Q> is the same cell for typed
 // futures.
 //
 //   promptly::future_cell<int> slot;           // no future yet

@@ -1,5 +1,6 @@
-// Task dependency graphs (seed 002): build a directed acyclic graph of
-// tasks once, run it on a runtime as often as needed.
+// Task dependency graphs (scheduled as in Taskflow's executor, "An Efficient
+// Work-Stealing Scheduler for Task Dependency Graph"): build a directed
+// acyclic graph of tasks once, run it on a runtime as often as needed.
 //
 //   promptly::graph g("pipeline");
 //   auto load  = g.emplace([&] { read_input(); }).name("load");

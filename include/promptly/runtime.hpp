@@ -20,7 +20,7 @@
 #include "promptly/config.hpp"
 #include "promptly/future.hpp"
 #include "promptly/stats.hpp"
-#include "promptly/typed/inversion_detector.hpp"  // issue 6
+#include "promptly/typed/inversion_detector.hpp"  // runtime::inversions()
 
 namespace promptly {
 
@@ -96,8 +96,8 @@ class runtime {
   void set_policy(std::unique_ptr<ext::policy> policy);
   std::string policy() const;
 
-  // Installs a fairness criterion (seed 004's installDist): one integer
-  // weight per level, 0 = most urgent; levels past the end weigh 0. Takes
+  // Installs a fairness criterion (installDist of "Fairness in Responsive
+  // Parallelism", ICFP 2019): one integer weight per level, 0 = most urgent; levels past the end weigh 0. Takes
   // effect at once if the policy is "fair" (a new round starts and the
   // accounting in stats() restarts), else when "fair" is selected. Throws
   // std::invalid_argument for a negative weight, all weights zero, or more
@@ -117,7 +117,7 @@ class runtime {
   bool on_own_worker() const noexcept;
   std::unique_ptr<detail::scheduler> sched_;
 
-  // ---- issue 6: run-time priority-inversion detector (docs/typed-priorities.md) ----
+  // ---- run-time priority-inversion detector (docs/typed-priorities.md) ----
  public:
   // Touches of futures of less urgent levels seen so far; `enabled` is false
   // (and nothing is counted) unless runtime_config::detect_inversions.
@@ -128,7 +128,7 @@ class runtime {
   // configuration, and destroyed first, after shutdown() finished every task.
   std::unique_ptr<detail::inversion_detector> detector_ =
       detail::inversion_detector::attach(config().detect_inversions, sched_.get());
-  // ---- end issue 6 ----
+  // ---- end run-time priority-inversion detector ----
 };
 
 }  // namespace promptly

@@ -46,7 +46,7 @@ struct runtime_stats {
   std::vector<level_stats> levels;
 };
 
-// ---- issue 6: priority inversions seen at run time (runtime::inversions()) ----
+// ---- priority inversions seen at run time (runtime::inversions()) ----
 // One pair of levels: tasks at toucher_level touched futures computed at the
 // less urgent touched_level, `count` times.
 struct inversion_report {
@@ -60,6 +60,6 @@ struct inversion_stats {
   std::uint64_t total = 0;              // inversions seen so far
   std::vector<inversion_report> pairs;  // one per pair of levels seen, in order of first sight
 };
-// ---- end issue 6 ----
+// ---- end priority inversions ----
 
 }  // namespace promptly

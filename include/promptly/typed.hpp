@@ -1,7 +1,8 @@
-// Typed priorities (issue 6; docs/typed-priorities.md): priorities as C++
-// types with a declared order, futures typed by their priority, rule TOUCH
-// checked at compile time (seed 003), typed future cells, and the dynamic
-// API that checks the same rule at run time (seed 004 Sec. 5.3).
+// Typed priorities (docs/typed-priorities.md): priorities as C++ types with
+// a declared order, futures typed by their priority, rule TOUCH checked at
+// compile time ("Responsive Parallelism with Futures and State", PLDI 2020),
+// typed future cells, and the dynamic API that checks the same rule at run
+// time ("Fairness in Responsive Parallelism", ICFP 2019, Sec. 5.3).
 //
 // Not included by promptly/promptly.hpp: include this header to use it.
 #pragma once

@@ -1,6 +1,8 @@
 // Chase-Lev work-stealing deque with the C11 memory orderings of
 // Le, Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing for
-// Weak Memory Models" (PPoPP 2013), cited by seed 002 Sec. II-A.
+// Weak Memory Models" (PPoPP 2013), cited by Taskflow's executor paper
+// ("An Efficient Work-Stealing Scheduler for Task Dependency Graph"),
+// Sec. II-A.
 //
 // Invariants
 //  * Only the owning worker calls push() and pop() (the bottom end); any

@@ -101,8 +101,9 @@ class graph_core {
   // Undoes begin_run when the run could not be started (runtime stopped).
   void abort_run() noexcept;
   // On a worker of scheduler s: counts the run as outstanding work of s and
-  // pushes the sources to the injection queue of the run's level (seed 002,
-  // Algorithm 1).
+  // pushes the sources to the injection queue of the run's level (Algorithm 1
+  // of Taskflow's executor, "An Efficient Work-Stealing Scheduler for Task
+  // Dependency Graph").
   void start(scheduler& s) noexcept;
   // Completes a run of an empty graph on the calling thread.
   void finish_empty_run() noexcept;

@@ -1,5 +1,6 @@
-// One task of a graph: the record the scheduler moves around (seed 002's
-// "node"), sized to one cache line.
+// One task of a graph: the record the scheduler moves around (the "node" of
+// Taskflow's executor, "An Efficient Work-Stealing Scheduler for Task
+// Dependency Graph"), sized to one cache line.
 //
 // A node is a detail::task, so the very record that describes the task is
 // what sits in the injection queue, in a deque or in a worker's

@@ -38,8 +38,9 @@ inline constexpr unsigned no_level = ~0u;
 struct worker_view {
   task_deque* deque = nullptr;
   std::atomic<std::uint64_t> park_epoch{0};
-  // seed 002 Sec. II-A: a task that makes successors ready may keep one here
-  // to be run next by this worker without touching the deque. Only the
+  // Taskflow's executor ("An Efficient Work-Stealing Scheduler for Task
+  // Dependency Graph", Sec. II-A): a task that makes successors ready may keep
+  // one here to be run next by this worker without touching the deque. Only the
   // scheduling loop consumes it, right after the task that set it returns.
   task* continuation = nullptr;
   slab_allocator* slab = nullptr;

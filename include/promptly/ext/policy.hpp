@@ -14,9 +14,10 @@
 // and every worker takes ready work from any pool (priority-oblivious).
 //
 // Allotments are counts, not worker identities, because workers are
-// interchangeable within a pool: a policy that thinks per worker (seed 004's
-// fair policy samples a primary pool for every worker each round) returns
-// how many workers drew each pool, and the runtime maps counts to workers.
+// interchangeable within a pool: a policy that thinks per worker (the fair
+// policy of "Fairness in Responsive Parallelism", ICFP 2019, samples a
+// primary pool for every worker each round) returns how many workers drew
+// each pool, and the runtime maps counts to workers.
 #pragma once
 
 #include <chrono>
@@ -39,13 +40,13 @@ struct pool_stats {
   double utilization() const noexcept { return work_s + look_s > 0 ? work_s / (work_s + look_s) : 0.0; }
 };
 
-// Parameters of the `fair` policy (seed 004 Sec. 4).
+// Parameters of the `fair` policy (the fairly prompt paper, Sec. 4).
 struct fair_params {
   // roundQuantum: how long a worker keeps the primary pool it sampled.
   std::chrono::microseconds round{5000};
   // The fairness criterion: an integer weight per pool (index = pool, 0 = most
-  // urgent), normalised to shares summing to 1 as seed 004's installDist
-  // (Fig. 6). Pools past the end weigh 0. Empty = every pool weighs 1.
+  // urgent), normalised to shares summing to 1 as the fairly prompt paper's
+  // installDist (Fig. 6). Pools past the end weigh 0. Empty = every pool weighs 1.
   std::vector<long long> weights;
 };
 
@@ -78,7 +79,9 @@ class policy {
   virtual fair_account fairness(std::size_t /*pool*/) const noexcept { return {}; }
 };
 
-// Parameters of the `aps` policy (seed 000 Sec. 3 and 5).
+// Parameters of the `aps` policy (Adaptive Priority Scheduling of I-Cilk,
+// "Priority Scheduling for Interactive Applications", SPAA 2020, Sec. 3
+// and 5).
 struct aps_params {
   double delta = 0.9;                          // efficiency threshold, in (0, 1]
   double rho = 2.0;                            // responsiveness (desire growth factor), > 1

@@ -3,17 +3,18 @@
 // A task body created at priority P receives a ctx<Order, P>; the ctx is the
 // only way to create typed futures (fcreate) and to touch them (touch/get),
 // so every touch happens where the toucher's priority is a type. This is
-// seed 003's "command function" (Sec. 4.2), with the command's priority
-// carried by a parameter instead of a wrapper class:
+// the "command function" of "Responsive Parallelism with Futures and State"
+// (PLDI 2020, Sec. 4.2), with the command's priority carried by a parameter
+// instead of a wrapper class:
 //
 //   int lookup(promptly::typed::ctx<order, ui> c, int key);   // a command at ui
 //
-// Rule TOUCH (seed 003 Sec. 3.1): code at P may touch a future<T, Q> only if
+// Rule TOUCH (the futures-and-state paper, Sec. 3.1): code at P may touch a future<T, Q> only if
 // Q is at least as urgent as P. Otherwise touch() fails to compile with
 // priority_inversion_error<touching<Q>, from<P>>, which names both.
 //
 // Calling a command function directly (not through fcreate) runs it at the
-// caller's priority (seed 003 Sec. 4.2, last rule): it takes the caller's
+// caller's priority (the futures-and-state paper, Sec. 4.2, last rule): it takes the caller's
 // ctx. A ctx<Order, P2> converts to ctx<Order, P> when P is at least as
 // urgent as P2, so a command declared at P may be called from code at P2:
 // everything it may touch (futures at least as urgent as P) is then at least
@@ -88,7 +89,8 @@ class ctx {
   // ftouch: waits for f and returns a reference to its value (void for
   // future<void, Q>), or rethrows the task's exception. Compiles only if Q
   // is at least as urgent as P. Throws promptly::future_empty if f holds no
-  // future (an empty cell was read; seed 003 Sec. 4.2: create before touching).
+  // future (an empty cell was read; the futures-and-state paper, Sec. 4.2:
+  // create before touching).
   template <class T, class Q>
   std::conditional_t<std::is_void_v<T>, void, const promptly::detail::stored_t<T>&> touch(const future<T, Q>& f) const {
     detail::check_touch<Order, Q, P>();

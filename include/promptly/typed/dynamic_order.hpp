@@ -1,7 +1,8 @@
 // The dynamic priority API: priorities as run-time values (for example read
-// from a configuration file), with rule TOUCH checked at run time (seed 004
-// Sec. 5.3: "if blocking on t would create a priority inversion, it raises
-// the exception IncompatiblePriorities").
+// from a configuration file), with rule TOUCH checked at run time
+// ("Fairness in Responsive Parallelism", ICFP 2019, Sec. 5.3: "if blocking
+// on t would create a priority inversion, it raises the exception
+// IncompatiblePriorities").
 //
 //   auto order = promptly::dynamic_priority_order::parse("ui > fetch > batch; ui > log > batch");
 //   promptly::dynamic_priority ui = order["ui"], log = order["log"];

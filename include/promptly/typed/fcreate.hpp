@@ -1,7 +1,9 @@
 // Creating typed tasks: fcreate<Q> inside tasks, run / submit from outside.
 //
-//   fcreate<Q>(c, f, args...)       from code at any priority (seed 003 Sec.
-//                                   4.2: fcreate is not a command): runs
+//   fcreate<Q>(c, f, args...)       from code at any priority ("Responsive
+//                                   Parallelism with Futures and State",
+//                                   PLDI 2020, Sec. 4.2: fcreate is not a
+//                                   command): runs
 //                                   f(ctx<Order, Q>, args...) as a task at
 //                                   level Order::level_of<Q>; returns future<T, Q>
 //   fcreate_into(c, cell, f, ...)   the same for the cell's priority, but the

@@ -1,5 +1,6 @@
-// future<T, Q>: a handle to a future computed at priority Q (seed 003's
-// `tau thread[rho]`). A thin wrapper over promptly::future<T> (one pointer);
+// future<T, Q>: a handle to a future computed at priority Q (the
+// `tau thread[rho]` of "Responsive Parallelism with Futures and State",
+// PLDI 2020). A thin wrapper over promptly::future<T> (one pointer);
 // copies share the state. It is touched through the toucher's ctx:
 //
 //   auto f = fcreate<fetch>(c, body);   // typed::future<int, fetch>
@@ -84,8 +85,8 @@ class future {
 };
 
 // Declares that `f` is computed at priority Q. Unchecked: if the task runs
-// at a less urgent level, the type system is fooled (seed 003 Sec. 4.2,
-// "Discussion: Type Safety", rule 1); runtime_config::detect_inversions
+// at a less urgent level, the type system is fooled (the futures-and-state
+// paper, Sec. 4.2, "Discussion: Type Safety", rule 1); runtime_config::detect_inversions
 // counts the inversions that follow.
 template <class Q, class T>
 future<T, Q> unsafe_future_cast(promptly::future<T> f) noexcept {

@@ -1,6 +1,7 @@
 // future_cell<T, Q>: an atomic slot for a future<T, Q> or "no future yet"
-// (seed 003 Sec. 5.1: the email client keeps, per email, a slot that print
-// and compress tasks swap their handles into with a CAS). Same operations
+// ("Responsive Parallelism with Futures and State", PLDI 2020, Sec. 5.1: the
+// email client keeps, per email, a slot that print and compress tasks swap
+// their handles into with a CAS). Same operations
 // and guarantees as promptly::future_cell<T> (promptly/future_cell.hpp,
 // where the invariants are stated); the priority is part of the type, so a
 // handle read from a cell is touched under rule TOUCH like any other.

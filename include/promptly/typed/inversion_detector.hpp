@@ -6,8 +6,8 @@
 //
 // An inversion here is a touch, by a task running at level L, of a future
 // computed by a task at a level greater (less urgent) than L: the DAG gets an
-// ftouch edge from lower to higher priority, which seed 003's Definition 1
-// forbids. Levels are the linearised order, so a touch between two
+// ftouch edge from lower to higher priority, which Definition 1 of
+// "Responsive Parallelism with Futures and State" (PLDI 2020) forbids. Levels are the linearised order, so a touch between two
 // *incomparable* priorities that the topological sort put in the harmless
 // direction is not counted; the typed API and the dynamic API check those.
 //

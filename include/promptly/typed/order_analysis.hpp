@@ -3,9 +3,11 @@
 // (dynamic_priority_order).
 //
 // Input: n priorities 0..n-1 in declaration order and edges (a, b) meaning
-// "a is more urgent than b" (seed 003 Sec. 2.1 writes b < a; seed 004
-// Sec. 2.1 writes b ≺ a). Output:
-//  * level[p]: p's position in a topological order (seed 004, footnote 1:
+// "a is more urgent than b" ("Responsive Parallelism with Futures and
+// State", PLDI 2020, Sec. 2.1 writes b < a; "Fairness in Responsive
+// Parallelism", ICFP 2019, Sec. 2.1 writes b ≺ a). Output:
+//  * level[p]: p's position in a topological order (the fairly prompt paper,
+//    footnote 1:
 //    "a total order on priorities consistent with the partial order"); Kahn's
 //    algorithm, always taking the ready priority declared first, so a total
 //    order keeps its declaration order and ties are stable;

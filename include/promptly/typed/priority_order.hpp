@@ -1,6 +1,7 @@
-// Priorities as user-defined types with a declared order (seed 003 Sec. 4.2:
-// "each priority is represented as a class"; seed 004 Sec. 2.1: the order
-// may be total or partial).
+// Priorities as user-defined types with a declared order ("Responsive
+// Parallelism with Futures and State", PLDI 2020, Sec. 4.2: "each priority is
+// represented as a class"; "Fairness in Responsive Parallelism", ICFP 2019,
+// Sec. 2.1: the order may be total or partial).
 //
 //   struct ui {}; struct fetch {}; struct log {}; struct batch {};
 //   using order = promptly::priority_order<
@@ -14,7 +15,7 @@
 //   order::at_least_as_urgent<fetch, log>  false: unrelated
 //
 // The order is linearised into levels 0..size-1 by a topological sort at
-// compile time (seed 004, footnote 1; order_analysis.hpp); a total order
+// compile time (the fairly prompt paper, footnote 1; order_analysis.hpp); a total order
 // keeps its declaration order. A cyclic declaration fails to compile as
 // soon as the order is used, with promptly::priority_cycle_error<...>
 // naming the priorities on the cycle. A program may declare at most
