@@ -52,7 +52,7 @@ class priority_inversion : public std::logic_error {
   priority_inversion(const std::string& touched, const std::string& toucher)
       : std::logic_error("promptly: priority inversion: touching a future at priority '" + touched +
                          "' from code at priority '" + toucher + "', but '" + touched +
-                         "' is not declared at least as urgent as '" + toucher + "' (seed 003, rule TOUCH)"),
+                         "' is not declared at least as urgent as '" + toucher + "' (rule TOUCH, docs/typed-priorities.md)"),
         names_(std::make_shared<const std::pair<std::string, std::string>>(touched, toucher)) {}
   // The priority of the touched future and that of the code that touched it.
   const std::string& touched() const noexcept { return names_->first; }

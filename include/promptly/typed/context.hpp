@@ -52,7 +52,7 @@ struct priority_inversion_error {
   static_assert(sizeof(Touching) == 0,
                 "promptly::typed: priority inversion: code running at priority P (from<P>) touches a future "
                 "of priority Q (touching<Q>), but Q is not declared at least as urgent as P (it is less "
-                "urgent, or unrelated in a partial order). Seed 003, rule TOUCH. Touch it from code at a "
+                "urgent, or unrelated in a partial order): rule TOUCH of docs/typed-priorities.md. Touch it from code at a "
                 "priority no more urgent than Q, or declare promptly::before<Q, P> if that is the intent");
   static constexpr bool value = true;
 };
@@ -118,7 +118,7 @@ class ctx {
     if (!f.valid())
       throw future_empty("promptly::typed: touching a future of priority '" + std::string(Order::template name_of<Q>) +
                          "' that holds no future (a default handle, or an empty future_cell was read); create "
-                         "the future before touching it (seed 003 Sec. 4.2, rule 2)");
+                         "the future before touching it (docs/typed-priorities.md, well-formed programs)");
   }
 };
 
