@@ -41,9 +41,10 @@ namespace promptly::detail {
 
 // Seq-cst mode loads: a submitter that pushed after an install's decision
 // read the level must see the install's store of roaming_ (both seq-cst).
-void scheduler::note_nonempty(unsigned level) noexcept {
+void scheduler::note_nonempty(unsigned level, bool decide_here) noexcept {
   if (roaming_.load(std::memory_order_seq_cst)) return;
   if (levels_[level]->believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
+  if (decide_here && decide_now(level)) return;
   post_event(pending_nonempty_, level);
 }
 
@@ -223,18 +224,22 @@ void scheduler::handle_events_locked() {
 
 // A thread that made a level non-empty and may run a policy (a submitter,
 // a task spawning at another level; never the noexcept wake path) decides
-// the pending events itself when no decision is under way, so that urgent
-// work does not wait for the driver thread to be scheduled: on a loaded
-// machine that wait is a scheduler latency of milliseconds. If a decision
-// is under way, its holder or the driver (always notified) takes the events.
-void scheduler::decide_pending_now() noexcept {
-  if (pending_nonempty_.load(std::memory_order_relaxed) == 0) return;  // relaxed: a hint; the driver is the backstop
+// at once when no decision is under way, so that urgent work waits neither
+// for the driver thread to be scheduled nor for a wake-up of it that would
+// preempt a worker (on a loaded 2-core machine, tens of microseconds to
+// milliseconds). Returns false when it could not decide (the lock is busy,
+// or the policy threw and handle_events_locked put the events back): the
+// caller then posts the event to the driver.
+bool scheduler::decide_now(unsigned level) noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
-  if (!lock.owns_lock() || stopping_.load(std::memory_order_relaxed)) return;
+  if (!lock.owns_lock() || stopping_.load(std::memory_order_relaxed)) return false;
+  // Relaxed: we hold the lock that every reader of the bits holds.
+  pending_nonempty_.fetch_or(std::uint64_t{1} << level, std::memory_order_relaxed);
   try {
     handle_events_locked();
+    return true;
   } catch (...) {
-    poke_driver();  // the events are back in place; the driver retries and reports
+    return false;
   }
 }
 

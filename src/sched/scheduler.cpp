@@ -130,9 +130,8 @@ void scheduler::admit() {
 void scheduler::inject(task* t) {
   const unsigned l = t->level;
   levels_[l]->injection.push(t);
-  note_nonempty(l);
+  note_nonempty(l, /*decide_here=*/true);  // this caller may run the policy (policy_driver.cpp)
   notify_level(l);
-  decide_pending_now();  // this caller may run the policy (policy_driver.cpp)
 }
 
 void scheduler::make_ready(linked_task* t) noexcept {
@@ -148,9 +147,8 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, unsigned lev
   if (count == 0) return;
   for (std::size_t i = 0; i < count; ++i) tasks[i]->level = level;
   levels_[level]->injection.push_batch(tasks, count);
-  note_nonempty(level);
+  note_nonempty(level, /*decide_here=*/true);
   for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_level(level);
-  decide_pending_now();
 }
 
 void scheduler::shutdown() {

@@ -102,11 +102,13 @@ class scheduler {
 
   // policy_driver.cpp
   void install_policy_locked(std::unique_ptr<ext::policy> p);
-  void note_nonempty(unsigned level) noexcept;
+  // decide_here: the caller may run the policy (never the noexcept wake
+  // path); see decide_now.
+  void note_nonempty(unsigned level, bool decide_here = false) noexcept;
   void note_maybe_empty(unsigned level) noexcept;
   void post_event(std::atomic<std::uint64_t>& pending, unsigned level) noexcept;
   void poke_driver() noexcept;
-  void decide_pending_now() noexcept;
+  bool decide_now(unsigned level) noexcept;
   void decide_locked(ext::pool_event ev, std::size_t level);
   void apply_allotment_locked();
   void driver_main();
