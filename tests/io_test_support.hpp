@@ -9,13 +9,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <future>
 #include <string>
 #include <thread>
 
 #include "promptly/io.hpp"
 #include "promptly/promptly.hpp"
 #include "test_support.hpp"
+#include "watchdog.hpp"
 
 namespace io_test {
 
@@ -43,23 +43,13 @@ bool eventually(Predicate reached, std::chrono::milliseconds guard = hang_guard)
   return true;
 }
 
-// Runs `scenario` on its own thread. If it has not returned after `guard`,
-// the test program aborts naming `what`: a hang (a destructor waiting
-// forever) must fail the test, not block CTest until its timeout. The hung
-// thread cannot be joined, so abort is the only way out.
+// Runs `scenario` under a watchdog (watchdog.hpp): if it has not returned
+// after `guard`, the test program aborts naming `what`. A hang (a destructor
+// waiting forever) must fail the test, not block CTest until its timeout.
 template <class Scenario>
 void within(std::chrono::seconds guard, const char* what, Scenario scenario) {
-  std::packaged_task<void()> task(std::move(scenario));
-  std::future<void> done = task.get_future();
-  std::thread runner(std::move(task));
-  if (done.wait_for(guard) != std::future_status::ready) {
-    std::fprintf(stderr, "HANG: %s did not finish within %lld s; aborting the test program\n", what,
-                 static_cast<long long>(guard.count()));
-    std::fflush(stderr);
-    std::abort();
-  }
-  runner.join();
-  done.get();  // rethrows what the scenario threw
+  watchdog hang_guard_for(guard, what);
+  scenario();
 }
 
 // Reads exactly n bytes (several reads if the kernel splits them).
