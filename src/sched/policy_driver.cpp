@@ -237,10 +237,14 @@ bool scheduler::decide_now(unsigned level) noexcept {
   pending_nonempty_.fetch_or(std::uint64_t{1} << level, std::memory_order_relaxed);
   try {
     handle_events_locked();
-    return true;
   } catch (...) {
     return false;
   }
+  // Only the driver arms the quantum timer: wake it when quanta may have to
+  // start (the policy has a quantum and none is armed), or a level that just
+  // became the second busy one would never get its quanta.
+  if (!next_quantum_ && policy_->quantum().count() > 0 && !roaming_.load(std::memory_order_relaxed)) poke_driver();
+  return true;
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
