@@ -333,7 +333,17 @@ TEST(FairRuntime, AnUrgentLevelWithASmallShareIsServed) {
       break;
     }
     at_level_0 += job.get();
-    std::this_thread::sleep_for(20ms);  // the arrival process: 50 interactions per second
+    // The next job arrives once level 0 is empty again and its workers went
+    // back to the background (event: no worker serves level 0), so every
+    // job makes a worker move.
+    if (!wait_until([&] {
+          for (const auto& w : rt.stats().worker_states)
+            if (w.serving == 0) return false;
+          return true;
+        })) {
+      ADD_FAILURE() << "after urgent job " << i << " a worker stayed at the empty level 0";
+      break;
+    }
   }
   const auto after = rt.stats().levels[0];
   stop = true;

@@ -13,16 +13,10 @@
 #include <vector>
 
 #include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 
 namespace {
-
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
-long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
 
 promptly::runtime_config workers(unsigned n, promptly::sleep_mode m = promptly::sleep_mode::adaptive) {
   promptly::runtime_config c;
@@ -42,7 +36,7 @@ class ForkJoin : public ::testing::TestWithParam<std::tuple<unsigned, promptly::
 
 TEST_P(ForkJoin, Fib) {
   const int n = under_tsan ? 18 : 27;
-  EXPECT_EQ(rt.run([&] { return fib(n); }), serial_fib(n));
+  EXPECT_EQ(rt.run([&] { return fib(n); }), fib_serial(n));
 }
 
 TEST_P(ForkJoin, JoinVoidAndMixedResults) {

@@ -103,7 +103,7 @@ void tokenless_connections_end_when_the_listener_stops(stop_by how) {
           },
           {.stop = stop.get_token()});
       for (int i = 0; i < n; ++i) clients.push_back(io::connect_tcp("127.0.0.1", l->port(), 10s).get());
-      ASSERT_TRUE(eventually([&] { return reading.load() == n; })) << reading.load() << " of " << n << " reading";
+      ASSERT_TRUE(wait_until([&] { return reading.load() == n; })) << reading.load() << " of " << n << " reading";
       switch (how) {
         case stop_by::close: l->close(); break;
         case stop_by::token: stop.request_stop(); break;
@@ -184,10 +184,10 @@ TEST_F(IoListener, StoppingReleasesConnectionsThatPassTheToken) {
       {.stop = stop.get_token()});
   std::vector<io::descriptor> clients;
   for (int i = 0; i < 10; ++i) clients.push_back(io::connect_tcp("127.0.0.1", l.port(), 5s).get());
-  ASSERT_TRUE(eventually([&] { return started.load() == 10; }));
+  ASSERT_TRUE(wait_until([&] { return started.load() == 10; }));
   stop.request_stop();
   served.get();
-  EXPECT_TRUE(eventually([&] { return ended.load() == 10; }));
+  EXPECT_TRUE(wait_until([&] { return ended.load() == 10; }));
   EXPECT_EQ(ended.load(), 10);
 }
 
@@ -222,7 +222,7 @@ TEST_F(IoListener, RunsConnectionsAtItsLevel) {
       {.level = 2});
   io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
   io::write(c, "x").get();
-  EXPECT_TRUE(eventually([&] { return after.load() >= 0; }));
+  EXPECT_TRUE(wait_until([&] { return after.load() >= 0; }));
   EXPECT_EQ(before.load(), 2);
   EXPECT_EQ(after.load(), 2);
   l.close();
@@ -244,7 +244,7 @@ TEST_F(IoListener, HandlerErrorsAreReported) {
          }
        }});
   io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
-  EXPECT_TRUE(eventually([&] { return reported.load() == 1; }));
+  EXPECT_TRUE(wait_until([&] { return reported.load() == 1; }));
   EXPECT_EQ(reported.load(), 1);
   l.close();
   served.get();
@@ -266,7 +266,7 @@ TEST_F(IoListener, ErrorReportIsNotCalledInsideACatchHandler) {
          released.get();  // parks this task
        }});
   io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
-  ASSERT_TRUE(eventually([&] { return reporting.load(); }));
+  ASSERT_TRUE(wait_until([&] { return reporting.load(); }));
   EXPECT_TRUE(rt.submit(no_exception_being_handled).get())
       << "a task parked while handling an exception: its exception is still on the worker thread";
   release.set_value();
@@ -289,7 +289,7 @@ TEST_F(IoListener, AcceptRetryDoesNotParkInsideACatchHandler) {
   std::atomic<int> accepted{0};
   auto served = l.serve(rt, [&](io::descriptor) { ++accepted; });
   // The loop waits in accept (so the reactor and its descriptors exist).
-  ASSERT_TRUE(eventually([] { return io::stats().pending_operations >= 1; }));
+  ASSERT_TRUE(wait_until([] { return io::stats().pending_operations >= 1; }));
   const int client = plain_socket();
   ASSERT_GE(client, 0);
   {
@@ -299,13 +299,13 @@ TEST_F(IoListener, AcceptRetryDoesNotParkInsideACatchHandler) {
     // The pause lasts 10 ms, which a loaded sanitizer run can miss entirely
     // if a descriptor frees up and the retry succeeds: an accepted
     // connection also proves the loop went through its retry path.
-    ASSERT_TRUE(eventually([&] { return io::stats().pending_timers >= 1 || accepted.load() == 1; }));
+    ASSERT_TRUE(wait_until([&] { return io::stats().pending_timers >= 1 || accepted.load() == 1; }));
     for (int probe = 0; probe < 3; ++probe)
       EXPECT_TRUE(rt.submit(no_exception_being_handled).get())
           << "the accept loop parked while handling an exception: its exception is still on the worker thread";
   }
   // Descriptors are back: the loop accepts the connection that waited.
-  EXPECT_TRUE(eventually([&] { return accepted.load() == 1; }));
+  EXPECT_TRUE(wait_until([&] { return accepted.load() == 1; }));
   ::close(client);
   l.close();
   served.get();

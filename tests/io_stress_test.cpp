@@ -55,7 +55,7 @@ TEST(IoStress, ThousandsOfParkedConnectionsHoldNoWorker) {
   for (int i = 0; i < n; ++i) connecting.push_back(io::connect_tcp("127.0.0.1", l.port(), 30s));
   std::vector<io::descriptor> clients;
   for (auto& f : connecting) clients.push_back(std::move(f).get());
-  ASSERT_TRUE(eventually([&] { return parked.load() == n; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return parked.load() == n; }, 60s));
   ASSERT_EQ(parked.load(), n) << "every connection task must be parked in read_line";
 
   // Every connection waits, yet both workers are free: a computation runs.

@@ -14,6 +14,7 @@
 
 #include "promptly/io.hpp"
 #include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
@@ -27,20 +28,6 @@ inline promptly::runtime_config workers(unsigned n) {
   promptly::runtime_config c;
   c.workers = n;
   return c;
-}
-
-// How long a test waits for an event before it calls the code hung.
-inline constexpr auto hang_guard = 30s;
-
-// Polls `reached` (a counter or io::stats() value that proves a state was
-// reached) until it holds; false if it still does not after `guard`.
-template <class Predicate>
-bool eventually(Predicate reached, std::chrono::milliseconds guard = hang_guard) {
-  for (auto t0 = clock::now(); !reached();) {
-    if (clock::now() - t0 > guard) return reached();
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
 }
 
 // Runs `scenario` under a watchdog (watchdog.hpp): if it has not returned
@@ -64,18 +51,11 @@ inline double ms_since(clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
 
-inline long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
-
 // Fails the test unless no operation or timer is left pending (leak check).
 inline void expect_reactor_idle() {
   // A completed operation may still sit in the timer heap for a moment
   // (the reactor drops the heap's reference after delivering); wait briefly.
-  auto t0 = clock::now();
-  while (io::stats().pending_operations != 0 && clock::now() - t0 < 2s) std::this_thread::sleep_for(1ms);
+  wait_until([] { return io::stats().pending_operations == 0; }, 2s);
   EXPECT_EQ(io::stats().pending_operations, 0u);
 }
 

@@ -11,27 +11,10 @@
 #include <vector>
 
 #include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
-
-namespace {
-
-promptly::runtime_config config(unsigned workers, const std::string& policy, unsigned levels = 3) {
-  promptly::runtime_config c;
-  c.workers = workers;
-  c.levels = levels;
-  c.policy = policy;
-  return c;
-}
-
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
-
-}  // namespace
 
 class Policy : public ::testing::TestWithParam<std::string> {};
 

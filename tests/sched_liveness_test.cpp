@@ -16,41 +16,13 @@
 
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
-
-promptly::runtime_config config(unsigned workers, const std::string& policy, unsigned levels = 3) {
-  promptly::runtime_config c;
-  c.workers = workers;
-  c.levels = levels;
-  c.policy = policy;
-  return c;
-}
-
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
-
-std::string describe(const promptly::runtime& rt) {
-  const promptly::runtime_stats s = rt.stats();
-  std::ostringstream o;
-  o << "policy " << s.policy << ", " << s.sleeping_workers << " of " << s.workers << " workers asleep\n";
-  for (std::size_t i = 0; i < s.worker_states.size(); ++i) {
-    const auto& w = s.worker_states[i];
-    o << "  worker " << i << ": serving " << w.serving << ", assigned " << static_cast<int>(w.assigned) << ", "
-      << w.state << "\n";
-  }
-  for (std::size_t l = 0; l < s.levels.size(); ++l)
-    o << "  level " << l << ": allotted " << s.levels[l].allotted << ", ready " << s.levels[l].has_ready_work
-      << ", tasks " << s.levels[l].tasks_run << "\n";
-  return o.str();
-}
 
 // Waits (event: the workers' sleep slots) until `n` workers are asleep.
 void wait_until_asleep(const promptly::runtime& rt, unsigned n) {

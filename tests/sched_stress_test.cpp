@@ -26,6 +26,7 @@
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
 #include "sched/chaos.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
@@ -34,13 +35,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr unsigned levels = 3;
-
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = promptly::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
-long fib_serial(int n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
 
 // Random allotments every quantum and at every event; one random level with
 // work always gets a worker, so the runtime progresses, but levels lose all
@@ -92,16 +86,8 @@ struct ledger {
 };
 
 std::string describe(const promptly::runtime& rt, std::uint64_t seed) {
-  const promptly::runtime_stats s = rt.stats();
-  std::ostringstream o;
-  o << "seed " << seed << " (rerun with PROMPTLY_STRESS_SEED=" << seed << "); policy " << s.policy << "\n";
-  for (std::size_t i = 0; i < s.worker_states.size(); ++i)
-    o << "  worker " << i << ": serving " << s.worker_states[i].serving << ", assigned " << s.worker_states[i].assigned
-      << ", " << s.worker_states[i].state << "\n";
-  for (std::size_t l = 0; l < s.levels.size(); ++l)
-    o << "  level " << l << ": allotted " << s.levels[l].allotted << ", ready " << s.levels[l].has_ready_work
-      << ", tasks " << s.levels[l].tasks_run << "\n";
-  return o.str();
+  return "seed " + std::to_string(seed) + " (rerun with PROMPTLY_STRESS_SEED=" + std::to_string(seed) + ")\n" +
+         ::describe(rt);
 }
 
 // One random operation, submitted from an outside thread and awaited.

@@ -40,13 +40,17 @@ std::string what_of(F&& f) {
   return "(no exception)";
 }
 
-// Polls `pred` until it holds; false after `limit`, a hang guard only (the
-// caller fails the test), never the synchronisation itself.
+// How long a test waits for an event before it calls the code hung.
+inline constexpr std::chrono::seconds hang_guard{30};
+
+// Polls `pred` (a flag, counter or stats value that proves a state was
+// reached) until it holds; false if it still does not after `limit`, a hang
+// guard only (the caller fails the test), never the synchronisation itself.
 template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds limit = std::chrono::seconds(10)) {
+bool wait_until(Pred pred, std::chrono::seconds limit = hang_guard) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (std::chrono::steady_clock::now() > deadline) return pred();
     std::this_thread::yield();
   }
   return true;
