@@ -226,8 +226,8 @@ void scheduler::handle_events_locked() {
 // a task spawning at another level; never the noexcept wake path) decides
 // at once when no decision is under way, so that urgent work waits neither
 // for the driver thread to be scheduled nor for a wake-up of it that would
-// preempt a worker (on a loaded 2-core machine, tens of microseconds to
-// milliseconds). Returns false when it could not decide (the lock is busy,
+// preempt a worker (src/sched/README.md, "Decisions in one place", cites
+// the measurements). Returns false when it could not decide (the lock is busy,
 // or the policy threw and handle_events_locked put the events back): the
 // caller then posts the event to the driver.
 bool scheduler::decide_now(unsigned level) noexcept {
