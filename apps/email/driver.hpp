@@ -1,0 +1,56 @@
+// The email server's load driver: one closed-loop client per user (the papers' driver): each
+// client sends a request, waits for its ACK and DONE, checks the answer, and sends the next
+// one at once. The operation mix is 40% SEND (8 KB messages to a random user), 25% SORT,
+// 35% PRINT (a random message of the client's own mailbox).
+//
+// Single-threaded (epoll over non-blocking sockets), so the driver costs little CPU and the
+// same driver measures every server (Promptly under each policy, and the Go peer).
+//
+// Measured per request, at the client: resp = request sent -> ACK received (the papers' "request
+// to first reaction"); send / sort / print = request sent -> DONE received. Checks: every
+// request gets exactly one ACK then one DONE with the expected sequence number; a SORT answer
+// lists the mailbox in key order; a PRINT answer carries an intact message (the checksum of
+// message_text.hpp survives Huffman coding); no ERR.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace email {
+
+struct driver_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::size_t clients = 6;
+  // > 0: every client sends exactly this many requests, all measured (tests). 0: time-based:
+  // warm up, RESET the server's counters, measure for `measure`, then let outstanding requests
+  // finish.
+  std::size_t requests_per_client = 0;
+  std::chrono::milliseconds warmup{500};
+  std::chrono::milliseconds measure{4000};
+  std::size_t message_bytes = 8192;
+  unsigned send_percent = 40, sort_percent = 25;  // print: the rest
+  std::uint64_t seed = 1;
+  std::chrono::milliseconds drain_timeout{10000};  // outstanding requests at the end
+};
+
+struct driver_report {
+  // Latencies (us) of the measured requests; resp has one entry per request.
+  std::vector<double> resp_us, send_us, sort_us, print_us;
+  std::uint64_t completed = 0;   // measured requests answered
+  std::uint64_t issued = 0;      // every request sent (warm-up included)
+  std::uint64_t answered = 0;    // every request answered (warm-up included)
+  double measured_s = 0;
+  std::string server_stats;      // the server's STATS line after the run
+  std::vector<std::string> failures;  // failed checks (empty: all passed); at most 20 kept
+  std::uint64_t failure_count = 0;
+};
+
+// Connects, logs every client in (users u0 .. u<clients-1>), runs, and returns. Throws
+// std::runtime_error if the server cannot be reached or a login fails.
+driver_report run_driver(const driver_options& options);
+
+}  // namespace email

@@ -1,0 +1,72 @@
+// The email server: a TCP server on loopback whose work is split across the priorities of
+// priorities.hpp. One client-loop task per connection reads requests and acknowledges each at
+// once ("resp" in the papers: request to first reaction), then creates the request's task at
+// its priority, which does the work and writes the DONE line itself. Each mailbox has a
+// periodic checker (every `period`) that compresses the mailbox's uncompressed messages in
+// chunks of `chunk`; print and compress of one message take turns through the message's
+// future cell.
+//
+// Shutdown: stop() (or the destructor) ends the accept loop, every connection loop and every
+// checker (their waits take the server's stop token), then waits until every request already
+// acknowledged has written its DONE line: an acknowledged request is never dropped.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <promptly/io.hpp>
+#include <promptly/promptly.hpp>
+
+namespace email {
+
+struct server_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;                       // 0: any free port, see server::port()
+  std::size_t capacity = 64;                    // messages kept per mailbox (oldest dropped)
+  std::size_t seed_messages = 16;               // messages a new mailbox starts with
+  std::size_t seed_bytes = 8192;                // their size
+  std::chrono::milliseconds period{250};        // compression check period per mailbox
+  std::size_t chunk = 10;                       // messages per compress task
+  std::size_t max_line = 64 * 1024;             // longest request line
+};
+
+// What the server did since it started or since the last RESET.
+struct server_counters {
+  std::uint64_t requests = 0, sends = 0, sorts = 0, prints = 0, errors = 0;
+  std::uint64_t compress_tasks = 0, messages_compressed = 0;
+  std::uint64_t periods = 0, missed_periods = 0;  // check periods that passed / were missed
+  std::uint64_t write_failures = 0;               // DONE lines the client was gone for
+  std::uint64_t in_flight = 0;                    // acknowledged requests not yet answered
+};
+
+class server {
+ public:
+  // Binds host:port and starts accepting on `rt`, which needs order::size levels.
+  // Throws io::error if the address cannot be bound, std::invalid_argument for bad options.
+  server(promptly::runtime& rt, server_options options = {});
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+  ~server();  // stop()
+
+  std::uint16_t port() const;
+
+  // Ends the server and waits for it (see above). Idempotent. Call it from a thread that is no
+  // worker of the runtime.
+  void stop();
+
+  server_counters counters() const;
+  // counters() plus compress-time percentiles, as the STATS line.
+  std::string stats_json() const;
+
+  struct state;  // shared with the server's tasks (server.cpp)
+
+ private:
+  std::shared_ptr<state> state_;
+  promptly::future<void> accept_loop_;
+  bool stopped_ = false;
+};
+
+}  // namespace email
