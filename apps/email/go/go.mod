@@ -1,0 +1,3 @@
+module promptly/apps/email
+
+go 1.19
