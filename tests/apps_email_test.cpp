@@ -1,0 +1,248 @@
+// The email server of apps/email: answers its protocol correctly, survives the closed-loop
+// driver with every check passing and nothing lost, lets print and compress of one message
+// take turns, and stops cleanly. Synchronised on replies and server counters, never on time.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "driver.hpp"
+#include "huffman.hpp"
+#include "message_text.hpp"
+#include "priorities.hpp"
+#include "protocol.hpp"
+#include "server.hpp"
+#include "test_support.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+promptly::runtime_config config(const char* policy) {
+  promptly::runtime_config cfg;
+  cfg.workers = 2;
+  cfg.levels = email::order::size;
+  cfg.policy = policy;
+  return cfg;
+}
+
+// A blocking line client, like a person with nc.
+class line_client {
+ public:
+  explicit line_client(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
+  }
+  ~line_client() { ::close(fd_); }
+  void send_line(const std::string& s) {
+    std::string l = s + "\n";
+    for (std::size_t at = 0; at < l.size();) {
+      ssize_t n = ::send(fd_, l.data() + at, l.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) throw std::runtime_error("send failed");
+      at += static_cast<std::size_t>(n);
+    }
+  }
+  void send_raw(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size())); }
+  // The next line, or "<eof>" when the server closed the connection.
+  std::string line() {
+    for (;;) {
+      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+        std::string l = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return l;
+      }
+      char tmp[8192];
+      ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+      if (n <= 0) return "<eof>";
+      buf_.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+  std::string call(const std::string& s) {
+    send_line(s);
+    return line();
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+TEST(EmailProtocol, ParsesRequestsAndNamesWhatIsWrong) {
+  auto r = email::parse_request("SEND bob hello  world");
+  ASSERT_TRUE(std::holds_alternative<email::request>(r));
+  EXPECT_EQ(std::get<email::request>(r).name, "bob");
+  EXPECT_EQ(std::get<email::request>(r).text, "hello  world");
+  EXPECT_EQ(std::get<email::request>(email::parse_request("PRINT 12\r")).index, 12u);
+  EXPECT_EQ(std::get<std::string>(email::parse_request("PRINT -1")), "PRINT needs a message index (0 = oldest)");
+  EXPECT_EQ(std::get<std::string>(email::parse_request("SORT color")), "SORT needs a key: date, sender or size");
+  EXPECT_EQ(std::get<std::string>(email::parse_request("USER a/b")), "USER needs a name of 1-32 characters [A-Za-z0-9_.-]");
+  EXPECT_EQ(std::get<std::string>(email::parse_request("SEND bob")), "SEND needs a text after the recipient");
+  EXPECT_EQ(std::get<std::string>(email::parse_request("FETCH")), "unknown request 'FETCH'; HELP lists the requests");
+  EXPECT_EQ(std::get<std::string>(email::parse_request("QUIT now")), "QUIT takes no argument");
+}
+
+TEST(EmailHuffman, RoundTripsAndRejectsDamage) {
+  const std::string text = email::make_body("u1", 7, 8192, 3);
+  ASSERT_EQ(text.size(), 8192u);
+  ASSERT_TRUE(email::body_is_intact(text));
+  const std::string packed = email::huffman_compress(text);
+  EXPECT_LT(packed.size(), text.size() * 3 / 4);  // text has redundancy for a Huffman code
+  EXPECT_EQ(email::huffman_decompress(packed, text.size()), text);
+  EXPECT_THROW((void)email::huffman_decompress(packed, text.size() + 1), std::runtime_error);
+  std::string broken = packed.substr(0, packed.size() / 2);
+  EXPECT_THROW((void)email::huffman_decompress(broken, text.size()), std::runtime_error);
+  std::string flipped = text;
+  flipped[500] ^= 1;
+  EXPECT_FALSE(email::body_is_intact(flipped));
+}
+
+TEST(EmailServer, AnswersTheProtocol) {
+  watchdog guard(hang_guard, "EmailServer.AnswersTheProtocol");
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.max_line = 16 * 1024;
+  email::server srv(rt, opt);
+  line_client c(srv.port());
+  EXPECT_TRUE(starts_with(c.call("HELP"), "USER <name>"));
+  EXPECT_EQ(c.call("SORT date"), "ERR log in first: USER <name>");
+  EXPECT_EQ(c.call("USER alice"), "OK alice 16");
+  EXPECT_EQ(c.call("SEND nobody hi"), "ACK 1");
+  EXPECT_EQ(c.line(), "DONE 1 ERR no such user 'nobody'");
+  const std::string body = email::make_body("alice", 0, 8192, 9);
+  EXPECT_EQ(c.call("SEND alice " + body), "ACK 2");
+  std::string done = c.line();
+  ASSERT_TRUE(starts_with(done, "DONE 2 SEND ")) << done;
+  const std::string id = done.substr(12);
+  EXPECT_EQ(c.call("SORT size"), "ACK 3");
+  std::string sorted = c.line();
+  EXPECT_TRUE(starts_with(sorted, "DONE 3 SORT size 17 ")) << sorted.substr(0, 80);
+  EXPECT_NE(sorted.find(" " + id + ":8192"), std::string::npos);
+  EXPECT_EQ(c.call("PRINT 16"), "ACK 4");  // the newest: the one just sent
+  EXPECT_EQ(c.line(), "DONE 4 PRINT " + id + " " + body);
+  EXPECT_EQ(c.call("PRINT 17"), "ERR no message 17 (the mailbox holds 17)");
+  EXPECT_EQ(c.call(std::string(20000, 'x')), "ERR request longer than 16384 bytes");
+  EXPECT_EQ(c.call("EXPLODE"), "ERR unknown request 'EXPLODE'; HELP lists the requests");
+  const std::string stats = c.call("STATS");
+  EXPECT_TRUE(starts_with(stats, "{\"requests\": 8, \"sends\": 2, \"sorts\": 1, \"prints\": 1, \"errors\": 4,")) << stats;
+  EXPECT_EQ(c.call("QUIT"), "BYE");
+  EXPECT_EQ(c.line(), "<eof>");
+  srv.stop();
+  EXPECT_EQ(srv.counters().in_flight, 0u);
+}
+
+class EmailServerPolicies : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EmailServerPolicies, DriverChecksPassAndNothingIsLost) {
+  watchdog guard(hang_guard, "EmailServer.DriverChecksPassAndNothingIsLost");
+  promptly::runtime rt{config(GetParam())};
+  email::server srv(rt);
+  email::driver_options o;
+  o.port = srv.port();
+  o.clients = 6;
+  o.requests_per_client = scaled(200, 10);
+  const email::driver_report r = email::run_driver(o);
+  for (const auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.failure_count, 0u);
+  EXPECT_EQ(r.issued, o.clients * o.requests_per_client);
+  EXPECT_EQ(r.answered, r.issued);
+  EXPECT_EQ(r.resp_us.size(), r.issued);
+  EXPECT_EQ(r.send_us.size() + r.sort_us.size() + r.print_us.size(), r.issued);
+  EXPECT_GT(r.send_us.size(), 0u);
+  EXPECT_GT(r.sort_us.size(), 0u);
+  EXPECT_GT(r.print_us.size(), 0u);
+  srv.stop();
+  const auto k = srv.counters();
+  EXPECT_EQ(k.sends + k.sorts + k.prints, r.issued);
+  EXPECT_EQ(k.in_flight, 0u);
+  EXPECT_EQ(k.errors, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, EmailServerPolicies, ::testing::Values("aps", "prompt", "fair", "oblivious"));
+
+// Prints race each other and the periodic compressor on the same messages (three connections
+// of one user, period 1 ms, chunks of 2): every printed text must come back intact, and the
+// race must really happen (prints and compressions both go on until each reached `rounds`).
+// An operation that did not wait for the one it displaced from the message's cell would read a
+// half-replaced body (a damaged text or a failed decode here, a data race under ThreadSanitizer).
+void print_until(std::uint16_t port, const email::server& srv, std::uint64_t rounds, std::string& failure) {
+  line_client c(port);
+  if (c.call("USER carol").rfind("OK carol ", 0) != 0) failure = "login failed";
+  for (std::uint64_t seq = 1; failure.empty() && (seq <= rounds || srv.counters().messages_compressed < rounds); ++seq) {
+    std::string ack = c.call("PRINT " + std::to_string(seq % 4));
+    std::string done = c.line();
+    const std::string prefix = "DONE " + std::to_string(seq) + " PRINT ";
+    if (ack != "ACK " + std::to_string(seq) || !starts_with(done, prefix)) {
+      failure = ack + " / " + done.substr(0, 80);
+    } else if (!email::body_is_intact(done.substr(done.find(' ', prefix.size()) + 1))) {
+      failure = "print " + std::to_string(seq) + " returned a damaged text";
+    }
+  }
+}
+
+TEST(EmailServer, PrintAndCompressTakeTurns) {
+  watchdog guard(hang_guard, "EmailServer.PrintAndCompressTakeTurns");
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.period = std::chrono::milliseconds(1);
+  opt.chunk = 2;
+  opt.seed_messages = 4;
+  email::server srv(rt, opt);
+  const std::uint64_t rounds = scaled(300, 6);
+  std::string failures[3];
+  {
+    std::jthread a([&] { print_until(srv.port(), srv, rounds, failures[0]); });
+    std::jthread b([&] { print_until(srv.port(), srv, rounds, failures[1]); });
+    print_until(srv.port(), srv, rounds, failures[2]);
+  }
+  for (const auto& f : failures) EXPECT_EQ(f, "");
+  srv.stop();
+  EXPECT_GE(srv.counters().messages_compressed, rounds);
+  EXPECT_GE(srv.counters().prints, 3 * rounds);
+}
+
+// stop() ends idle connections (their clients see end of file), a connection in the middle of
+// a line, and the checkers, and returns.
+TEST(EmailServer, StopEndsConnectionsAndCheckers) {
+  watchdog guard(hang_guard, "EmailServer.StopEndsConnectionsAndCheckers");
+  promptly::runtime rt{config("prompt")};
+  email::server srv(rt);
+  line_client idle(srv.port()), busy(srv.port()), half(srv.port());
+  ASSERT_EQ(idle.call("USER dave"), "OK dave 16");
+  ASSERT_EQ(busy.call("USER erin"), "OK erin 16");
+  busy.send_line("SORT date");
+  EXPECT_EQ(busy.line(), "ACK 1");
+  ASSERT_EQ(half.call("HELP").back(), '.');
+  half.send_raw("SEND dave no newline yet");  // a request line that never ends
+  srv.stop();
+  EXPECT_TRUE(starts_with(busy.line(), "DONE 1 SORT date 16 "));  // acknowledged: answered before stop returned
+  EXPECT_EQ(busy.line(), "<eof>");
+  EXPECT_EQ(idle.line(), "<eof>");
+  EXPECT_EQ(half.line(), "<eof>");
+  EXPECT_EQ(srv.counters().in_flight, 0u);
+}
+
+TEST(EmailServer, BadOptionsAreRefusedByName) {
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.chunk = 0;
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
+            "email::server_options::chunk must be at least 1");
+  promptly::runtime_config few = config("aps");
+  few.levels = 3;
+  promptly::runtime small{few};
+  EXPECT_NE(what_of<std::out_of_range>([&] { email::server s(small); }).find("raise runtime_config::levels"),
+            std::string::npos);
+}
+
+}  // namespace
