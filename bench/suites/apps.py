@@ -1,0 +1,82 @@
+"""Suite `apps`: the papers' applications under load (apps/, issue "the papers' applications").
+
+email-N: the email server of apps/email (README there) with N closed-loop clients, driven by
+`email_driver` (apps/email/driver.hpp), which starts the runtime's server as its child, warms
+up, resets the server's counters, measures, lets outstanding requests finish, and stops the
+server with SIGTERM (a clean exit is required). Same driver, same seeds for every runtime.
+
+The papers ran 30-180 clients against 10 (I-Cilk, SPAA 2020, Fig. 6) or 20 server cores; scaled
+to this 2-core machine by 1/5: 6, 18 and 36 clients. The papers' clients each sent 1500
+requests; here each run measures a fixed time window instead (4 s after 0.5 s of warm-up), so
+a run takes the same time whatever the server's throughput. The driver runs on the same 2
+cores as the server (the papers used separate cores).
+
+Runtimes: promptly-aps / -prompt / -fair / -oblivious (one program, apps/email/server_main.cpp,
+runtime_config::policy set by --policy; fair with the criterion 40-25-15-10-5-5 over the six
+priorities, which favours the client loop and send), go (apps/email/go: goroutines + net,
+GOMAXPROCS = workers).
+
+Metrics (the issue's names): <type>_us_mean / _p50 / _p95 / _p99 for resp (request -> ACK), send,
+sort, print (request -> DONE) measured by the driver, compress (a compress task's creation to
+its end, measured by the server), missed_periods (compression check periods that passed while
+the checker was still busy), periods, throughput_per_s (answered requests per second).
+region_s is send_us_p99 in seconds, so the Summary's ratio is a ratio of send p99s against
+promptly-oblivious. The driver writes every latency sample of the last round of each pair to
+/tmp/promptly-bench/apps/email-N-RUNTIME.json; bench/apps/plot_cdf.py draws the latency CDFs
+per request type per runtime from them.
+"""
+
+_EMAIL_SERVERS = {
+    "promptly-aps": ("cmake:email_server", "aps"),
+    "promptly-prompt": ("cmake:email_server", "prompt"),
+    "promptly-fair": ("cmake:email_server", "fair"),
+    "promptly-oblivious": ("cmake:email_server", "oblivious"),
+    "go": ("go:email", None),
+}
+
+
+def _email_runtimes():
+    out = {}
+    for name, (server, policy) in _EMAIL_SERVERS.items():
+        r = {"exe": "cmake:email_driver", "params": {"server": server, "rt": name}}
+        if policy is not None:
+            r["params"]["policy"] = policy
+            r["args"] = ["--policy", policy]
+        else:
+            r["env"] = {"GOMAXPROCS": "{workers}"}
+        out[name] = r
+    return out
+
+
+_TYPES = ["resp", "send", "sort", "print", "compress"]
+_EMAIL_SHOW = ([f"{t}_us_p99" for t in _TYPES] + [f"{t}_us_mean" for t in _TYPES] +
+               ["missed_periods", "throughput_per_s"])
+
+
+def _email_bench(clients):
+    return {
+        "name": f"email-{clients}",
+        "title": f"email server, {clients} closed-loop clients (8 KB messages, 40% send / 25% sort / 35% print)",
+        "params": {"clients": clients, "measure_ms": 4000, "warmup_ms": 500},
+        "quick_params": {"measure_ms": 1000, "warmup_ms": 200},
+        "workers": [2],
+        "args": ["--server", "{server}", "--clients", "{clients}", "--measure-ms", "{measure_ms}",
+                 "--warmup-ms", "{warmup_ms}",
+                 "--samples-out", "/tmp/promptly-bench/apps/email-{clients}-{rt}.json"],
+        "inner": [1, 1],
+        "runtimes": _email_runtimes(),
+        "baseline": "promptly-oblivious",
+        "expected": lambda p: p["clients"],
+        "show": _EMAIL_SHOW,
+        "plot": ["resp_us_p99", "send_us_p99", "print_us_p99", "missed_periods", "throughput_per_s"],
+        "timeout_s": 90,
+        "quick_timeout_s": 60,
+    }
+
+
+SUITE = {
+    "name": "apps",
+    "title": "The papers' applications under load: email server (I-Cilk Sec. 5.2; futures and state Sec. 5.1)",
+    "runtime_order": ["promptly-aps", "promptly-prompt", "promptly-fair", "promptly-oblivious", "go"],
+    "benches": [_email_bench(6), _email_bench(18), _email_bench(36)],
+}
