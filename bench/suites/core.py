@@ -43,11 +43,53 @@ _FIB_RUNTIMES = {
 
 _FIB_ARGS = ["--n", "{n}", "--cutoff", "{cutoff}"]
 
+
+def _sum_mod1000(n):
+    """Sum of i % 1000 over [0, n): the answer of reduce-sum (mod 2^64, never reached)."""
+    full, rest = divmod(n, 1000)
+    return full * (999 * 1000 // 2) + rest * (rest - 1) // 2
+
+
+# The reduce benches (bench/core/reduce_workload.hpp): Promptly's parallel_reduce against
+# oneTBB's, both with its default auto_partitioner and with simple_partitioner at Promptly's
+# grain (the same halving), and the serial loop.
+_REDUCE_RUNTIMES = {
+    "promptly": {"exe": "cmake:bench_reduce_promptly"},
+    "tbb": {"exe": "cmake:bench_reduce_tbb", "params": {"partitioner": "auto"}},
+    "tbb-simple": {"exe": "cmake:bench_reduce_tbb", "params": {"partitioner": "simple"}},
+    "serial": {"exe": "cmake:bench_reduce_serial", "workers": [1]},
+}
+_REDUCE_ARGS = ["--kind", "{kind}", "--n", "{n}", "--rounds", "{rounds}", "--grain", "{grain}"]
+_REDUCE_RELATIVE = [
+    {"name": "speedup_vs_serial", "ref": {"runtime": "serial", "workers": 1}},
+    {"name": "speedup_vs_w1", "ref": {"workers": 1}},
+]
+
+
+def _reduce_bench(name, title, params, quick_n, expected=None):
+    bench = {
+        "name": name,
+        "title": title,
+        "params": params,
+        "quick_params": {"n": quick_n},
+        "workers": [1, 2],
+        "args": _REDUCE_ARGS,
+        "inner": [1, 7],
+        "quick_inner": [1, 3],
+        "runtimes": _REDUCE_RUNTIMES,
+        "relative": _REDUCE_RELATIVE,
+        "show": ["speedup_vs_serial", "speedup_vs_w1", "run_util"],
+        "timeout_s": 300,
+    }
+    if expected is not None:
+        bench["expected"] = expected
+    return bench
+
 SUITE = {
     "name": "core",
     "title": "Core runtime: spawn cost, scaling, sleep protocol",
     # column order of the tables (default: order of first appearance)
-    "runtime_order": ["promptly", "promptly-nosleep", "tbb", "openmp", "go", "rayon", "serial"],
+    "runtime_order": ["promptly", "promptly-nosleep", "tbb", "tbb-simple", "openmp", "go", "rayon", "serial"],
     "benches": [
         {
             "name": "fib32-nocutoff",
@@ -111,5 +153,12 @@ SUITE = {
             "plot": ["run_util"],
             "timeout_s": 300,
         },
+        _reduce_bench("reduce-sum-1e8", "parallel_reduce: sum of 10^8 uint32 values (memory-bound, 400 MB)",
+                      {"kind": "sum", "n": 100_000_000, "rounds": 0, "grain": 16_384}, 10_000_000,
+                      expected=lambda p: _sum_mod1000(p["n"])),
+        # no closed form: the harness checks that every runtime computes the serial loop's answer
+        _reduce_bench("reduce-map-1e7",
+                      "parallel_reduce: sum of a 16-round 64-bit hash of i over 10^7 indices (compute-bound)",
+                      {"kind": "map", "n": 10_000_000, "rounds": 16, "grain": 4_096}, 1_000_000),
     ],
 }

@@ -1,4 +1,4 @@
-// Structured fork-join: join(f, g) and parallel_for.
+// Structured fork-join: join(f, g). The parallel loops built on it are in parallel.hpp.
 //
 // join(f, g) runs f and g, possibly in parallel, and returns both results.
 // g is pushed on the calling worker's deque as a job that lives in join's
@@ -84,23 +84,6 @@ auto join(F&& f, G&& g) -> std::pair<detail::stored_t<std::invoke_result_t<F&>>,
   if (ra.failed()) std::rethrow_exception(ra.error());
   auto a = ra.take();
   return {std::move(a), job.result.take()};
-}
-
-// Calls body(i) for every i in [first, last), splitting the range in halves
-// with join() until a piece holds at most `grain` indices (grain 0 means 1).
-// Exceptions: as join; the first exception in split order propagates.
-template <std::integral I, class Body>
-  requires std::invocable<Body&, I>
-void parallel_for(I first, I last, std::size_t grain, Body&& body) {
-  if (grain == 0) grain = 1;
-  if (!(first < last)) return;
-  auto& b = body;
-  if (static_cast<std::size_t>(last - first) <= grain) {
-    for (I i = first; i < last; ++i) std::invoke(b, i);
-    return;
-  }
-  const I mid = first + (last - first) / 2;
-  join([&] { parallel_for(first, mid, grain, b); }, [&] { parallel_for(mid, last, grain, b); });
 }
 
 }  // namespace promptly

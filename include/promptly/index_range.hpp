@@ -1,0 +1,93 @@
+// index_range<I>: the half-open run of integers [first, last) that the range form of
+// parallel_for hands its body, iterable with a range-for.
+//
+// Invariant: first() <= last(). A range built with last < first is empty (first, first),
+// as a for loop over it would be. Iterators are std::ranges::iota_view's, which do not refer
+// to the view that made them (iota_view is a borrowed range), so begin() and end() may build
+// a temporary view.
+//
+// Bounds of different integral types (parallel_for(0, v.size(), ...)) meet in their common
+// type; a bound that common type cannot represent (a negative first with an unsigned last)
+// throws std::out_of_range instead of wrapping around into a huge loop.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <ranges>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace promptly {
+
+// An integer type usable as a loop index: any integral type but bool.
+template <class I>
+concept loop_index = std::integral<I> && !std::same_as<std::remove_cv_t<I>, bool>;
+
+namespace detail {
+
+// The index type of a loop over [A-value, B-value).
+template <loop_index A, loop_index B>
+using common_index_t = std::common_type_t<A, B>;
+
+// `v` as the index type C; throws std::out_of_range naming the bound if C cannot hold it.
+template <loop_index C, loop_index V>
+constexpr C to_index(V v, const char* bound) {
+  if (!std::in_range<C>(v))
+    throw std::out_of_range(std::string("promptly: loop bound `") + bound + "` = " + std::to_string(v) +
+                            " does not fit the loop's index type (the common type of both bounds)");
+  return static_cast<C>(v);
+}
+
+// The number of indices in [first, last), first <= last, without signed overflow:
+// the difference taken in the unsigned type is exact modulo 2^N, and the true
+// difference is below 2^N.
+template <loop_index I>
+constexpr std::make_unsigned_t<I> index_distance(I first, I last) noexcept {
+  using U = std::make_unsigned_t<I>;
+  return static_cast<U>(static_cast<U>(last) - static_cast<U>(first));
+}
+
+// first + n for n <= distance(first, last): no overflow by the same argument
+// (conversion of an unsigned value to a signed type is modular since C++20).
+template <loop_index I>
+constexpr I index_advance(I first, std::make_unsigned_t<I> n) noexcept {
+  using U = std::make_unsigned_t<I>;
+  return static_cast<I>(static_cast<U>(static_cast<U>(first) + n));
+}
+
+}  // namespace detail
+
+template <loop_index I>
+class index_range {
+ public:
+  using value_type = I;
+
+  constexpr index_range(I first, I last) noexcept : first_(first), last_(first < last ? last : first) {}
+
+  // Mixed bound types meet in their common type (see the top of this file).
+  template <loop_index A, loop_index B>
+    requires(!std::same_as<A, B> && std::same_as<detail::common_index_t<A, B>, I>)
+  constexpr index_range(A first, B last)
+      : index_range(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last")) {}
+
+  [[nodiscard]] constexpr I first() const noexcept { return first_; }
+  [[nodiscard]] constexpr I last() const noexcept { return last_; }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return static_cast<std::size_t>(detail::index_distance(first_, last_)); }
+  [[nodiscard]] constexpr bool empty() const noexcept { return first_ == last_; }
+
+  constexpr auto begin() const noexcept { return std::ranges::iota_view<I, I>(first_, last_).begin(); }
+  constexpr auto end() const noexcept { return std::ranges::iota_view<I, I>(first_, last_).end(); }
+
+  friend constexpr bool operator==(const index_range&, const index_range&) = default;
+
+ private:
+  I first_;
+  I last_;
+};
+
+template <loop_index A, loop_index B>
+index_range(A, B) -> index_range<detail::common_index_t<A, B>>;
+
+}  // namespace promptly

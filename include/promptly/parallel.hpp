@@ -1,0 +1,112 @@
+// Parallel loops over an index range, built on join():
+//
+//   parallel_for(first, last, grain, body)        body(i) for every i in [first, last)
+//   parallel_for(index_range{first, last}, grain, body)
+//                                                 body(sub) for disjoint sub-ranges covering it
+//   parallel_reduce(first, last, grain, identity, map, combine)
+//                                                 combine over i of map(i), identity if empty
+//
+// Every form halves the range with join() until a piece holds at most `grain` indices (grain 0
+// means 1), so a piece holds between grain/2 and grain indices and the split tree has
+// about 2 * size / grain nodes. Halving rather than TBB's auto-partitioning keeps the
+// cost model of Cilk's cilk_for: the caller chooses grain so that one piece's work dwarfs a
+// spawn (tens of nanoseconds here, see bench/results/core).
+//
+// Bounds may have different integral types (0 and v.size()): they meet in their common type,
+// which is the index type passed to the body; a bound it cannot represent throws
+// std::out_of_range (index_range.hpp). last <= first is an empty loop.
+//
+// Exceptions: as join(): every piece that started finishes; the first exception in split order
+// (the leftmost failing piece) propagates, the others are discarded.
+//
+// parallel_reduce: `combine` must be associative and `identity` its neutral element; neither
+// needs to be commutative, since pieces are combined in index order: the result is
+// combine(...combine(combine(identity, map(first)), map(first + 1))..., map(last - 1))
+// up to re-association. Each piece starts from a copy of `identity`.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+#include "promptly/fork_join.hpp"
+#include "promptly/index_range.hpp"
+
+namespace promptly {
+
+namespace detail {
+
+// Calls leaf(first, last) on pieces of at most `grain` indices, in parallel.
+template <loop_index I, class Leaf>
+void split_range(I first, I last, std::size_t grain, Leaf& leaf) {
+  const auto n = index_distance(first, last);
+  if (static_cast<std::uintmax_t>(n) <= grain) {
+    leaf(first, last);
+    return;
+  }
+  const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
+  join([&] { split_range(first, mid, grain, leaf); }, [&] { split_range(mid, last, grain, leaf); });
+}
+
+template <class T, loop_index I, class Map, class Combine>
+T reduce_range(I first, I last, std::size_t grain, const T& identity, Map& map, Combine& combine) {
+  const auto n = index_distance(first, last);
+  if (static_cast<std::uintmax_t>(n) <= grain) {
+    T acc = identity;
+    for (I i = first; i != last; ++i) acc = std::invoke(combine, std::move(acc), std::invoke(map, i));
+    return acc;
+  }
+  const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
+  auto [a, b] = join([&] { return reduce_range(first, mid, grain, identity, map, combine); },
+                     [&] { return reduce_range(mid, last, grain, identity, map, combine); });
+  return std::invoke(combine, std::move(a), std::move(b));
+}
+
+}  // namespace detail
+
+// The range form: body(index_range<I>) on disjoint sub-ranges of at most `grain` indices whose
+// union is r. The body runs its own loop, which the compiler can vectorize.
+template <loop_index I, class Body>
+  requires std::invocable<Body&, index_range<I>>
+void parallel_for(index_range<I> r, std::size_t grain, Body&& body) {
+  if (r.empty()) return;
+  auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
+  detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf);
+}
+
+// body(i) for every i in [first, last), i of the bounds' common type.
+template <loop_index A, loop_index B, class Body>
+  requires std::invocable<Body&, detail::common_index_t<A, B>>
+void parallel_for(A first, B last, std::size_t grain, Body&& body) {
+  using I = detail::common_index_t<A, B>;
+  const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
+  if (r.empty()) return;
+  auto leaf = [&body](I lo, I hi) {
+    for (I i = lo; i != hi; ++i) std::invoke(body, i);
+  };
+  detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf);
+}
+
+// The combination, in index order, of map(i) for i in [first, last), each piece starting from
+// `identity`; identity itself when the range is empty. T is identity's type: map's results
+// and combine's must convert to it.
+template <loop_index A, loop_index B, class T, class Map, class Combine>
+  requires std::invocable<Map&, detail::common_index_t<A, B>> &&
+           std::convertible_to<std::invoke_result_t<Map&, detail::common_index_t<A, B>>, std::decay_t<T>> &&
+           std::invocable<Combine&, std::decay_t<T>, std::decay_t<T>> &&
+           std::convertible_to<std::invoke_result_t<Combine&, std::decay_t<T>, std::decay_t<T>>, std::decay_t<T>> &&
+           std::copy_constructible<std::decay_t<T>>
+[[nodiscard]] std::decay_t<T> parallel_reduce(A first, B last, std::size_t grain, T&& identity, Map&& map,
+                                              Combine&& combine) {
+  using I = detail::common_index_t<A, B>;
+  using V = std::decay_t<T>;
+  const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
+  const V init(std::forward<T>(identity));
+  if (r.empty()) return init;
+  return detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine);
+}
+
+}  // namespace promptly
