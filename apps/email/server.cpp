@@ -56,6 +56,28 @@ struct server::state {
   server_counters counters;
   std::vector<double> compress_us;
   std::vector<promptly::future<void>> checkers;
+  // Missed periods are counted against the schedule, not by the checkers, so that a checker
+  // that never runs (starved by more urgent work) still shows its misses: each mailbox's
+  // checker is due once per period from its start (or the last RESET).
+  std::vector<clock_type::time_point> checker_starts;
+  clock_type::time_point counting_since = clock_type::now();
+  std::uint64_t checks = 0;  // periods a checker actually handled since counting_since
+
+  // The schedule's periods since counting_since, over every checker.
+  std::uint64_t due_periods_locked(clock_type::time_point now) const {
+    std::uint64_t due = 0;
+    for (auto t : checker_starts) {
+      auto from = std::max(t, counting_since);
+      if (now > from) due += static_cast<std::uint64_t>((now - from) / opt.period);
+    }
+    return due;
+  }
+  server_counters counters_locked() const {
+    server_counters k = counters;
+    k.periods = due_periods_locked(clock_type::now());
+    k.missed_periods = k.periods > checks ? k.periods - checks : 0;
+    return k;
+  }
 
   template <class F>
   void update(F&& f) {
@@ -236,10 +258,11 @@ void checker_task(ctx<checking> c, std::shared_ptr<state> s, std::shared_ptr<mai
     } catch (const io::cancelled&) {
       return;
     }
-    s->update([&](server_counters& k) {
-      k.periods += ticks;
-      k.missed_periods += ticks - 1;
-    });
+    (void)ticks;  // missed ticks are counted against the schedule (state::counters_locked)
+    {
+      std::lock_guard lock(s->mutex);
+      ++s->checks;
+    }
     auto todo = box->uncompressed();
     std::vector<pt::future<void, archiving>> tasks;
     for (std::size_t i = 0; i < todo.size(); i += s->opt.chunk) {
@@ -257,7 +280,7 @@ std::string stats_json(const state& s) {
   std::vector<double> us;
   {
     std::lock_guard lock(s.mutex);
-    k = s.counters;
+    k = s.counters_locked();
     us = s.compress_us;
   }
   const auto sum = summarize(std::move(us));
@@ -286,6 +309,7 @@ void login(ctx<client_loop> c, const std::shared_ptr<state>& s, connection& conn
     auto checker = pt::fcreate<checking>(c, checker_task, s, box);
     std::lock_guard lock(s->mutex);
     s->checkers.push_back(checker.untyped());
+    s->checker_starts.push_back(clock_type::now());
   }
   conn.user = name;
   conn.box = std::move(box);
@@ -374,6 +398,8 @@ void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_p
           s->counters = server_counters{};
           s->counters.in_flight = in_flight;
           s->compress_us.clear();
+          s->counting_since = clock_type::now();
+          s->checks = 0;
         }
         ok = write_line(*s, *conn, "OK reset");
         break;
@@ -456,7 +482,7 @@ std::string server::stats_json() const { return email::stats_json(*state_); }
 
 server_counters server::counters() const {
   std::lock_guard lock(state_->mutex);
-  return state_->counters;
+  return state_->counters_locked();
 }
 
 }  // namespace email

@@ -37,7 +37,9 @@ struct server_options {
 struct server_counters {
   std::uint64_t requests = 0, sends = 0, sorts = 0, prints = 0, errors = 0;
   std::uint64_t compress_tasks = 0, messages_compressed = 0;
-  std::uint64_t periods = 0, missed_periods = 0;  // check periods that passed / were missed
+  // Check periods due by the schedule (every mailbox's checker, once per period) and those no
+  // check ran for (the checker was late or starved).
+  std::uint64_t periods = 0, missed_periods = 0;
   std::uint64_t write_failures = 0;               // DONE lines the client was gone for
   std::uint64_t in_flight = 0;                    // acknowledged requests not yet answered
 };

@@ -24,6 +24,14 @@ region_s is send_us_p99 in seconds, so the Summary's ratio is a ratio of send p9
 promptly-oblivious. The driver writes every latency sample of the last round of each pair to
 /tmp/promptly-bench/apps/email-N-RUNTIME.json; bench/apps/plot_cdf.py draws the latency CDFs
 per request type per runtime from them.
+
+jserver-L: the job server of apps/jserver (README there) at L% offered utilisation of the 2
+workers (50, 70, 95 and 120, the paper's "about 50%, 70%, 95% and >95%"), 2 s of Poisson
+arrivals per run, then every released job finishes. The program measures each type's serial
+work at start and sets one arrival rate for all four types, rate = L/100 * 2 / sum(work).
+Metrics per type (mm, fib, sort, sw): <type>_us_mean / _p50 / _p90 / _p95 / _p99 / _max (release
+to finish), <type>_throughput_per_s, <type>_work_us; region_s is mm_us_mean (the target: mm's
+mean under aps <= 0.5x oblivious at 70%). The oneTBB task_arena peer is not written yet.
 """
 
 _EMAIL_SERVERS = {
@@ -74,9 +82,35 @@ def _email_bench(clients):
     }
 
 
+_JSERVER_POLICIES = ["aps", "prompt", "fair", "oblivious"]
+_JTYPES = ["mm", "fib", "sort", "sw"]
+
+
+def _jserver_bench(load):
+    return {
+        "name": f"jserver-{load}",
+        "title": f"job server at {load}% offered utilisation of 2 workers (Poisson arrivals, smallest work first)",
+        "params": {"load": load, "duration_ms": 2000},
+        "quick_params": {"duration_ms": 600},
+        "workers": [2],
+        "args": ["--load", "{load}", "--duration-ms", "{duration_ms}"],
+        "inner": [0, 1],
+        "runtimes": {f"promptly-{p}": {"exe": "cmake:jserver", "args": ["--policy", p], "params": {"policy": p}}
+                     for p in _JSERVER_POLICIES},
+        "baseline": "promptly-oblivious",
+        "expected": lambda p: "ok",
+        "show": ([f"{t}_us_mean" for t in _JTYPES] + [f"{t}_us_p99" for t in _JTYPES] +
+                 [f"{t}_throughput_per_s" for t in _JTYPES] + ["jobs"]),
+        "plot": ["mm_us_mean", "sw_us_mean", "sw_throughput_per_s"],
+        "timeout_s": 120,
+        "quick_timeout_s": 60,
+    }
+
+
 SUITE = {
     "name": "apps",
-    "title": "The papers' applications under load: email server (I-Cilk Sec. 5.2; futures and state Sec. 5.1)",
+    "title": "The papers' applications under load: email server and job server (I-Cilk Sec. 5.2; futures and state Sec. 5.1)",
     "runtime_order": ["promptly-aps", "promptly-prompt", "promptly-fair", "promptly-oblivious", "go"],
-    "benches": [_email_bench(6), _email_bench(18), _email_bench(36)],
+    "benches": [_email_bench(6), _email_bench(18), _email_bench(36)] +
+               [_jserver_bench(load) for load in (50, 70, 95, 120)],
 }
