@@ -12,6 +12,7 @@
 #include <latch>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <semaphore>
 #include <stdexcept>
@@ -146,7 +147,7 @@ TEST(GraphBuild, HandlesNamesAndCounts) {
   EXPECT_EQ(c.name(), "");
   EXPECT_EQ(g.task(1), b);
   EXPECT_EQ(g.name(), "build");
-  EXPECT_THROW(g.task(3), std::out_of_range);
+  EXPECT_THROW((void)g.task(3), std::out_of_range);
 }
 
 TEST(GraphBuild, MisuseIsRejectedWithClearErrors) {
@@ -268,7 +269,7 @@ TEST(GraphRun, RunningGraphIsBusy) {
   promptly::graph_run r = g.run(rt);
   EXPECT_TRUE(g.running());
   try {
-    g.run(rt);
+    (void)g.run(rt);
     FAIL() << "a second run of a running graph was accepted";
   } catch (const promptly::graph_busy& e) {
     EXPECT_NE(std::string(e.what()).find("graph \"busy\" is already running"), std::string::npos) << e.what();
@@ -394,7 +395,7 @@ TEST(GraphRun, RuntimeShutdownWaitsForRunningGraph) {
       reopen.open();
     });
     runtime_of_run = &rt;
-    g.run(rt);  // handle dropped at once
+    (void)g.run(rt);  // handle dropped at once
   }
   opener.join();
   EXPECT_TRUE(saw_shutdown.load()) << "the run ended before shutdown began";
@@ -467,6 +468,9 @@ TEST(GraphExceptions, ThrowStopsSuccessorsAndFutureRethrows) {
   }
   EXPECT_TRUE(r.failed());
   EXPECT_FALSE(r.cancelled());
+  EXPECT_EQ(r.failed_task_id(), std::optional<std::uint32_t>(2 * width + 1));
+  EXPECT_EQ(r.failed_task(), t[2 * width + 1]);
+  EXPECT_EQ(r.failed_task_name(), "");  // unnamed: the id says which
   for (int i = 0; i < 3 * width; ++i) EXPECT_EQ(ran[i].load(), 1) << "task " << i << " precedes the thrower's successors";
   for (int i = 3 * width; i < layers * width; ++i) EXPECT_EQ(ran[i].load(), 0) << "successor " << i << " of the thrower ran";
   std::vector<std::uint32_t> expected_not_run;
@@ -505,8 +509,68 @@ TEST(GraphExceptions, FirstOfSeveralExceptionsIsReported) {
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_TRUE(std::string(e.what()) == "a" || std::string(e.what()) == "b");
+    // The handle names the task whose exception get() rethrew, not the other.
+    EXPECT_EQ(r.failed_task(), std::string(e.what()) == "a" ? a : b);
   }
   EXPECT_EQ(r.not_run_ids(), (std::vector<std::uint32_t>{2}));
+}
+
+// A failed run says which task threw: by name, id and handle, with the
+// task's own exception unchanged; the name outlives the graph.
+TEST(GraphExceptions, TheRunNamesTheTaskThatThrew) {
+  promptly::runtime rt{workers(2)};
+  promptly::graph_run failed;
+  {
+    promptly::graph g("pipeline");
+    auto load = g.emplace([] {}).name("load");
+    auto parse = g.emplace([] { throw std::domain_error("bad header"); }).name("parse");
+    auto save = g.emplace([] {}).name("save");
+    load.precede(parse);
+    parse.precede(save);
+    failed = g.run(rt);
+    try {
+      failed.get();
+      FAIL() << "no exception";
+    } catch (const std::domain_error& e) {  // the task's exception, not a wrapper
+      EXPECT_STREQ(e.what(), "bad header");
+    }
+    EXPECT_EQ(failed.failed_task_name(), "parse");
+    EXPECT_EQ(failed.failed_task_id(), std::optional<std::uint32_t>(parse.id()));
+    EXPECT_EQ(failed.failed_task(), parse);
+    EXPECT_EQ(failed.failed_task().name(), "parse");
+    parse.name("renamed");  // the handle keeps the name the task had when the run ended
+
+    // A run without an exception names no task, and neither does a cancelled one.
+    promptly::graph ok("ok");
+    ok.emplace([] {}).name("fine");
+    promptly::graph_run good = ok.run(rt);
+    good.get();
+    EXPECT_EQ(good.failed_task_id(), std::nullopt);
+    EXPECT_TRUE(good.failed_task().empty());
+    EXPECT_EQ(good.failed_task_name(), "");
+  }
+  // The graph is gone; the record still holds the name (ASan checks that it
+  // is not read from the graph).
+  EXPECT_EQ(failed.failed_task_name(), "parse");
+  EXPECT_EQ(failed.failed_task_id(), std::optional<std::uint32_t>(1));
+}
+
+TEST(GraphExceptions, ACancelledRunNamesNoTask) {
+  promptly::runtime rt{workers(2)};
+  promptly::graph g("cancelled");
+  promptly::graph_run handle;
+  std::binary_semaphore handle_set{0};
+  auto first = g.emplace([&] {
+    handle_set.acquire();  // the handle exists before the task cancels through it
+    handle.cancel();
+  });
+  auto second = g.emplace([] {});
+  first.precede(second);
+  handle = g.run(rt);
+  handle_set.release();
+  EXPECT_THROW(handle.get(), promptly::graph_cancelled);
+  EXPECT_EQ(handle.failed_task_id(), std::nullopt);
+  EXPECT_TRUE(handle.failed_task().empty());
 }
 
 // ------------------------------------------------------------ cancellation
@@ -640,7 +704,7 @@ TEST(GraphCycle, CycleIsRejectedNamingItsTasks) {
   b.precede(c);
   c.precede(a, out);
   try {
-    g.run(rt);
+    (void)g.run(rt);
     FAIL() << "a cyclic graph was run";
   } catch (const promptly::graph_cycle& e) {
     const std::string msg = e.what();
@@ -655,7 +719,7 @@ TEST(GraphCycle, CycleIsRejectedNamingItsTasks) {
   for (int i = 0; i < 30; ++i) ring.push_back(h.emplace([] {}));
   for (int i = 0; i < 30; ++i) ring[i].precede(ring[(i + 1) % 30]);
   try {
-    h.run(rt);
+    (void)h.run(rt);
     FAIL();
   } catch (const promptly::graph_cycle& e) {
     const std::string msg = e.what();

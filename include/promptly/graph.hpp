@@ -30,8 +30,10 @@
 //    covers every successor, direct or transitive, of the task that threw
 //    or called cancel(). The handle lists the skipped tasks (not_run()).
 //  * get() rethrows the first exception a task threw (later ones are
-//    discarded); otherwise throws graph_cancelled if cancel() skipped at
-//    least one task; otherwise returns. A cancel() that arrives when every
+//    discarded), unchanged; the handle says which task threw it
+//    (failed_task_id(), failed_task(), failed_task_name()). Otherwise get()
+//    throws graph_cancelled if cancel() skipped at least one task;
+//    otherwise returns. A cancel() that arrives when every
 //    task has already started changes nothing.
 //  * The graph's destructor waits for its run in progress. Destroying or
 //    waiting for a graph from one of its own tasks deadlocks.
@@ -41,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -104,16 +107,16 @@ class graph_task {
     return *this;
   }
   // The task's name; empty if it has none.
-  const std::string& name() const { return core().name_of(id_); }
+  [[nodiscard]] const std::string& name() const { return core().name_of(id_); }
 
   // Dense ids: the i-th emplaced task has id i.
-  std::size_t id() const noexcept { return id_; }
-  std::size_t num_successors() const {
+  [[nodiscard]] std::size_t id() const noexcept { return id_; }
+  [[nodiscard]] std::size_t num_successors() const {
     const detail::graph_successors* s = core().node(id_).succ;
     return s == nullptr ? 0 : s->count;
   }
-  std::size_t num_predecessors() const { return core().node(id_).num_preds; }
-  bool empty() const noexcept { return core_ == nullptr; }
+  [[nodiscard]] std::size_t num_predecessors() const { return core().node(id_).num_preds; }
+  [[nodiscard]] bool empty() const noexcept { return core_ == nullptr; }
 
   friend bool operator==(const graph_task&, const graph_task&) = default;
 
@@ -145,9 +148,9 @@ class graph_run {
  public:
   graph_run() noexcept = default;
 
-  bool valid() const noexcept { return rec_ != nullptr; }
+  [[nodiscard]] bool valid() const noexcept { return rec_ != nullptr; }
   // True once the run has finished (get() will not wait).
-  bool is_ready() const noexcept { return rec_ != nullptr && rec_->done_future.is_ready(); }
+  [[nodiscard]] bool is_ready() const noexcept { return rec_ != nullptr && rec_->done_future.is_ready(); }
   // Waits for the run to finish; never throws a task's exception.
   void wait() const { record().done_future.wait(); }
   // Waits, then rethrows the first exception a task threw, or throws
@@ -155,7 +158,7 @@ class graph_run {
   void get() const { record().done_future.get(); }
   // The run's future: ready when the run has finished, with the outcome of
   // get(). Any number of copies; waiting on it from a task parks the task.
-  future<void> get_future() const { return record().done_future; }
+  [[nodiscard]] future<void> get_future() const { return record().done_future; }
 
   // Asks the run to stop: tasks running now finish, no other task of this
   // run starts. Any thread, any time; after the run finished it does nothing.
@@ -164,21 +167,35 @@ class graph_run {
   }
   // Waits; true if the run ended because cancel() skipped at least one task
   // (and no task threw).
-  bool cancelled() const { return finished().outcome == detail::graph_outcome::cancelled; }
+  [[nodiscard]] bool cancelled() const { return finished().outcome == detail::graph_outcome::cancelled; }
   // Waits; true if a task threw.
-  bool failed() const { return finished().outcome == detail::graph_outcome::failed; }
+  [[nodiscard]] bool failed() const { return finished().outcome == detail::graph_outcome::failed; }
   // Waits; the ids of the tasks that did not run, ascending. Empty unless
   // the run was stopped by cancel() or an exception.
-  const std::vector<std::uint32_t>& not_run_ids() const { return finished().not_run; }
+  [[nodiscard]] const std::vector<std::uint32_t>& not_run_ids() const { return finished().not_run; }
   // Waits; handles to the tasks that did not run (valid while the graph
   // lives and has not been cleared).
-  std::vector<graph_task> not_run() const {
+  [[nodiscard]] std::vector<graph_task> not_run() const {
     const detail::graph_run_record& r = finished();
     std::vector<graph_task> out;
     out.reserve(r.not_run.size());
     for (std::uint32_t id : r.not_run) out.push_back(graph_task(r.graph, id));
     return out;
   }
+
+  // Which task threw the exception get() rethrows (the first one, when
+  // several threw). Each waits for the run to finish.
+  //   failed_task_id():   its id; std::nullopt unless a task threw.
+  //   failed_task():      a handle to it; empty unless a task threw (valid
+  //                       while the graph lives and has not been cleared).
+  //   failed_task_name(): its name as it was when the run ended; "" if the
+  //                       task had none or no task threw.
+  [[nodiscard]] std::optional<std::uint32_t> failed_task_id() const { return finished().failed_task; }
+  [[nodiscard]] graph_task failed_task() const {
+    const detail::graph_run_record& r = finished();
+    return r.failed_task ? graph_task(r.graph, *r.failed_task) : graph_task();
+  }
+  [[nodiscard]] const std::string& failed_task_name() const { return finished().failed_task_name; }
 
  private:
   friend class graph;
@@ -223,33 +240,34 @@ class graph {
   }
 
   // The task with the given id (0 <= id < size()).
-  graph_task task(std::size_t id) const {
+  [[nodiscard]] graph_task task(std::size_t id) const {
     if (id >= core_->size())
       throw std::out_of_range("promptly::graph::task: no task #" + std::to_string(id) + " in " +
                               core_->describe_graph() + " of " + std::to_string(core_->size()) + " tasks");
     return graph_task(core_.get(), static_cast<std::uint32_t>(id));
   }
 
-  std::size_t size() const noexcept { return core_->size(); }
-  bool empty() const noexcept { return core_->size() == 0; }
-  std::size_t num_edges() const noexcept { return core_->edge_count(); }
-  const std::string& name() const noexcept { return core_->name(); }
+  [[nodiscard]] std::size_t size() const noexcept { return core_->size(); }
+  [[nodiscard]] bool empty() const noexcept { return core_->size() == 0; }
+  [[nodiscard]] std::size_t num_edges() const noexcept { return core_->edge_count(); }
+  [[nodiscard]] const std::string& name() const noexcept { return core_->name(); }
   void name(std::string n) { core_->rename(std::move(n)); }
   // Preallocates storage for `tasks` tasks.
   void reserve(std::size_t tasks) { core_->reserve(tasks); }
   // Removes every task (invalidating task handles). Throws graph_busy while running.
   void clear() { core_->clear(); }
   // True from run() until the run has finished.
-  bool running() const noexcept { return core_->running(); }
+  [[nodiscard]] bool running() const noexcept { return core_->running(); }
 
   // Starts a run on rt and returns at once. Its tasks run at the caller's
   // priority level (promptly::current_level(): 0 outside a runtime's
   // workers), like any work a task spawns. Throws graph_busy if the graph
   // is running, graph_cycle if it has a cycle, runtime_stopped if rt is
   // shutting down. The runtime's shutdown waits for the run to finish.
-  graph_run run(runtime& rt) { return run(rt, level{current_level()}); }
+  // [[nodiscard]]: the handle is the only way to learn that a task threw.
+  [[nodiscard]] graph_run run(runtime& rt) { return run(rt, level{current_level()}); }
   // The same at priority level `at` (std::out_of_range if rt has no such level).
-  graph_run run(runtime& rt, level at);
+  [[nodiscard]] graph_run run(runtime& rt, level at);
 
  private:
   std::unique_ptr<detail::graph_core> core_;  // null only in a moved-from graph

@@ -1,4 +1,5 @@
-// Running the nodes of a graph: seed 002 Sec. II-A, the task side of
+// Running the nodes of a graph: Taskflow's executor paper ("An Efficient
+// Work-Stealing Scheduler for Task Dependency Graph") Sec. II-A, the task side of
 // Algorithm 3. "When a worker completes a task, it automatically decrements
 // the dependency of successive tasks and pushes new tasks to its queue
 // whenever dependency is met. Each worker keeps one local cache of task for
@@ -47,7 +48,7 @@ void execute_graph_node(task* t) {
     try {
       n.invoke(n);
     } catch (...) {
-      r.record_error(std::current_exception());
+      r.record_error(std::current_exception(), &n);
     }
   } else {
     n.mark = graph_node::skipped;
@@ -90,7 +91,7 @@ void graph_core::release_successors(graph_node& n) {
       schedule_ready(*w.sched, m);
   } while (it != end);
   if (keep == nullptr) return;
-  // seed 002 Algorithm 3, lines 7-8: the cached task runs next on this
+  // The executor paper's Algorithm 3, lines 7-8: the cached task runs next on this
   // worker. The cache holds one task; if it is taken, the deque gets it.
   // The scheduling loop puts it back on this level's deque if the worker
   // leaves the level before running it.
@@ -117,6 +118,12 @@ void graph_core::finish_run() noexcept {
   if (r.error) {
     r.outcome = graph_outcome::failed;
     outcome_error = r.error;
+    const std::uint32_t id = id_of(static_cast<const graph_node*>(r.error_at));
+    r.failed_task = id;
+    try {
+      r.failed_task_name = name_of(id);
+    } catch (...) {  // no memory for a copy of the name: the id still says which task
+    }
   } else if (!r.not_run.empty()) {
     r.outcome = graph_outcome::cancelled;
     outcome_error = std::make_exception_ptr(graph_cancelled(

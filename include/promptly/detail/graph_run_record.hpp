@@ -7,21 +7,25 @@
 //  * stop becomes true at most once per run (cancel() or the first
 //    exception) and never goes back. Every node reads it right before it
 //    would start; a node that reads true is skipped.
-//  * error is written only by the task that wins error_claimed, before that
-//    task releases its successors; it is read only by the finisher, which
-//    every task's completion happens-before (src/graph/execute.cpp).
-//  * not_run and outcome are written by the finisher before `done` is
-//    completed and read by the handle only after `done` is ready (the
-//    future's acquire orders them).
+//  * error and error_at are written only by the task that wins
+//    error_claimed, before that task releases its successors; they are read
+//    only by the finisher, which every task's completion happens-before
+//    (src/graph/execute.cpp).
+//  * not_run, outcome, failed_task and failed_task_name are written by the
+//    finisher before `done` is completed and read by the handle only after
+//    `done` is ready (the future's acquire orders them).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "promptly/detail/task.hpp"
 #include "promptly/future.hpp"
 #include "promptly/promise.hpp"
 
@@ -47,9 +51,13 @@ struct graph_run_record {
     stop.store(true, std::memory_order_seq_cst);
   }
 
-  // A task threw: keep the first exception and stop the run.
-  void record_error(std::exception_ptr e) noexcept {
-    if (!error_claimed.exchange(true, std::memory_order_acq_rel)) error = std::move(e);
+  // The task `at` threw: keep the first exception and where it came from,
+  // and stop the run.
+  void record_error(std::exception_ptr e, const task* at) noexcept {
+    if (!error_claimed.exchange(true, std::memory_order_acq_rel)) {
+      error = std::move(e);
+      error_at = at;
+    }
     stop.store(true, std::memory_order_seq_cst);
   }
 
@@ -57,8 +65,11 @@ struct graph_run_record {
   std::atomic<bool> cancel_requested{false};
   std::atomic<bool> error_claimed{false};
   std::exception_ptr error;
+  const task* error_at = nullptr;  // the node that threw `error`
   graph_outcome outcome = graph_outcome::running;
   std::vector<std::uint32_t> not_run;  // ids of the skipped tasks, ascending
+  std::optional<std::uint32_t> failed_task;  // the id of error_at, if a task threw
+  std::string failed_task_name;  // its name when the run ended ("" if unnamed)
 
   graph_core* graph;  // for handles to the skipped tasks; never dereferenced by the record
   std::size_t tasks;  // tasks in the graph when the run started
