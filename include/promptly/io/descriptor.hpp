@@ -42,8 +42,8 @@ class descriptor {
   ~descriptor();
 
   // The fd number, or -1 when empty or closed.
-  int native_handle() const noexcept;
-  bool is_open() const noexcept { return native_handle() >= 0; }
+  [[nodiscard]] int native_handle() const noexcept;
+  [[nodiscard]] bool is_open() const noexcept { return native_handle() >= 0; }
   explicit operator bool() const noexcept { return is_open(); }
 
   // Completes pending operations with io::closed, then closes the fd.
@@ -64,9 +64,9 @@ class descriptor {
 };
 
 // A pipe: {read end, write end}, both non-blocking. Throws io::error("pipe").
-std::pair<descriptor, descriptor> make_pipe();
+[[nodiscard]] std::pair<descriptor, descriptor> make_pipe();
 
 // A connected pair of Unix stream sockets. Throws io::error("socketpair").
-std::pair<descriptor, descriptor> make_socket_pair();
+[[nodiscard]] std::pair<descriptor, descriptor> make_socket_pair();
 
 }  // namespace promptly::io

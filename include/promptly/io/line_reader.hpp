@@ -48,7 +48,7 @@ class line_reader {
   ~line_reader();
 
   // Throws std::logic_error if a read_line of this reader is still pending.
-  future<std::string> read_line(deadline until = {}, std::stop_token stop = {});
+  [[nodiscard]] future<std::string> read_line(deadline until = {}, std::stop_token stop = {});
 
   // Bytes received after the last line returned (not yet a full line; the
   // dropped part of an oversized line is not counted).

@@ -39,8 +39,8 @@ namespace promptly::io {
 
 // read(2): completes with the number of bytes read, at least 1 (0 only
 // for an empty buffer); throws io::end_of_file at the end of the stream.
-future<std::size_t> read(descriptor& d, std::span<char> buf, deadline until = {}, std::stop_token stop = {});
-future<std::size_t> read(descriptor& d, std::span<std::byte> buf, deadline until = {}, std::stop_token stop = {});
+[[nodiscard]] future<std::size_t> read(descriptor& d, std::span<char> buf, deadline until = {}, std::stop_token stop = {});
+[[nodiscard]] future<std::size_t> read(descriptor& d, std::span<std::byte> buf, deadline until = {}, std::stop_token stop = {});
 
 // write(2) of the whole buffer: completes when every byte is written (the
 // reactor continues after partial writes) with the number of bytes, or
@@ -48,32 +48,32 @@ future<std::size_t> read(descriptor& d, std::span<std::byte> buf, deadline until
 // SIGPIPE. A write that fails after writing part of the buffer (deadline,
 // cancellation, close, error) leaves that part written: the stream's
 // framing is then unknown and the connection is best closed.
-future<std::size_t> write(descriptor& d, std::string_view data, deadline until = {}, std::stop_token stop = {});
-future<std::size_t> write(descriptor& d, std::span<const std::byte> data, deadline until = {},
+[[nodiscard]] future<std::size_t> write(descriptor& d, std::string_view data, deadline until = {}, std::stop_token stop = {});
+[[nodiscard]] future<std::size_t> write(descriptor& d, std::span<const std::byte> data, deadline until = {},
                           std::stop_token stop = {});
 
 // recv(2) / send(2) on sockets, with flags (MSG_PEEK, MSG_OOB, ...); the
 // same completion rules as read / write. send adds MSG_NOSIGNAL.
-future<std::size_t> recv(descriptor& d, std::span<char> buf, int flags = 0, deadline until = {},
+[[nodiscard]] future<std::size_t> recv(descriptor& d, std::span<char> buf, int flags = 0, deadline until = {},
                          std::stop_token stop = {});
-future<std::size_t> send(descriptor& d, std::string_view data, int flags = 0, deadline until = {},
+[[nodiscard]] future<std::size_t> send(descriptor& d, std::string_view data, int flags = 0, deadline until = {},
                          std::stop_token stop = {});
 
 // accept4(2) on a listening socket: the connection, non-blocking.
-future<descriptor> accept(descriptor& listening, deadline until = {}, std::stop_token stop = {});
+[[nodiscard]] future<descriptor> accept(descriptor& listening, deadline until = {}, std::stop_token stop = {});
 
 // connect(2) of a socket to an address: completes when connected.
-future<void> connect(descriptor& socket, const sockaddr* address, socklen_t length, deadline until = {},
+[[nodiscard]] future<void> connect(descriptor& socket, const sockaddr* address, socklen_t length, deadline until = {},
                      std::stop_token stop = {});
 
 // A new TCP connection to a numeric IPv4 or IPv6 address ("127.0.0.1",
 // "::1"; "localhost" means 127.0.0.1), with TCP_NODELAY set. Name resolution
 // blocks, so it is left to the caller. Throws io::error("socket") at once
 // for a malformed address; connection failures surface at get().
-future<descriptor> connect_tcp(std::string_view host, std::uint16_t port, deadline until = {},
+[[nodiscard]] future<descriptor> connect_tcp(std::string_view host, std::uint16_t port, deadline until = {},
                                std::stop_token stop = {});
 
 // A new connection to a Unix stream socket at `path`.
-future<descriptor> connect_unix(std::string_view path, deadline until = {}, std::stop_token stop = {});
+[[nodiscard]] future<descriptor> connect_unix(std::string_view path, deadline until = {}, std::stop_token stop = {});
 
 }  // namespace promptly::io

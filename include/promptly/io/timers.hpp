@@ -24,10 +24,10 @@ namespace promptly::io {
 using clock = std::chrono::steady_clock;
 
 // Completes when `t` has passed (at once if it already has).
-future<void> sleep_until(clock::time_point t, std::stop_token stop = {});
+[[nodiscard]] future<void> sleep_until(clock::time_point t, std::stop_token stop = {});
 
 // Completes `d` after the call.
-future<void> sleep_for(std::chrono::nanoseconds d, std::stop_token stop = {});
+[[nodiscard]] future<void> sleep_for(std::chrono::nanoseconds d, std::stop_token stop = {});
 
 // Ticks at first, first + period, first + 2 period, ... without drift: the
 // schedule is fixed at construction, not computed from when a tick was
@@ -45,7 +45,7 @@ class periodic_timer {
   // passed since the previous tick() completed: 1 normally, more when the
   // caller fell behind (missed ticks are coalesced, as a timerfd does).
   // Throws std::logic_error if a tick is already pending.
-  future<std::uint64_t> tick(std::stop_token stop = {});
+  [[nodiscard]] future<std::uint64_t> tick(std::stop_token stop = {});
 
   std::chrono::nanoseconds period() const noexcept;
   // The deadline of the next tick.

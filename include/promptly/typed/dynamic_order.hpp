@@ -57,12 +57,12 @@ struct dynamic_order_data {
 // One priority of a dynamic_priority_order.
 class dynamic_priority {
  public:
-  const std::string& name() const noexcept { return order_->names[index_]; }
+  [[nodiscard]] const std::string& name() const noexcept { return order_->names[index_]; }
   // The runtime level its tasks run at.
-  unsigned level() const noexcept { return order_->analysis.level[index_]; }
+  [[nodiscard]] unsigned level() const noexcept { return order_->analysis.level[index_]; }
   // Code at `other` may touch futures of *this (rule TOUCH). Both must come
   // from the same order (else std::invalid_argument).
-  bool at_least_as_urgent_as(const dynamic_priority& other) const {
+  [[nodiscard]] bool at_least_as_urgent_as(const dynamic_priority& other) const {
     if (order_ != other.order_)
       throw std::invalid_argument("promptly::dynamic_priority: '" + name() + "' and '" + other.name() +
                                   "' belong to different orders");
@@ -88,9 +88,9 @@ class dynamic_future {
  public:
   using value_type = T;
 
-  const dynamic_priority& priority() const noexcept { return p_; }
-  bool valid() const noexcept { return f_.valid(); }
-  bool is_ready() const noexcept { return f_.is_ready(); }
+  [[nodiscard]] const dynamic_priority& priority() const noexcept { return p_; }
+  [[nodiscard]] bool valid() const noexcept { return f_.valid(); }
+  [[nodiscard]] bool is_ready() const noexcept { return f_.is_ready(); }
 
   // Checks rule TOUCH against the calling task's priority (throws
   // promptly::priority_inversion), then waits and returns the value or
@@ -109,7 +109,7 @@ class dynamic_future {
   }
 
   // The untyped handle; touching it is not checked.
-  const promptly::future<T>& untyped() const& noexcept { return f_; }
+  [[nodiscard]] const promptly::future<T>& untyped() const& noexcept { return f_; }
 
  private:
   friend class dynamic_priority_order;
@@ -162,10 +162,10 @@ class dynamic_priority_order {
     return dynamic_priority_order(std::move(names), relations);
   }
 
-  unsigned size() const noexcept { return data_->analysis.size; }
+  [[nodiscard]] unsigned size() const noexcept { return data_->analysis.size; }
 
   // The priority called `name`; throws std::invalid_argument naming it.
-  dynamic_priority operator[](std::string_view name) const {
+  [[nodiscard]] dynamic_priority operator[](std::string_view name) const {
     const auto& names = data_->names;
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end())
@@ -174,7 +174,7 @@ class dynamic_priority_order {
   }
 
   // The priority the linearisation put at `level`; throws std::out_of_range.
-  dynamic_priority at_level(unsigned level) const {
+  [[nodiscard]] dynamic_priority at_level(unsigned level) const {
     if (level >= size())
       throw std::out_of_range("promptly::dynamic_priority_order: level " + std::to_string(level) + " is past its " +
                               std::to_string(size()) + " priorities");
@@ -183,7 +183,7 @@ class dynamic_priority_order {
 
   // The priority of the calling task: the one at its level. Empty outside a
   // runtime's workers and at levels past size().
-  std::optional<dynamic_priority> current() const {
+  [[nodiscard]] std::optional<dynamic_priority> current() const {
     if (detail::current_worker() == nullptr) return std::nullopt;
     const unsigned l = current_level();
     if (l >= size()) return std::nullopt;
@@ -193,7 +193,7 @@ class dynamic_priority_order {
   // Runs f as a task at priority p (from a task; promptly::async's rules).
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  auto fcreate(const dynamic_priority& p, F&& f) const -> dynamic_future<std::invoke_result_t<std::decay_t<F>&>> {
+  [[nodiscard]] auto fcreate(const dynamic_priority& p, F&& f) const -> dynamic_future<std::invoke_result_t<std::decay_t<F>&>> {
     require_mine(p);
     return {p, promptly::async(level{p.level()}, std::forward<F>(f))};
   }
@@ -209,7 +209,7 @@ class dynamic_priority_order {
   }
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  auto submit(runtime& rt, const dynamic_priority& p, F&& f) const -> dynamic_future<std::invoke_result_t<std::decay_t<F>&>> {
+  [[nodiscard]] auto submit(runtime& rt, const dynamic_priority& p, F&& f) const -> dynamic_future<std::invoke_result_t<std::decay_t<F>&>> {
     require_mine(p);
     require_levels(rt);
     return {p, rt.submit(level{p.level()}, std::forward<F>(f))};

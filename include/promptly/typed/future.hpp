@@ -52,10 +52,10 @@ class future {
 
   future() noexcept = default;
 
-  bool valid() const noexcept { return f_.valid(); }
+  [[nodiscard]] bool valid() const noexcept { return f_.valid(); }
   explicit operator bool() const noexcept { return f_.valid(); }
   // The value or exception is available (a touch will not wait).
-  bool is_ready() const noexcept { return f_.is_ready(); }
+  [[nodiscard]] bool is_ready() const noexcept { return f_.is_ready(); }
 
   // Same as ctx.touch(*this): compiles only where the ctx's priority may
   // touch Q.
@@ -70,8 +70,8 @@ class future {
 
   // The untyped handle. Touching it is not checked by the type system
   // (the run-time detector still sees it): docs/typed-priorities.md.
-  const promptly::future<T>& untyped() const& noexcept { return f_; }
-  promptly::future<T> untyped() && noexcept { return std::move(f_); }
+  [[nodiscard]] const promptly::future<T>& untyped() const& noexcept { return f_; }
+  [[nodiscard]] promptly::future<T> untyped() && noexcept { return std::move(f_); }
 
   // Handles to the same future (or both empty).
   friend bool operator==(const future& a, const future& b) noexcept {
@@ -89,7 +89,7 @@ class future {
 // paper, Sec. 4.2, "Discussion: Type Safety", rule 1); runtime_config::detect_inversions
 // counts the inversions that follow.
 template <class Q, class T>
-future<T, Q> unsafe_future_cast(promptly::future<T> f) noexcept {
+[[nodiscard]] future<T, Q> unsafe_future_cast(promptly::future<T> f) noexcept {
   return detail::typed_access::wrap<T, Q>(std::move(f));
 }
 

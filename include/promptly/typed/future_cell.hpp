@@ -30,8 +30,8 @@ class future_cell {
   explicit future_cell(future<T, Q> f) noexcept : cell_(std::move(f).untyped()) {}
 
   // A handle to the future the cell holds, or an empty one (valid() false).
-  future<T, Q> load() const noexcept { return wrap(cell_.load()); }
-  bool holds_future() const noexcept { return cell_.holds_future(); }
+  [[nodiscard]] future<T, Q> load() const noexcept { return wrap(cell_.load()); }
+  [[nodiscard]] bool holds_future() const noexcept { return cell_.holds_future(); }
   void store(future<T, Q> f) noexcept { cell_.store(std::move(f).untyped()); }
   future<T, Q> exchange(future<T, Q> f) noexcept { return wrap(cell_.exchange(std::move(f).untyped())); }
   // Stores `desired` if the cell holds the same future as `expected` (or
