@@ -1,5 +1,7 @@
 // Starting and ending runs: claiming the graph, handing the sources to the
-// runtime (seed 002, Algorithm 1), and the cases that never reach a worker.
+// runtime (Algorithm 1 of Taskflow's executor paper, "An Efficient
+// Work-Stealing Scheduler for Task Dependency Graph"), and the cases that
+// never reach a worker.
 //
 // How run() reaches the scheduler. The runtime does not expose its
 // scheduler to code outside its workers, so run() submits a small starter
@@ -67,7 +69,7 @@ void graph_core::abort_run() noexcept {
 void graph_core::start(scheduler& s) noexcept {
   sched_ = &s;
   count_detached_started(s);  // before the starter (itself counted) returns
-  // seed 002, Algorithm 1: all sources under one lock, then notify. After
+  // The executor paper's Algorithm 1: all sources under one lock, then notify. After
   // this call the run may finish at any time: nothing of the graph is
   // touched any more.
   inject_batch(s, sources_.data(), sources_.size(), level_);

@@ -1,10 +1,10 @@
-// Checking a graph before a run: its sources (the tasks seed 002's
-// Algorithm 1 injects) and the absence of cycles.
+// Checking a graph before a run: its sources (the tasks Algorithm 1 of
+// Taskflow's executor paper injects) and the absence of cycles.
 //
 // The cycle check runs only when some edge goes from a higher to a lower id
 // (graph_core::maybe_cyclic_): when every edge goes "forward", the ids are a
 // topological order and no cycle is possible. Graphs built in dependency
-// order (the common case, and every benchmark of seed 002 Sec. III-A) are
+// order (the common case, and every benchmark of the executor paper's Sec. III-A) are
 // therefore never traversed before a run. Otherwise an iterative
 // three-colour depth-first search, O(tasks + edges), finds a back edge; the
 // tasks on the DFS stack from its target to the top are a cycle, which the

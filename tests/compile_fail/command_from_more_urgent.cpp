@@ -1,7 +1,13 @@
 // A command function declared at low cannot be called directly from code at
-// high: it would run at high and may touch futures of low (seed 003 Sec.
-// 4.2, last rule). Create it with fcreate<low> instead.
-// expect: ctx<[^>]*high>' to 'ctx<[^>]*low>'
+// high: it would run at high and may touch futures of low (the
+// futures-and-state paper, Sec. 4.2, last rule). Create it with fcreate<low>
+// instead. The diagnostic says it is a priority inversion and names both.
+// (gcc names the deleted constructor with its parameter types, clang quotes its line; both
+// quote the comment on it.)
+// expect: priority_inversion_error<(promptly::typed::)?calling<P>, (promptly::typed::)?from<P2> ?>
+// expect: P2 = high
+// expect: (P = low|ctx<[^>]*low>)
+// expect: priority inversion: code at P2 calls a command declared at P
 #include "promptly/typed.hpp"
 
 struct high {};

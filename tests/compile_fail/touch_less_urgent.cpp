@@ -1,4 +1,4 @@
-// Rule TOUCH (seed 003): code at high may not touch a future of low.
+// Rule TOUCH (the futures-and-state paper, Sec. 3.1): code at high may not touch a future of low.
 // expect: priority inversion
 // expect: priority_inversion_error<promptly::typed::touching<low>, promptly::typed::from<high> ?>
 #include "promptly/typed.hpp"

@@ -40,13 +40,18 @@
 
 namespace promptly::typed {
 
-// Markers that make the diagnostic read "touching<low>, from<high>".
+// Markers that make the diagnostic read "touching<low>, from<high>" (a touch)
+// or "calling<low>, from<high>" (a call of a command declared at low).
 template <class Q>
 struct touching {};
+template <class Q>
+struct calling {};
 template <class P>
 struct from {};
 
-// Instantiated by a touch that breaks rule TOUCH.
+// Instantiated by a touch that breaks rule TOUCH. Also named, never
+// instantiated, by the deleted ctx conversion that rejects calling a
+// command of a less urgent priority.
 template <class Touching, class From>
 struct priority_inversion_error {
   static_assert(sizeof(Touching) == 0,
@@ -83,6 +88,13 @@ class ctx {
   template <class P2>
     requires(Order::template at_least_as_urgent<P, P2>)
   ctx(const ctx<Order, P2>&) noexcept {}
+  // The other direction is a priority inversion: deleted, so that the
+  // conversion does not exist (std::is_convertible is false) and the
+  // compiler's "use of deleted function" names priority_inversion_error,
+  // calling<P> and from<P2> with both priorities, and quotes this line:
+  template <class P2>
+    requires(!Order::template at_least_as_urgent<P, P2>)
+  ctx(const ctx<Order, P2>&, priority_inversion_error<calling<P>, from<P2>> = {}) = delete;  // priority inversion: code at P2 calls a command declared at P, which is less urgent than P2 or unrelated to it, and may touch futures P2 must not wait on (rule TOUCH, docs/typed-priorities.md); create it as a task with fcreate<P> instead
 
   static constexpr std::string_view name() noexcept { return Order::template name_of<P>; }
 
