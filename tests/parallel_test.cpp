@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -48,6 +49,9 @@ struct tally {
 };
 
 }  // namespace
+
+static_assert(std::forward_iterator<promptly::index_iterator<int>>);
+static_assert(std::is_same_v<decltype(promptly::index_range(0, std::size_t{3})), promptly::index_range<std::size_t>>);
 
 class Parallel : public ::testing::TestWithParam<unsigned> {
  protected:
@@ -132,7 +136,8 @@ TEST_P(Parallel, BoundsAtTheEndsOfTheirTypes) {
   // Near the top of an unsigned type.
   const auto top = std::numeric_limits<std::uint64_t>::max();
   const std::uint64_t s = rt.run([&] {
-    return promptly::parallel_reduce(top - 100, top, 4, std::uint64_t{0}, [top](std::uint64_t i) { return top - i; },
+    return promptly::parallel_reduce(top - 100, top, 4, std::uint64_t{0},
+                                     [](std::uint64_t i) { return std::numeric_limits<std::uint64_t>::max() - i; },
                                      std::plus<>{});
   });
   EXPECT_EQ(s, 100u * 101u / 2u);  // (top - i) runs over 1..100

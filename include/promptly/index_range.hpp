@@ -2,9 +2,8 @@
 // parallel_for hands its body, iterable with a range-for.
 //
 // Invariant: first() <= last(). A range built with last < first is empty (first, first),
-// as a for loop over it would be. Iterators are std::ranges::iota_view's, which do not refer
-// to the view that made them (iota_view is a borrowed range), so begin() and end() may build
-// a temporary view.
+// as a for loop over it would be. Its iterators hold the index itself (they do not refer to
+// the range). Not std::ranges::iota_view: clang 14 cannot compile libstdc++ 12's iota_view.
 //
 // Bounds of different integral types (parallel_for(0, v.size(), ...)) meet in their common
 // type; a bound that common type cannot represent (a negative first with an unsigned last)
@@ -13,7 +12,7 @@
 
 #include <concepts>
 #include <cstddef>
-#include <ranges>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -59,6 +58,32 @@ constexpr I index_advance(I first, std::make_unsigned_t<I> n) noexcept {
 
 }  // namespace detail
 
+// A forward iterator over the integers of an index_range: *it is the index.
+template <loop_index I>
+class index_iterator {
+ public:
+  using value_type = I;
+  using difference_type = std::ptrdiff_t;
+  using iterator_category = std::forward_iterator_tag;
+
+  constexpr index_iterator() noexcept = default;
+  constexpr explicit index_iterator(I i) noexcept : i_(i) {}
+  constexpr I operator*() const noexcept { return i_; }
+  constexpr index_iterator& operator++() noexcept {
+    ++i_;
+    return *this;
+  }
+  constexpr index_iterator operator++(int) noexcept {
+    index_iterator old = *this;
+    ++i_;
+    return old;
+  }
+  friend constexpr bool operator==(index_iterator, index_iterator) noexcept = default;
+
+ private:
+  I i_{};
+};
+
 template <loop_index I>
 class index_range {
  public:
@@ -77,8 +102,8 @@ class index_range {
   [[nodiscard]] constexpr std::size_t size() const noexcept { return static_cast<std::size_t>(detail::index_distance(first_, last_)); }
   [[nodiscard]] constexpr bool empty() const noexcept { return first_ == last_; }
 
-  constexpr auto begin() const noexcept { return std::ranges::iota_view<I, I>(first_, last_).begin(); }
-  constexpr auto end() const noexcept { return std::ranges::iota_view<I, I>(first_, last_).end(); }
+  constexpr index_iterator<I> begin() const noexcept { return index_iterator<I>(first_); }
+  constexpr index_iterator<I> end() const noexcept { return index_iterator<I>(last_); }
 
   friend constexpr bool operator==(const index_range&, const index_range&) = default;
 

@@ -72,9 +72,9 @@ class listener {
  public:
   // Binds and listens; SO_REUSEADDR is set. Throws io::error naming the
   // failing call ("socket", "bind", "listen").
-  static listener tcp(std::string_view host, std::uint16_t port, int backlog = SOMAXCONN);
+  [[nodiscard]] static listener tcp(std::string_view host, std::uint16_t port, int backlog = SOMAXCONN);
   // A Unix stream socket at `path` (which must not exist).
-  static listener unix_socket(std::string_view path, int backlog = SOMAXCONN);
+  [[nodiscard]] static listener unix_socket(std::string_view path, int backlog = SOMAXCONN);
   // Adopts a socket that is already listening.
   explicit listener(descriptor listening);
 
@@ -83,12 +83,12 @@ class listener {
   ~listener();  // close()
 
   // The bound TCP port (useful after binding port 0); 0 for Unix sockets.
-  std::uint16_t port() const;
+  [[nodiscard]] std::uint16_t port() const;
   descriptor& socket() noexcept { return *socket_; }
 
   // The next connection. TCP connections get TCP_NODELAY (interactive
   // traffic should not wait for Nagle's algorithm), as in Go's net package.
-  future<descriptor> accept(deadline until = {}, std::stop_token stop = {});
+  [[nodiscard]] future<descriptor> accept(deadline until = {}, std::stop_token stop = {});
 
   // Runs the accept loop as a task of `rt` (see above). The future
   // completes when the loop ends: normally after close() or options.stop,
@@ -96,9 +96,9 @@ class listener {
   // such as EMFILE or ECONNABORTED are retried after a short pause).
   template <class Handler>
     requires std::invocable<Handler&, descriptor, std::stop_token> || std::invocable<Handler&, descriptor>
-  future<void> serve(runtime& rt, Handler handler, serve_options options = {}) {
+  [[nodiscard]] future<void> serve(runtime& rt, Handler handler, serve_options options = {}) {
     struct holder final : connection_handler {
-      explicit holder(Handler&& handler) : h(std::move(handler)) {}
+      explicit holder(Handler&& fn) : h(std::move(fn)) {}  // not `handler`: that would shadow serve()'s (-Wshadow)
       void operator()(descriptor c, std::stop_token st) override {
         if constexpr (std::invocable<Handler&, descriptor, std::stop_token>)
           std::invoke(h, std::move(c), std::move(st));

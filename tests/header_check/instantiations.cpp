@@ -1,0 +1,78 @@
+// Instantiates the public templates once each, compiled (never run) with the header check's
+// flags (-Wall -Wextra -Wpedantic -Wshadow -Werror): a warning in a template body only shows
+// when the template is instantiated, which including the header alone never does.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "promptly/io.hpp"
+#include "promptly/promptly.hpp"
+#include "promptly/typed.hpp"
+
+namespace header_check {
+
+struct ui {};
+struct batch {};
+using order = promptly::priority_order<promptly::before<ui, batch>>;
+
+int fork_join_and_loops() {
+  auto [a, b] = promptly::join([] { return 1; }, [] {});
+  std::vector<int> v(8, a);
+  promptly::parallel_for(0, v.size(), 2, [&](std::size_t i) { v[i] += 1; });
+  promptly::parallel_for(promptly::index_range(0, v.size()), 2, [&](promptly::index_range<std::size_t> r) {
+    for (std::size_t i : r) v[i] *= 2;
+  });
+  (void)b;
+  return promptly::parallel_reduce(0, v.size(), 2, 0, [&](std::size_t i) { return v[i]; }, std::plus<>{});
+}
+
+int futures_and_groups() {
+  promptly::task_group tg;
+  tg.spawn([] {});
+  tg.wait();
+  promptly::future<int> f = promptly::async([] { return 2; });
+  promptly::future<std::unique_ptr<int>> m = promptly::async([] { return std::make_unique<int>(3); });
+  promptly::promise<int> p;
+  promptly::future<int> q = p.get_future();
+  p.set_value(4);
+  promptly::future_cell<int> cell;
+  cell.store(f);
+  return f.get() + *std::move(m).get() + q.get() + cell.load().get();
+}
+
+void graphs(promptly::runtime& rt) {
+  promptly::graph g("check");
+  auto [x, y] = g.emplace([] {}, [] {});
+  x.precede(y);
+  promptly::graph_run run = g.run(rt);
+  run.get();
+}
+
+int typed_priorities(promptly::runtime& rt) {
+  namespace pt = promptly::typed;
+  return pt::run<order, batch>(rt, [](pt::ctx<order, batch> c) {
+    auto f = pt::fcreate<ui>(c, [](pt::ctx<order, ui>) { return 5; });
+    pt::future_cell<int, ui> cell(f);
+    return c.touch(f) + c.touch(cell.load());
+  });
+}
+
+int dynamic_priorities(promptly::runtime& rt) {
+  const auto o = promptly::dynamic_priority_order::parse("ui > batch");
+  return o.run(rt, o["batch"], [&o] { return o.fcreate(o["ui"], [] { return 6; }).get(); });
+}
+
+void io(promptly::runtime& rt) {
+  promptly::io::listener l = promptly::io::listener::tcp("127.0.0.1", 0);
+  promptly::future<void> a = l.serve(rt, [](promptly::io::descriptor) {});
+  promptly::future<void> b = l.serve(rt, [](promptly::io::descriptor, std::stop_token) {});
+  l.close();
+  a.get();
+  b.get();
+}
+
+}  // namespace header_check
