@@ -18,17 +18,23 @@
 #include <vector>
 
 #include "policy/fair.hpp"
+#include "policy_support.hpp"
 #include "promptly/promptly.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
-using promptly::ext::pool_stats;
+using promptly::ext::pool_view;
 
 namespace {
 
-std::vector<pool_stats> with_work(std::initializer_list<bool> ready) {
-  std::vector<pool_stats> s;
-  for (bool r : ready) s.push_back(pool_stats{.has_ready_work = r});
+std::vector<pool_view> with_work(std::initializer_list<bool> ready) {
+  std::vector<pool_view> s;
+  for (bool r : ready) {
+    pool_view v;
+    v.id = static_cast<promptly::ext::pool_id>(s.size());
+    v.has_ready_work = r;
+    s.push_back(v);
+  }
   return s;
 }
 
@@ -156,7 +162,7 @@ TEST(FairAllotment, DonationAndCreditTable) {
     const char* what;
     std::vector<unsigned> primaries;
     std::vector<double> credit;
-    std::vector<pool_stats> stats;
+    std::vector<pool_view> stats;
     unsigned workers;
     std::vector<unsigned> allotment;
   };
@@ -192,20 +198,22 @@ TEST(FairAllotment, DonationAndCreditTable) {
 }
 
 TEST(FairAllotment, WinnerTakeAllIsPrompt) {
-  auto fair = promptly::ext::make_policy("fair", 4, {}, {.round = 5ms, .weights = {1}});
-  auto prompt = promptly::ext::make_policy("prompt", 4);
+  auto fair = promptly::ext::make_policy("fair", {}, {.round = 5ms, .weights = {1}});
+  auto prompt = promptly::ext::make_policy("prompt");
+  policy_support::decisions df(3), dp(3);
+  std::vector<pool_view> s(4);
+  s[0].weight = 1;  // the criterion {1}: levels past the end weigh 0
+  for (unsigned l = 1; l < 4; ++l) s[l].weight = 0;
+  df.decide(*fair, promptly::ext::event_kind::installed, promptly::ext::no_pool, s);
+  dp.decide(*prompt, promptly::ext::event_kind::installed, promptly::ext::no_pool, s);
   for (unsigned mask = 0; mask < 16; ++mask)
-    for (auto ev : {promptly::ext::pool_event::quantum, promptly::ext::pool_event::became_nonempty,
-                    promptly::ext::pool_event::became_empty}) {
-      std::vector<pool_stats> s(4);
+    for (auto ev : {promptly::ext::event_kind::quantum, promptly::ext::event_kind::became_nonempty,
+                    promptly::ext::event_kind::became_empty}) {
       for (unsigned l = 0; l < 4; ++l) {
         s[l].has_ready_work = (mask >> l) & 1;
         s[l].work_s = 0.01 * l;  // any measured work: nobody but the top has a share to be owed
       }
-      std::vector<unsigned> a(4, 0), b(4, 0);
-      fair->decide(ev, 0, s, 3, a);
-      prompt->decide(ev, 0, s, 3, b);
-      EXPECT_EQ(a, b) << "mask " << mask;
+      EXPECT_EQ(df.decide(*fair, ev, 0, s), dp.decide(*prompt, ev, 0, s)) << "mask " << mask;
     }
 }
 

@@ -1,16 +1,19 @@
-// Table-driven tests of APS (seed 000 Fig. 1 desire, top-down allotment
-// with leftovers) and of the policies' decisions.
+// Table-driven tests of APS (I-Cilk's Fig. 1 desire, top-down allotment
+// with leftovers) and of the policies' decisions, through the runtime's own
+// decision object (tests/policy_support.hpp).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <vector>
 
 #include "policy/aps.hpp"
+#include "policy_support.hpp"
 #include "promptly/ext/policy.hpp"
 
 using namespace promptly::policy_impl;
-using promptly::ext::pool_event;
-using promptly::ext::pool_stats;
+using promptly::ext::event_kind;
+using promptly::ext::pool_view;
+using policy_support::decisions;
 
 struct desire_case {
   const char* what;
@@ -64,7 +67,7 @@ TEST(ApsAllotment, TopDownCappedWithLeftovers) {
   };
   for (const auto& c : cases) {
     std::vector<unsigned> out(c.desires.size(), 99);
-    std::vector<pool_stats> stats(c.ready.size());
+    std::vector<pool_view> stats(c.ready.size());
     for (std::size_t i = 0; i < c.ready.size(); ++i) stats[i].has_ready_work = c.ready[i];
     allot_top_down(c.desires, stats, c.workers, out);
     EXPECT_EQ(out, c.expect) << c.what;
@@ -75,50 +78,58 @@ TEST(ApsAllotment, TopDownCappedWithLeftovers) {
 }
 
 TEST(Policies, PromptGivesEveryoneToTheMostUrgentNonEmptyLevel) {
-  auto p = promptly::ext::make_policy("prompt", 3);
-  std::vector<pool_stats> s(3);
+  auto p = promptly::ext::make_policy("prompt");
+  decisions d(4);
+  std::vector<pool_view> s(3);
+  EXPECT_EQ(d.decide(*p, event_kind::installed, promptly::ext::no_pool, s), (std::vector<unsigned>{4, 0, 0}));
   s[1].has_ready_work = s[2].has_ready_work = true;
-  std::vector<unsigned> a(3, 0);
-  p->decide(pool_event::became_nonempty, 1, s, 4, a);
-  EXPECT_EQ(a, (std::vector<unsigned>{0, 4, 0}));
+  EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 1, s), (std::vector<unsigned>{0, 4, 0}));
   s[0].has_ready_work = true;
-  p->decide(pool_event::became_nonempty, 0, s, 4, a);
-  EXPECT_EQ(a, (std::vector<unsigned>{4, 0, 0}));
+  EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 0, s), (std::vector<unsigned>{4, 0, 0}));
 }
 
 TEST(Policies, ApsReactsToEventsAtOnceAndToQuanta) {
   promptly::ext::aps_params params;
-  auto p = promptly::ext::make_policy("aps", 2, params);
-  std::vector<pool_stats> s(2);
-  std::vector<unsigned> a(2, 0);
+  auto p = promptly::ext::make_policy("aps", params);
+  decisions d(2);
+  std::vector<pool_view> s(2);
+  d.decide(*p, event_kind::installed, promptly::ext::no_pool, s);
+  EXPECT_EQ(d.quantum(), params.quantum);
   s[1].has_ready_work = true;
-  p->decide(pool_event::became_nonempty, 1, s, 2, a);
+  EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 1, s), (std::vector<unsigned>{0, 2}));  // desire 1 plus the leftover
   EXPECT_DOUBLE_EQ(p->desire(1), 1.0);
-  EXPECT_EQ(a, (std::vector<unsigned>{0, 2}));  // desire 1 plus the leftover
   s[0].has_ready_work = true;
-  p->decide(pool_event::became_nonempty, 0, s, 2, a);
-  EXPECT_EQ(a, (std::vector<unsigned>{1, 1}));  // level 0 takes one at once
+  EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 0, s), (std::vector<unsigned>{1, 1}));  // level 0 takes one at once
   // A quantum in which level 0 used its worker fully: its desire doubles.
   s[0].work_s = 0.0005;
-  s[0].allotted = 1;
+  s[0].cores = 1;
   s[1].work_s = 0.0005;
-  s[1].allotted = 1;
-  p->decide(pool_event::quantum, 2, s, 2, a);
+  s[1].cores = 1;
+  EXPECT_EQ(d.decide(*p, event_kind::quantum, promptly::ext::no_pool, s), (std::vector<unsigned>{2, 0}));
   EXPECT_DOUBLE_EQ(p->desire(0), 2.0);
-  EXPECT_EQ(a, (std::vector<unsigned>{2, 0}));
   s[0].has_ready_work = false;
-  p->decide(pool_event::became_empty, 0, s, 2, a);
+  EXPECT_EQ(d.decide(*p, event_kind::became_empty, 0, s), (std::vector<unsigned>{0, 2}));
   EXPECT_DOUBLE_EQ(p->desire(0), 0.0);
-  EXPECT_EQ(a, (std::vector<unsigned>{0, 2}));
+}
+
+TEST(Policies, ObliviousRoamsEveryCoreAndKeepsThemRoaming) {
+  auto p = promptly::ext::make_policy("oblivious");
+  decisions d(3);
+  std::vector<pool_view> s(2);
+  d.decide(*p, event_kind::installed, promptly::ext::no_pool, s);
+  EXPECT_TRUE(d.all_roaming());
+  s[1].has_ready_work = true;
+  d.decide(*p, event_kind::became_nonempty, 1, s);
+  d.decide(*p, event_kind::pool_added, 1, s);
+  EXPECT_TRUE(d.all_roaming());
 }
 
 TEST(Policies, UnknownNamesAndBadParametersAreRejected) {
-  EXPECT_THROW(promptly::ext::make_policy("fastest", 2), std::invalid_argument);
+  EXPECT_THROW(promptly::ext::make_policy("fastest"), std::invalid_argument);
   promptly::ext::aps_params bad;
   bad.rho = 1.0;
-  EXPECT_THROW(promptly::ext::make_policy("aps", 2, bad), std::invalid_argument);
+  EXPECT_THROW(promptly::ext::make_policy("aps", bad), std::invalid_argument);
   bad = {};
   bad.delta = 0;
-  EXPECT_THROW(promptly::ext::make_policy("aps", 2, bad), std::invalid_argument);
-  EXPECT_TRUE(promptly::ext::make_policy("oblivious", 2)->roaming());
+  EXPECT_THROW(promptly::ext::make_policy("aps", bad), std::invalid_argument);
 }

@@ -116,9 +116,8 @@ class scripted_policy final : public promptly::ext::policy {
  public:
   explicit scripted_policy(std::shared_ptr<std::vector<std::atomic<unsigned>>> script) : script_(std::move(script)) {}
   std::string_view name() const noexcept override { return "scripted"; }
-  void decide(promptly::ext::pool_event, std::size_t, std::span<const promptly::ext::pool_stats>, unsigned,
-              std::span<unsigned> allotment) override {
-    for (std::size_t p = 0; p < allotment.size(); ++p) allotment[p] = (*script_)[p].load();
+  void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
+    for (std::size_t p = 0; p < script_->size(); ++p) d.allot(static_cast<promptly::ext::pool_id>(p), (*script_)[p].load());
   }
 
  private:

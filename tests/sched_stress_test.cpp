@@ -43,14 +43,14 @@ class random_policy final : public promptly::ext::policy {
  public:
   explicit random_policy(std::uint64_t seed) : rng_(seed) {}
   std::string_view name() const noexcept override { return "random"; }
-  std::chrono::microseconds quantum() const noexcept override { return 300us; }
-  void decide(promptly::ext::pool_event, std::size_t, std::span<const promptly::ext::pool_stats> stats,
-              unsigned workers, std::span<unsigned> allotment) override {
-    unsigned left = workers;
-    for (auto& a : allotment) a = 0;
+  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+    if (ev.kind == promptly::ext::event_kind::installed) d.set_quantum(300us);
+    const auto pools = d.pools();
+    unsigned left = d.core_count();
+    std::vector<unsigned> allotment(pools.size(), 0);
     std::vector<std::size_t> with_work;
-    for (std::size_t p = 0; p < stats.size(); ++p)
-      if (stats[p].has_ready_work) with_work.push_back(p);
+    for (std::size_t p = 0; p < pools.size(); ++p)
+      if (pools[p].has_ready_work) with_work.push_back(p);
     if (!with_work.empty()) {
       allotment[with_work[rng_() % with_work.size()]] = 1;
       --left;
@@ -60,6 +60,7 @@ class random_policy final : public promptly::ext::policy {
       allotment[p] += extra;
       left -= extra;
     }
+    for (std::size_t p = 0; p < pools.size(); ++p) d.allot(pools[p].id, allotment[p]);
   }
 
  private:

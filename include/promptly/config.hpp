@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "promptly/ext/policy.hpp"
+#include "promptly/policy_params.hpp"
 
 namespace promptly {
 
@@ -52,11 +52,11 @@ struct runtime_config {
   // runtime::set_policy.
   std::string policy = "prompt";
   // Parameters of "aps": delta, rho, quantum L.
-  ext::aps_params aps{};
+  aps_params aps{};
   // Parameters of "fair": the round length (default 5 ms) and the fairness
   // criterion, one integer weight per level (docs/fairness.md). Changeable
   // at run time with runtime::set_fairness.
-  ext::fair_params fair{};
+  fair_params fair{};
   // If set, one CSV line per level at every policy decision, with the
   // header t_s,policy,level,desire,allotted,utilization,ready; t_s counts
   // from the runtime's construction (docs/priorities.md).

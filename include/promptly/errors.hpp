@@ -15,6 +15,13 @@ class runtime_stopped : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Work was submitted to a pool that is being removed or was removed
+// (runtime::remove_pool). The work was not accepted and will not run.
+class pool_removed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A call that needs a worker of a runtime (promptly::async, task_group::spawn)
 // was made from a thread that is not one; use runtime::submit or runtime::run.
 class not_on_worker : public std::logic_error {

@@ -36,7 +36,8 @@
 #include "promptly/detail/waiting.hpp"
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/errors.hpp"
-#include "promptly/level.hpp"
+#include "promptly/pool.hpp"
+#include "promptly/this_task.hpp"
 
 namespace promptly {
 
@@ -123,7 +124,7 @@ struct future_state_base {
     // run it inline, and only with stack to spare (a chain of gets would
     // otherwise nest without bound); any other caller waits for the runtime
     // to run it.
-    if (run_claimed != nullptr && w != nullptr && w->sched == sched && queued_task->level == w->level &&
+    if (run_claimed != nullptr && w != nullptr && w->sched == sched && queued_task->pool == w->pool &&
         !claimed.load(std::memory_order_relaxed) && stack_allows_inline_run()) {
       // The awaited task is most often the newest item of the caller's own
       // deque: take it back so it leaves no spent record behind.
@@ -171,8 +172,9 @@ struct async_task final : task, future_state<T> {
     auto* self = static_cast<async_task*>(b);
     self->result.run(self->fn);
     scheduler* s = self->sched;  // read before complete(): waking may release *self
+    const unsigned pool = self->pool;
     self->complete();
-    count_detached_finished(*s);
+    count_detached_finished(*s, pool);
   }
   static void execute_queued(task* t) {
     auto* self = static_cast<async_task*>(t);
@@ -202,6 +204,42 @@ async_task<T, std::decay_t<F>>* new_async_task(slab_allocator* slab, scheduler& 
     slab_allocator::deallocate(mem, slab);
     throw;
   }
+}
+
+struct no_hook {
+  template <class S>
+  void operator()(S*) const noexcept {}
+};
+
+// The one path that starts a counted task (runtime::submit, async, typed
+// fcreate): admit it to `pool` (throws, counting nothing, for an unknown or
+// closing pool, or, `from` outside, a stopped runtime; a task starting work
+// in its own pool is not checked: it holds the pool open), make its record, let `before_ready`
+// see the state (typed fcreate publishes the handle there, before anyone
+// can run the task), then make it ready: pushed on the calling worker's
+// deque when it serves that pool, else injected. `w` is the calling worker
+// of any runtime, or null.
+template <class T, class F, class BeforeReady = no_hook>
+future_state<T>* start_async(scheduler& s, worker_view* w, unsigned pool, admission from, F&& f,
+                             BeforeReady&& before_ready = {}) {
+  const bool local = w != nullptr && w->sched == &s;
+  if (from == admission::from_task && local && w->pool == pool)
+    count_detached_started(s, pool);
+  else
+    admit(s, pool, local ? from : admission::from_outside);
+  async_task<T, std::decay_t<F>>* a;
+  try {
+    a = new_async_task<T>(local ? w->slab : nullptr, s, std::forward<F>(f));
+  } catch (...) {
+    count_detached_finished(s, pool);
+    throw;
+  }
+  before_ready(static_cast<future_state<T>*>(a));
+  if (local && w->pool == pool)
+    push_local(*w, a);
+  else
+    make_ready(s, w, a, pool);
+  return a;
 }
 
 }  // namespace detail
@@ -249,7 +287,7 @@ class future {
   friend auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  friend auto async(level at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
+  friend auto async(pool at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>>;
   friend class runtime;
   template <class U>
   friend class promise;
@@ -266,38 +304,30 @@ class future {
   detail::future_state<T>* state_ = nullptr;
 };
 
-// Runs f as a new task on the calling worker's runtime and returns its
-// future. Must be called from a task (throws promptly::not_on_worker
-// otherwise; use runtime::submit from other threads).
+// Runs f as a new task on the calling worker's runtime, in the caller's
+// pool, and returns its future. Must be called from a task (throws
+// promptly::not_on_worker otherwise; use runtime::submit from other threads).
 template <class F>
   requires std::invocable<std::decay_t<F>&>
-auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+[[nodiscard]] auto async(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
   using T = std::invoke_result_t<std::decay_t<F>&>;
   detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());  // create boundary
   if (w == nullptr)
     throw not_on_worker("promptly::async called outside a runtime's worker; use runtime::submit from other threads");
-  auto* a = detail::new_async_task<T>(w->slab, *w->sched, std::forward<F>(f));
-  detail::count_detached_started(*w->sched);
-  detail::push_local(*w, a);
-  return future<T>(static_cast<detail::future_state<T>*>(a));
+  return future<T>(detail::start_async<T>(*w->sched, w, w->pool, detail::admission::from_task, std::forward<F>(f)));
 }
 
-// async at another level: the task is made ready at level `at` (throws
-// std::out_of_range if the runtime has no such level).
+// async in another pool or at another level: the task is made ready there
+// (throws std::out_of_range if the runtime has no such pool, pool_removed
+// if it is being removed).
 template <class F>
   requires std::invocable<std::decay_t<F>&>
-auto async(level at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+[[nodiscard]] auto async(pool at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
   using T = std::invoke_result_t<std::decay_t<F>&>;
   detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());
   if (w == nullptr)
     throw not_on_worker("promptly::async called outside a runtime's worker; use runtime::submit from other threads");
-  if (at.value == w->level) return async(std::forward<F>(f));
-  detail::check_level(*w->sched, at.value);
-  auto* a = detail::new_async_task<T>(w->slab, *w->sched, std::forward<F>(f));
-  a->level = at.value;
-  detail::count_detached_started(*w->sched);
-  detail::schedule_ready(*w->sched, a);
-  return future<T>(static_cast<detail::future_state<T>*>(a));
+  return future<T>(detail::start_async<T>(*w->sched, w, at.id, detail::admission::from_task, std::forward<F>(f)));
 }
 
 }  // namespace promptly

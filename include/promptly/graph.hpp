@@ -53,7 +53,7 @@
 
 #include "promptly/detail/graph_core.hpp"
 #include "promptly/future.hpp"
-#include "promptly/level.hpp"
+#include "promptly/this_task.hpp"
 
 namespace promptly {
 

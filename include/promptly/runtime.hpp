@@ -11,24 +11,24 @@
 
 #include <concepts>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include <string>
-
 #include "promptly/config.hpp"
 #include "promptly/future.hpp"
+#include "promptly/pool.hpp"
 #include "promptly/stats.hpp"
-#include "promptly/typed/inversion_detector.hpp"  // runtime::inversions()
 
 namespace promptly {
 
+namespace ext {
+class policy;
+}
 namespace detail {
 class scheduler;
-// Counts a submission from outside as outstanding work, or throws
-// runtime_stopped if the runtime is shutting down.
-void admit_external(scheduler& s);
+class inversion_detector;
 }  // namespace detail
 
 class runtime {
@@ -38,34 +38,23 @@ class runtime {
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 
-  // Submits f from any thread and returns its future. Throws
-  // runtime_stopped after shutdown began.
+  // Submits f from any thread to run at level 0 and returns its future.
+  // Throws runtime_stopped after shutdown began.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  auto submit(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
-    return submit(level{0}, std::forward<F>(f));
+  [[nodiscard]] auto submit(F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+    return submit(pool{0}, std::forward<F>(f));
   }
 
-  // Submits f to run at level `at` (throws std::out_of_range if the runtime
-  // has no such level).
+  // Submits f to run in pool `at` (a level converts: rt.submit(level{2}, f)).
+  // Throws std::out_of_range if the runtime has no such pool, pool_removed
+  // if it is being removed, runtime_stopped after shutdown began.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  auto submit(level at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
+  [[nodiscard]] auto submit(pool at, F&& f) -> future<std::invoke_result_t<std::decay_t<F>&>> {
     using T = std::invoke_result_t<std::decay_t<F>&>;
-    detail::scheduler& s = *sched_;
-    detail::check_level(s, at.value);
-    detail::admit_external(s);
-    detail::future_state<T>* state;
-    try {
-      auto* a = detail::new_async_task<T>(nullptr, s, std::forward<F>(f));
-      a->level = at.value;
-      state = a;
-      detail::schedule_ready(s, a);
-    } catch (...) {
-      detail::count_detached_finished(s);
-      throw;
-    }
-    return future<T>(state);
+    return future<T>(
+        detail::start_async<T>(*sched_, detail::current_worker(), at.id, detail::admission::from_outside, std::forward<F>(f)));
   }
 
   // Runs f on a worker and returns its result (or rethrows its exception),
@@ -78,11 +67,11 @@ class runtime {
     return submit(std::forward<F>(f)).get_consuming();
   }
 
-  // Runs f at level `at`; from a task of this runtime it runs f as a task
-  // of that level and waits for it.
+  // Runs f in pool `at` (or at a level); from a task of this runtime it runs
+  // f as a task of that pool and waits for it.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  auto run(level at, F&& f) -> std::invoke_result_t<std::decay_t<F>&> {
+  auto run(pool at, F&& f) -> std::invoke_result_t<std::decay_t<F>&> {
     if (on_own_worker()) return promptly::async(at, std::forward<F>(f)).get_consuming();
     return submit(at, std::forward<F>(f)).get_consuming();
   }
@@ -90,9 +79,11 @@ class runtime {
   // Switches the policy by name ("oblivious", "prompt", "aps", "fair")
   // while the runtime runs. Throws std::invalid_argument for an unknown name.
   void set_policy(const std::string& name);
-  // Installs a policy object (the extension tier, promptly/ext/policy.hpp):
-  // the runtime calls it on its policy thread, on pool events and, if it
-  // has a quantum, every quantum. Throws std::invalid_argument for null.
+  // Installs a policy object (the extension tier, promptly/ext/policy.hpp,
+  // docs/policies.md): the runtime calls it on its policy thread, on pool
+  // events and, if it sets a quantum, every quantum. Throws
+  // std::invalid_argument for null, and whatever the policy's first
+  // decision throws (the previous policy then stays).
   void set_policy(std::unique_ptr<ext::policy> policy);
   std::string policy() const;
 
@@ -104,7 +95,27 @@ class runtime {
   // weights than levels; the previous criterion then stays. docs/fairness.md.
   void set_fairness(std::vector<long long> weights);
 
-  // Per-level statistics, readable at any time.
+  // Creates a pool (promptly/pool.hpp) while the runtime runs; the policy
+  // hears of it at once. Throws std::invalid_argument for a bad option,
+  // std::length_error when 4096 pools (levels included) exist,
+  // runtime_stopped after shutdown began.
+  [[nodiscard]] pool create_pool(pool_options opts = {});
+  // Closes the pool to new work (submissions to it throw pool_removed),
+  // waits until every task submitted to it (submit, async, graph runs) has
+  // finished (parking if called from a task) and it holds no work at all
+  // (children other pools' tasks spawned into it included), then removes
+  // it; its id may be given to a later create_pool. Throws
+  // std::out_of_range for an unknown or already removed pool,
+  // std::invalid_argument for a level, std::logic_error when called from a
+  // task of the pool itself (it would wait for itself).
+  void remove_pool(pool p);
+  // Tells the policy that pool p asks for more cores (AMCilk's
+  // request for cores; the shipped policies ignore it, job policies use it).
+  void request_cores(pool p);
+  // Pools alive now, levels included.
+  std::size_t pool_count() const noexcept;
+
+  // Statistics per level, per pool, per worker; readable at any time.
   runtime_stats stats() const;
 
   // Stops accepting work and waits for all accepted work; idempotent.
@@ -117,18 +128,15 @@ class runtime {
   bool on_own_worker() const noexcept;
   std::unique_ptr<detail::scheduler> sched_;
 
-  // ---- run-time priority-inversion detector (docs/typed-priorities.md) ----
- public:
-  // Touches of futures of less urgent levels seen so far; `enabled` is false
-  // (and nothing is counted) unless runtime_config::detect_inversions.
-  inversion_stats inversions() const { return detector_ ? detector_->snapshot() : inversion_stats{}; }
-
- private:
   // Declared after sched_, so it is built from the running scheduler's
   // configuration, and destroyed first, after shutdown() finished every task.
-  std::unique_ptr<detail::inversion_detector> detector_ =
-      detail::inversion_detector::attach(config().detect_inversions, sched_.get());
-  // ---- end run-time priority-inversion detector ----
+  std::unique_ptr<detail::inversion_detector> detector_;
+
+ public:
+  // Touches of futures of less urgent levels seen so far (the run-time
+  // priority-inversion detector, docs/typed-priorities.md); `enabled` is
+  // false (and nothing is counted) unless runtime_config::detect_inversions.
+  inversion_stats inversions() const;
 };
 
 }  // namespace promptly

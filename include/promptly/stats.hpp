@@ -1,34 +1,41 @@
-// Per-level statistics of a running runtime (runtime::stats()).
+// Statistics of a running runtime (runtime::stats()): per level, per pool
+// made at run time, per worker, and of the policy thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace promptly {
 
-struct level_stats {
+// One pool (a level is a pool: level l is pool l).
+struct pool_stats {
+  std::uint32_t id = 0;         // the pool's id (= the level for levels)
+  unsigned rank = 0;            // 0 = most urgent
+  double weight = 1;            // share weight (fair)
   double desire = 0;            // the policy's desire (aps), else 0
-  unsigned allotted = 0;        // workers the policy gives the level now
+  unsigned allotted = 0;        // workers the policy gives the pool now
   bool has_ready_work = false;  // queued or running work at the level
   double utilization = 0;       // work / (work + looking) in the last quantum or event interval
   double last_work_s = 0;       // worker-seconds working in that interval
   double last_look_s = 0;       // worker-seconds looking for work in that interval
   double work_s = 0;            // cumulative worker-seconds running tasks of the level
   double look_s = 0;            // cumulative worker-seconds looking for work at the level
-  std::uint64_t tasks_run = 0;  // tasks executed at the level
-  std::uint64_t switches_in = 0;  // times a worker moved to the level
+  std::uint64_t tasks_run = 0;  // tasks executed in the pool
+  std::uint64_t switches_in = 0;  // times a worker moved to the pool
   // Policy "fair" only (zeros otherwise), since its criterion was installed:
   double share = 0;           // F(level), the criterion normalised to sum 1
   double sampled_share = 0;   // fraction of worker-rounds that drew this level as primary
   double received_share = 0;  // fraction of all worker time spent working at this level
   double credit_s = 0;        // worker-seconds owed (+) or over-served (-), capped at one round
 };
+using level_stats = pool_stats;
 
 // What one worker is doing now (a snapshot; for diagnostics and tests).
 struct worker_state {
-  unsigned serving = 0;  // the level whose deque the worker works on
-  int assigned = -1;     // the level the policy gave it; -1 = none (it sleeps)
+  unsigned serving = 0;  // the pool (level) whose deque the worker works on
+  int assigned = -1;     // the pool the policy gave it; -1 = none (it sleeps)
   std::string state;     // "working", "looking" (stealing) or "sleeping" (in the notifier)
 };
 
@@ -42,8 +49,14 @@ struct runtime_stats {
   // mapped (vm.max_map_count or the address-space limit reached); see
   // src/sched/README.md, "Waiting when no stack can be mapped".
   std::uint64_t blocked_waits = 0;
+  // The policy thread's latency from the first event it had not yet decided
+  // to the decision applied, over the most recent decisions (up to 4096).
+  std::size_t decision_latency_samples = 0;
+  double decision_latency_p50_us = 0;
+  double decision_latency_p99_us = 0;
   std::vector<worker_state> worker_states;
-  std::vector<level_stats> levels;
+  std::vector<pool_stats> levels;  // levels 0..L-1
+  std::vector<pool_stats> pools;   // live pools made by runtime::create_pool, by id
 };
 
 // ---- priority inversions seen at run time (runtime::inversions()) ----

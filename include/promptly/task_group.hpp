@@ -25,7 +25,8 @@
 #include "promptly/detail/waiting.hpp"
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/errors.hpp"
-#include "promptly/level.hpp"
+#include "promptly/pool.hpp"
+#include "promptly/this_task.hpp"
 
 namespace promptly {
 
@@ -45,11 +46,11 @@ class task_group {
     spawn_at(nullptr, std::forward<F>(f));
   }
 
-  // A child that runs at level `at` (throws std::out_of_range if the
-  // runtime has no such level).
+  // A child that runs in pool `at` or at a level (throws std::out_of_range
+  // if the runtime has no such pool, pool_removed if it is being removed).
   template <class F>
     requires std::invocable<std::decay_t<F>&>
-  void spawn(level at, F&& f) {
+  void spawn(pool at, F&& f) {
     spawn_at(&at, std::forward<F>(f));
   }
 
@@ -61,11 +62,11 @@ class task_group {
 
  private:
   template <class F>
-  void spawn_at(const level* at, F&& f) {
+  void spawn_at(const pool* at, F&& f) {
     detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());  // spawn boundary
     if (w == nullptr) throw not_on_worker("promptly::task_group::spawn called outside a runtime's worker");
-    const bool elsewhere = at != nullptr && at->value != w->level;
-    if (elsewhere) detail::check_level(*w->sched, at->value);
+    const bool elsewhere = at != nullptr && at->id != w->pool;
+    if (elsewhere) detail::check_pool(*w->sched, at->id);
     using C = child<std::decay_t<F>>;
     detail::slab_allocator* slab = alignof(C) > 16 ? nullptr : w->slab;
     void* mem = detail::slab_allocator::allocate(slab, sizeof(C));
@@ -77,20 +78,32 @@ class task_group {
       throw;
     }
     pending_.add();
-    if (elsewhere) {
-      c->level = at->value;
-      detail::schedule_ready(*w->sched, c);
-    } else {
+    if (elsewhere)
+      detail::make_ready(*w->sched, w, c, at->id);
+    else
       detail::push_local(*w, c);
-    }
   }
 
+  // Every child runs through one entry point, so that drain() can tell a
+  // child of this group (execute == &execute_child, group == this) from any
+  // other task at the bottom of the deque without knowing its type.
+  struct child_base : detail::task {
+    using run_fn = void (*)(child_base*);
+    child_base(run_fn r, task_group* g) noexcept : task(&execute_child), run(r), group(g) {}
+    static void execute_child(detail::task* t) {
+      auto* self = static_cast<child_base*>(t);
+      self->run(self);
+    }
+    run_fn run;
+    task_group* group;
+  };
+
   template <class F>
-  struct child final : detail::task {
-    child(F&& f, task_group* g) : task(&execute, g), fn(std::move(f)) {}
-    static void execute(detail::task* t) {
-      auto* self = static_cast<child*>(t);
-      auto* group = static_cast<task_group*>(const_cast<void*>(self->group));
+  struct child final : child_base {
+    child(F&& f, task_group* g) : child_base(&run_child, g), fn(std::move(f)) {}
+    static void run_child(child_base* base) {
+      auto* self = static_cast<child*>(base);
+      task_group* group = self->group;
       try {
         std::invoke(self->fn);
       } catch (...) {
@@ -115,7 +128,7 @@ class task_group {
       detail::worker_view* w = detail::current_worker();
       detail::task* t = w != nullptr ? w->deque->pop() : nullptr;
       if (t == nullptr) break;
-      if (t->group != this) {
+      if (t->execute != &child_base::execute_child || static_cast<child_base*>(t)->group != this) {
         w->deque->push(t);
         break;
       }

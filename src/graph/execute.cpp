@@ -67,8 +67,8 @@ void graph_core::release_successors(graph_node& n) {
   // Work keeps the level it was created at: every node of a run runs at
   // the run's level, whatever level the worker serves when it releases
   // them (it serves n's level, unless a move is under way).
-  const unsigned level = n.level;
-  const bool local = w.level == level;
+  const unsigned level = n.pool;
+  const bool local = w.pool == level;
   graph_node* const* it = list->items();
   graph_node* const* const end = it + list->count;
   // The successors' lines are usually cold, and the locked decrements below
@@ -82,13 +82,13 @@ void graph_core::release_successors(graph_node& n) {
       if (join.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
       join.store(m->num_preds, std::memory_order_relaxed);  // reset for the next run
     }
-    m->level = level;
+    m->pool = level;
     if (keep == nullptr && local)
       keep = m;
     else if (local)
       w.deque->push(m);  // stealable; safe to publish while `keep` is held (lemma above)
     else
-      schedule_ready(*w.sched, m);
+      make_ready(*w.sched, &w, m, level);
   } while (it != end);
   if (keep == nullptr) return;
   // The executor paper's Algorithm 3, lines 7-8: the cached task runs next on this
@@ -134,6 +134,7 @@ void graph_core::finish_run() noexcept {
     r.outcome = graph_outcome::completed;
   }
   scheduler& s = *sched_;
+  const unsigned pool = level_;
   std::shared_ptr<graph_run_record> rec = std::move(active_);
   run_ = nullptr;
   running_.store(false, std::memory_order_release);
@@ -144,7 +145,7 @@ void graph_core::finish_run() noexcept {
   else
     rec->done.set_value();
   rec.reset();
-  count_detached_finished(s);  // the runtime may shut down after this
+  count_detached_finished(s, pool);  // the runtime may shut down after this
 }
 
 }  // namespace promptly::detail

@@ -26,7 +26,7 @@ graph_run graph::run(runtime& rt, level at) {
   }
   try {
     detail::graph_core* c = core_.get();
-    rt.submit(at, [c] { c->start(*detail::current_worker()->sched); });
+    (void)rt.submit(at, [c] { c->start(*detail::current_worker()->sched); });  // the run reports through rec
   } catch (...) {
     core_->abort_run();
     throw;
@@ -68,7 +68,7 @@ void graph_core::abort_run() noexcept {
 
 void graph_core::start(scheduler& s) noexcept {
   sched_ = &s;
-  count_detached_started(s);  // before the starter (itself counted) returns
+  count_detached_started(s, level_);  // before the starter (itself counted) returns
   // The executor paper's Algorithm 1: all sources under one lock, then notify. After
   // this call the run may finish at any time: nothing of the graph is
   // touched any more.

@@ -31,7 +31,7 @@
 #include "promptly/io/error.hpp"
 #include "promptly/io/operations.hpp"
 #include "promptly/io/timers.hpp"
-#include "promptly/level.hpp"
+#include "promptly/this_task.hpp"
 #include "promptly/runtime.hpp"
 
 namespace promptly::io {
@@ -219,7 +219,7 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
           }
           if (ended && !normal_end(ended)) report(on_error, ended);
         };
-        rt.submit(at, std::move(connection));
+        (void)rt.submit(at, std::move(connection));  // the handler reports its own errors (on_error)
       }
     } catch (...) {
       failure = std::current_exception();

@@ -1,7 +1,12 @@
-// The `aps` policy (seed 000 Sec. 3 and 5).
+// The `aps` policy (I-Cilk, Sec. 3 and 5).
+//
+// Invariants
+//  * desire_[id] is 0 for every pool without ready work at the last decision
+//    and for every id not (or no longer) a live pool.
 #include "aps.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <vector>
 
@@ -24,7 +29,7 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
   return {previous_desire, desire_rule::efficient_deprived};                            // line 7
 }
 
-void allot_top_down(std::span<const double> desires, std::span<const ext::pool_stats> stats, unsigned workers,
+void allot_top_down(std::span<const double> desires, std::span<const ext::pool_view> stats, unsigned workers,
                     std::span<unsigned> allotment) noexcept {
   unsigned left = workers;
   for (std::size_t l = 0; l < desires.size(); ++l) {
@@ -48,39 +53,45 @@ namespace {
 
 class aps_policy final : public ext::policy {
  public:
-  aps_policy(std::size_t pools, const ext::aps_params& p) : params_(p), desire_(pools, 0.0) {}
+  explicit aps_policy(const ext::aps_params& p) : params_(p) {}
   std::string_view name() const noexcept override { return "aps"; }
-  std::chrono::microseconds quantum() const noexcept override { return params_.quantum; }
-  double desire(std::size_t pool) const noexcept override { return desire_[pool]; }
+  double desire(ext::pool_id pool) const noexcept override { return pool < desire_.size() ? desire_[pool] : 0.0; }
 
-  void decide(ext::pool_event ev, std::size_t pool, std::span<const ext::pool_stats> stats, unsigned workers,
-              std::span<unsigned> allotment) override {
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    const auto pools = d.pools();
+    std::uint32_t end = 0;
+    for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
+    if (desire_.size() < end) desire_.resize(end, 0.0);
+    if (ev.kind == ext::event_kind::installed) d.set_quantum(params_.quantum);
+    if (ev.kind == ext::event_kind::pool_removed && ev.pool < desire_.size()) desire_[ev.pool] = 0.0;
     // Fig. 1 line 1 holds at every decision, not only at quantum ticks: a
-    // level without ready work desires nothing (its desire restarts at 1
-    // when work appears), so stale desires never hold workers.
-    for (std::size_t l = 0; l < stats.size(); ++l)
-      if (!stats[l].has_ready_work) desire_[l] = 0.0;
-    if (ev == ext::pool_event::quantum) {
-      for (std::size_t l = 0; l < stats.size(); ++l)
-        desire_[l] = next_desire(stats[l].has_ready_work, desire_[l], stats[l].allotted, stats[l].utilization(),
-                                 params_.delta, params_.rho)
-                         .desire;
-    } else if (ev == ext::pool_event::became_nonempty) {
+    // pool without ready work desires nothing (its desire restarts at 1
+    // when work appears), so stale desires never hold cores.
+    for (const ext::pool_view& p : pools)
+      if (!p.has_ready_work) desire_[p.id] = 0.0;
+    if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) {
+      for (const ext::pool_view& p : pools)
+        desire_[p.id] =
+            next_desire(p.has_ready_work, desire_[p.id], p.cores, p.utilization(), params_.delta, params_.rho).desire;
+    } else if (ev.kind == ext::event_kind::became_nonempty || ev.kind == ext::event_kind::pool_added) {
       // Acted on at once (not at the next quantum): the desire restarts at 1.
-      if (pool < stats.size() && stats[pool].has_ready_work && desire_[pool] == 0.0) desire_[pool] = 1.0;
+      if (const ext::pool_view* p = d.find(ev.pool); p != nullptr && p->has_ready_work && desire_[p->id] == 0.0)
+        desire_[p->id] = 1.0;
     }
-    allot_top_down(desire_, stats, workers, allotment);
+    std::vector<double> desires(pools.size());
+    for (std::size_t i = 0; i < pools.size(); ++i) desires[i] = desire_[pools[i].id];
+    std::vector<unsigned> allotment(pools.size(), 0);
+    allot_top_down(desires, pools, d.core_count(), allotment);
+    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, allotment[i]);
   }
 
  private:
   ext::aps_params params_;
-  std::vector<double> desire_;
+  std::vector<double> desire_;  // by pool id
 };
 
 }  // namespace
 
-std::unique_ptr<ext::policy> make_aps_policy(std::size_t pools, const ext::aps_params& p) {
-  return std::make_unique<aps_policy>(pools, p);
-}
+std::unique_ptr<ext::policy> make_aps_policy(const ext::aps_params& p) { return std::make_unique<aps_policy>(p); }
 
 }  // namespace promptly::policy_impl

@@ -1,4 +1,5 @@
-// Adaptive Priority Scheduling, seed 000 Sec. 3: per-pool desire (Fig. 1)
+// Adaptive Priority Scheduling (I-Cilk, "Priority Scheduling for
+// Interactive Applications", SPAA 2020, Sec. 3): per-pool desire (Fig. 1)
 // and the top-down allotment with leftovers shared as in Sec. 5. Pure
 // functions so that every branch is table-tested (tests/policy_test.cpp).
 #pragma once
@@ -32,10 +33,11 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
 // Top-down allotment: pool 0 gets min(floor(d), P), pool 1 gets
 // min(d, P - p0), ... Then the leftover workers are handed out from the
 // most urgent pool with ready work down, half of the remainder (rounded up)
-// each (seed 000 Sec. 5, "half of the left-over cores to each priority
-// level"); the least urgent pool with work takes whatever is still left, so
-// no worker sleeps while work exists. Pools without ready work get none.
-void allot_top_down(std::span<const double> desires, std::span<const ext::pool_stats> stats, unsigned workers,
+// each (Sec. 5, "half of the left-over cores to each priority level"); the
+// least urgent pool with work takes whatever is still left, so no worker
+// sleeps while work exists. Pools without ready work get none. `pools` is in
+// rank order (most urgent first); desires[i] and allotment[i] belong to pools[i].
+void allot_top_down(std::span<const double> desires, std::span<const ext::pool_view> pools, unsigned workers,
                     std::span<unsigned> allotment) noexcept;
 
 }  // namespace promptly::policy_impl

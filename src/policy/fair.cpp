@@ -1,15 +1,18 @@
-// The `fair` policy: fairly prompt scheduling (seed 004 Sec. 4). The rules
-// and why they differ from the paper's in two places are in fair.hpp.
+// The `fair` policy: fairly prompt scheduling ("Fairness in Responsive
+// Parallelism", Sec. 4). The rules and why they differ from the paper's in
+// two places are in fair.hpp.
 //
 // Invariants
-//  * shares_ sums to 1 (fair_shares validated the criterion); primaries_
-//    sums to the worker count of the last decision.
+//  * The shares of a decision sum to 1 over its pools; primaries_ (by pool
+//    id) sums to the worker count of the last round's sampling, over the
+//    pools live then.
 //  * credit_ is each pool's credit at last_tick_, within [-floor, +cap]:
 //    cap = one round of one worker, floor = debt_rounds of them; decisions between ticks add the accrual
 //    since last_tick_ and subtract the work the driver reports since then
 //    (its stats cover the interval since the last quantum tick).
-//  * sampled_ and received_ only grow; they count since construction, and a
-//    new criterion builds a new policy (runtime::set_fairness).
+//  * sampled_ and received_ only grow while a pool lives; they count since
+//    construction, and a new criterion builds a new policy
+//    (runtime::set_fairness). A removed pool's entries are cleared.
 #include "fair.hpp"
 
 #include <algorithm>
@@ -39,7 +42,7 @@ void sample_primaries(std::span<const double> shares, unsigned workers, double u
 }
 
 void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
-                std::span<const ext::pool_stats> stats, unsigned workers, std::span<unsigned> allotment) noexcept {
+                std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment) noexcept {
   const std::size_t pools = stats.size();
   std::fill(allotment.begin(), allotment.end(), 0u);
   std::size_t top = pools;  // the most urgent pool with work
@@ -59,7 +62,7 @@ void allot_fair(std::span<const unsigned> primaries, std::span<const double> cre
     else
       donated += primaries[p];
   }
-  allotment[top] += donated;  // seed 004 Sec. 3.1: donation to the highest available priority
+  allotment[top] += donated;  // Sec. 3.1: donation to the highest available priority
 
   for (std::size_t p = 0; p < pools; ++p) {
     if (!stats[p].has_ready_work || allotment[p] > 0 || !(credit_s[p] > 0)) continue;
@@ -85,56 +88,82 @@ namespace {
 
 class fair_policy final : public ext::policy {
  public:
-  fair_policy(std::size_t pools, const ext::fair_params& params)
-      : shares_(ext::fair_shares(params.weights, pools)),
-        round_(params.round),
+  explicit fair_policy(const ext::fair_params& params)
+      : round_(params.round),
         cap_s_(std::chrono::duration<double>(params.round).count()),
         floor_s_(-debt_rounds * cap_s_),
-        primaries_(pools, 0),
-        credit_(pools, 0.0),
-        sampled_(pools, 0),
-        received_(pools, 0.0),
         rng_(std::random_device{}()) {}
 
   std::string_view name() const noexcept override { return "fair"; }
-  std::chrono::microseconds quantum() const noexcept override { return round_; }
 
-  void decide(ext::pool_event ev, std::size_t, std::span<const ext::pool_stats> stats, unsigned workers,
-              std::span<unsigned> allotment) override {
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    const auto pools = d.pools();
+    const unsigned workers = d.core_count();
+    std::uint32_t end = 0;
+    for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
+    grow(end);
+    if (ev.kind == ext::event_kind::installed) d.set_quantum(round_);
+    if (ev.kind == ext::event_kind::pool_removed && ev.pool < share_.size()) {
+      share_[ev.pool] = credit_[ev.pool] = last_credit_[ev.pool] = received_[ev.pool] = 0;
+      primaries_[ev.pool] = 0;
+      sampled_[ev.pool] = 0;
+    }
     const auto now = std::chrono::steady_clock::now();
     const bool first = !started_;
     if (first) {
       started_ = true;
       last_tick_ = now;
     }
+    // The criterion over the pools that exist now.
+    double total = 0;
+    for (const ext::pool_view& p : pools) total += p.weight;
+    std::vector<double> shares(pools.size());
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      shares[i] = total > 0 ? pools[i].weight / total : 1.0 / static_cast<double>(pools.size());
+      share_[pools[i].id] = shares[i];
+    }
     const double elapsed = std::chrono::duration<double>(now - last_tick_).count();
-    std::vector<double> credit(stats.size());
-    for (std::size_t p = 0; p < stats.size(); ++p)
-      credit[p] = std::clamp(credit_[p] + shares_[p] * workers * elapsed - stats[p].work_s, floor_s_, cap_s_);
+    std::vector<double> credit(pools.size());
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      credit[i] = std::clamp(credit_[pools[i].id] + shares[i] * workers * elapsed - pools[i].work_s, floor_s_, cap_s_);
 
-    const bool new_round = first || ev == ext::pool_event::quantum;
-    if (ev == ext::pool_event::quantum) {
-      credit_ = credit;
+    const bool tick = ev.kind == ext::event_kind::quantum;
+    const bool new_round = first || tick || ev.kind == ext::event_kind::installed;
+    if (tick) {
+      for (std::size_t i = 0; i < pools.size(); ++i) {
+        credit_[pools[i].id] = credit[i];
+        received_[pools[i].id] += pools[i].work_s;
+      }
       last_tick_ = now;
-      for (std::size_t p = 0; p < stats.size(); ++p) received_[p] += stats[p].work_s;
     }
+    std::vector<unsigned> primaries(pools.size(), 0);
     if (new_round) {
-      sample_primaries(shares_, workers, std::uniform_real_distribution<double>(0.0, 1.0)(rng_), primaries_);
-      for (std::size_t p = 0; p < stats.size(); ++p) sampled_[p] += primaries_[p];
+      sample_primaries(shares, workers, std::uniform_real_distribution<double>(0.0, 1.0)(rng_), primaries);
+      std::fill(primaries_.begin(), primaries_.end(), 0u);
+      for (std::size_t i = 0; i < pools.size(); ++i) {
+        primaries_[pools[i].id] = primaries[i];
+        sampled_[pools[i].id] += primaries[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < pools.size(); ++i) primaries[i] = primaries_[pools[i].id];
     }
-    allot_fair(primaries_, credit, stats, workers, allotment);
-    last_credit_ = std::move(credit);
+    std::vector<unsigned> allotment(pools.size(), 0);
+    allot_fair(primaries, credit, pools, workers, allotment);
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      d.allot(pools[i].id, allotment[i]);
+      last_credit_[pools[i].id] = credit[i];
+    }
   }
 
-  ext::fair_account fairness(std::size_t pool) const noexcept override {
+  ext::fair_account fairness(ext::pool_id pool) const noexcept override {
     ext::fair_account a;
-    if (pool >= shares_.size()) return a;
-    a.share = shares_[pool];
+    if (pool >= share_.size()) return a;
+    a.share = share_[pool];
     const double rounds = static_cast<double>(std::accumulate(sampled_.begin(), sampled_.end(), std::uint64_t{0}));
     const double worked = std::accumulate(received_.begin(), received_.end(), 0.0);
     a.sampled_share = rounds > 0 ? static_cast<double>(sampled_[pool]) / rounds : 0.0;
     a.received_share = worked > 0 ? received_[pool] / worked : 0.0;
-    a.credit_s = pool < last_credit_.size() ? last_credit_[pool] : 0.0;
+    a.credit_s = last_credit_[pool];
     return a;
   }
 
@@ -146,13 +175,22 @@ class fair_policy final : public ext::policy {
   // 0.33 instead of 0.25 received under 1-3 with a floor of one round).
   static constexpr double debt_rounds = 100;
 
-  std::vector<double> shares_;
+  void grow(std::uint32_t end) {
+    if (share_.size() >= end) return;
+    share_.resize(end, 0.0);
+    credit_.resize(end, 0.0);
+    last_credit_.resize(end, 0.0);
+    received_.resize(end, 0.0);
+    primaries_.resize(end, 0);
+    sampled_.resize(end, 0);
+  }
+
   std::chrono::microseconds round_;
   double cap_s_, floor_s_;
+  // By pool id:
+  std::vector<double> share_, credit_, last_credit_, received_;
   std::vector<unsigned> primaries_;
-  std::vector<double> credit_, last_credit_;
   std::vector<std::uint64_t> sampled_;
-  std::vector<double> received_;
   std::mt19937_64 rng_;
   bool started_ = false;
   std::chrono::steady_clock::time_point last_tick_;
@@ -160,9 +198,7 @@ class fair_policy final : public ext::policy {
 
 }  // namespace
 
-std::unique_ptr<ext::policy> make_fair_policy(std::size_t pools, const ext::fair_params& p) {
-  return std::make_unique<fair_policy>(pools, p);
-}
+std::unique_ptr<ext::policy> make_fair_policy(const ext::fair_params& p) { return std::make_unique<fair_policy>(p); }
 
 }  // namespace promptly::policy_impl
 

@@ -1,11 +1,14 @@
-// Fairly prompt scheduling, seed 004 Sec. 3-4: the pure parts of the `fair`
-// policy, so that every rule is table-tested (tests/fair_policy_test.cpp).
+// Fairly prompt scheduling ("Fairness in Responsive Parallelism", ICFP 2019,
+// Sec. 3-4): the pure parts of the `fair` policy, so that every rule is
+// table-tested (tests/fair_policy_test.cpp). Pools are in rank order (most
+// urgent first); every span below is indexed by that position. A pool's
+// share F(p) is its weight over the sum of the live pools' weights (levels
+// take the criterion's weights, runtime::set_fairness).
 //
 // The policy (fair.cpp) runs rounds of roundQuantum. At the start of each
 // round every worker draws a primary pool from the fairness criterion F;
 // during the round it works at its primary pool while that pool has work and
-// donates its cycles to the most urgent pool with work otherwise (seed 004
-// Sec. 3.1, second property; Sec. 4.2, Fig. 2 lines 28-30).
+// donates its cycles to the most urgent pool with work otherwise (Sec. 3.1, second property; Sec. 4.2, Fig. 2 lines 28-30).
 //
 // Two choices of ours, both keeping the paper's guarantee (each pool p gets
 // an expected share F(p) of the worker-rounds while it has work, so a
@@ -23,7 +26,7 @@
 //
 //  2. Credit for under-served pools. Sampling alone gives a pool with a small
 //     share F(p) P << 1 a primary worker only once every 1 / (F(p) P) rounds
-//     (seed 004 Sec. 4.5 notes the same problem for pools with one thread):
+//     (Sec. 4.5 notes the same problem for pools with one thread):
 //     with F = 5-45-50 on 2 workers an echo would wait up to 10 rounds
 //     (50 ms). So each pool also accrues credit, F(p) P worker-seconds per
 //     second, spent by the time its tasks actually run, capped at one round of
@@ -60,6 +63,6 @@ void sample_primaries(std::span<const double> shares, unsigned workers, double u
 // urgent pool with work; then credit claims (choice 2 above), most urgent
 // pool first. With no work anywhere, every worker goes to pool 0 (asleep).
 void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
-                std::span<const ext::pool_stats> stats, unsigned workers, std::span<unsigned> allotment) noexcept;
+                std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment) noexcept;
 
 }  // namespace promptly::policy_impl

@@ -1,5 +1,5 @@
-// The `oblivious` policy: priorities ignored. Every worker takes ready work
-// from any pool (the Cilk-F baseline of seed 000's evaluation).
+// The `oblivious` policy: priorities ignored. Every core takes ready work
+// from any pool (the Cilk-F baseline of I-Cilk's evaluation, Sec. 6).
 #include "promptly/ext/policy.hpp"
 
 namespace promptly::policy_impl {
@@ -8,8 +8,10 @@ namespace {
 class oblivious_policy final : public ext::policy {
  public:
   std::string_view name() const noexcept override { return "oblivious"; }
-  bool roaming() const noexcept override { return true; }
-  void decide(ext::pool_event, std::size_t, std::span<const ext::pool_stats>, unsigned, std::span<unsigned>) override {}
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    if (ev.kind != ext::event_kind::installed) return;  // roaming cores stay roaming
+    for (unsigned c = 0; c < d.core_count(); ++c) d.roam(c);
+  }
 };
 
 }  // namespace

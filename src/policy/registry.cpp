@@ -5,19 +5,17 @@
 #include "promptly/ext/policy.hpp"
 
 namespace promptly::policy_impl {
-std::unique_ptr<ext::policy> make_aps_policy(std::size_t pools, const ext::aps_params& p);
+std::unique_ptr<ext::policy> make_aps_policy(const ext::aps_params& p);
 std::unique_ptr<ext::policy> make_prompt_policy();
 std::unique_ptr<ext::policy> make_oblivious_policy();
-std::unique_ptr<ext::policy> make_fair_policy(std::size_t pools, const ext::fair_params& p);
+std::unique_ptr<ext::policy> make_fair_policy(const ext::fair_params& p);
 }  // namespace promptly::policy_impl
 
 namespace promptly::ext {
 
 std::vector<std::string> policy_names() { return {"oblivious", "prompt", "aps", "fair"}; }
 
-std::unique_ptr<policy> make_policy(std::string_view name, std::size_t pools, const aps_params& aps,
-                                    const fair_params& fair) {
-  if (pools == 0) throw std::invalid_argument("promptly: a policy needs at least one pool");
+std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps, const fair_params& fair) {
   if (name == "oblivious") return policy_impl::make_oblivious_policy();
   if (name == "prompt") return policy_impl::make_prompt_policy();
   if (name == "aps") {
@@ -25,11 +23,11 @@ std::unique_ptr<policy> make_policy(std::string_view name, std::size_t pools, co
       throw std::invalid_argument("promptly: aps delta = " + std::to_string(aps.delta) + " must be in (0, 1]");
     if (!(aps.rho > 1)) throw std::invalid_argument("promptly: aps rho = " + std::to_string(aps.rho) + " must be > 1");
     if (aps.quantum.count() <= 0) throw std::invalid_argument("promptly: aps quantum must be > 0");
-    return policy_impl::make_aps_policy(pools, aps);
+    return policy_impl::make_aps_policy(aps);
   }
   if (name == "fair") {
     if (fair.round.count() <= 0) throw std::invalid_argument("promptly: fair round must be > 0");
-    return policy_impl::make_fair_policy(pools, fair);  // validates the criterion
+    return policy_impl::make_fair_policy(fair);
   }
   throw std::invalid_argument("promptly: unknown policy '" + std::string(name) +
                               "' (expected oblivious, prompt, aps or fair)");

@@ -1,5 +1,6 @@
 // Defaults and validation of runtime_config.
 #include "promptly/config.hpp"
+#include "promptly/ext/policy.hpp"
 
 #include <sched.h>
 
@@ -64,7 +65,7 @@ void validate(const runtime_config& cfg) {
     fail(std::string("fair.weights: ") + e.what());
   }
   try {
-    (void)ext::make_policy(cfg.policy, cfg.levels, cfg.aps, cfg.fair);
+    (void)ext::make_policy(cfg.policy, cfg.aps, cfg.fair);
   } catch (const std::invalid_argument& e) {
     fail(std::string("policy: ") + e.what());
   }

@@ -2,10 +2,14 @@
 #include "promptly/runtime.hpp"
 
 #include "../sched/scheduler.hpp"
+#include "promptly/ext/policy.hpp"
+#include "promptly/typed/inversion_detector.hpp"
 
 namespace promptly {
 
-runtime::runtime(runtime_config cfg) : sched_(std::make_unique<detail::scheduler>(cfg)) {}
+runtime::runtime(runtime_config cfg)
+    : sched_(std::make_unique<detail::scheduler>(std::move(cfg))),
+      detector_(detail::inversion_detector::attach(sched_->config().detect_inversions, sched_.get())) {}
 
 runtime::~runtime() { sched_->shutdown(); }
 
@@ -23,7 +27,17 @@ std::string runtime::policy() const { return sched_->policy_name(); }
 
 void runtime::set_fairness(std::vector<long long> weights) { sched_->set_fairness(std::move(weights)); }
 
+pool runtime::create_pool(pool_options opts) { return pool(sched_->create_pool(opts)); }
+
+void runtime::remove_pool(pool p) { sched_->remove_pool(p.id); }
+
+void runtime::request_cores(pool p) { sched_->request_cores(p.id); }
+
+std::size_t runtime::pool_count() const noexcept { return sched_->live_pool_count(); }
+
 runtime_stats runtime::stats() const { return sched_->stats(); }
+
+inversion_stats runtime::inversions() const { return detector_ ? detector_->snapshot() : inversion_stats{}; }
 
 bool runtime::on_own_worker() const noexcept { return sched_->owns(detail::reload_current_worker()); }
 

@@ -8,7 +8,11 @@
 //    stack can be mapped"); a join never returns while its stolen branch runs.
 //  * The wake path (wake_fiber) is noexcept and allocation-free: it pushes
 //    the resume record, which carries its own queue link, and posts an event
-//    to the policy driver; it never calls the policy.
+//    to the policy thread; it never calls the policy.
+//  * pool_record::parked counts the tasks of a pool whose fiber is parked
+//    (or whose worker's thread is blocked), from before the waiter is
+//    published until its resume record runs: remove_pool refuses a pool
+//    with such tasks rather than strand them.
 #include <condition_variable>
 #include <mutex>
 
@@ -22,16 +26,24 @@ namespace {
 // Lives in the parked fiber's frame; `resume` is the task that makes the
 // fiber run again when the event wakes the waiter.
 struct fiber_waiter final : waiter {
-  // The resume task belongs to the level the fiber parks at, so that the
-  // event that wakes it makes it ready at that level (DESIGN.md, "Fibers").
-  fiber_waiter(fiber_record& f, scheduler& s, unsigned level) noexcept
+  // The resume task belongs to the pool the fiber parks in, so that the
+  // event that wakes it makes it ready in that pool (docs/design.md, "Fibers").
+  fiber_waiter(fiber_record& f, scheduler& s, unsigned pool) noexcept
       : waiter(&wake_fiber), resume(this), fiber(f), sched(s) {
-    resume.level = level;
+    resume.pool = pool;
   }
 
   static void wake_fiber(waiter* w) noexcept {
     auto* self = static_cast<fiber_waiter*>(w);
-    self->sched.make_ready(&self->resume);
+    wake_resume_task(self->sched, &self->resume);
+  }
+
+  // The wake path: the waking worker's deque when it serves the pool and
+  // has room, else the pool's injection queue (resumed lane).
+  static void wake_resume_task(scheduler& s, task* t) noexcept {
+    worker_view* w = reload_current_worker();
+    if (s.owns(w) && w->pool == t->pool && w->deque->try_push(t)) return;
+    s.inject(t, /*resumed=*/true);
   }
 
   // Executed by the scheduling loop of some worker: switch to the parked
@@ -39,14 +51,15 @@ struct fiber_waiter final : waiter {
   static void resume_fiber(task* t) {
     fiber_waiter* self = static_cast<resume_task*>(t)->owner;
     worker& w = worker::of(*reload_current_worker());
+    w.at->parked.fetch_sub(1, std::memory_order_seq_cst);  // seq-cst: read by remove_pool's quiescence check
     fiber_record& loop_fiber = *w.current;
     fiber_record& parked = self->fiber;  // *self ends when the parked fiber continues
     w.current = &parked;
     switch_fiber(loop_fiber, parked, [&loop_fiber] { worker::of(*reload_current_worker()).idle.push_back(&loop_fiber); });
   }
 
-  struct resume_task : linked_task {
-    explicit resume_task(fiber_waiter* o) noexcept : linked_task(&resume_fiber), owner(o) {}
+  struct resume_task : task {
+    explicit resume_task(fiber_waiter* o) noexcept : task(&resume_fiber), owner(o) {}
     fiber_waiter* owner;
   } resume;
   fiber_record& fiber;
@@ -75,7 +88,8 @@ bool try_park(publish_fn publish, void* event) {
   fiber_record* next = s.try_take_idle_fiber(w);
   if (next == nullptr) return false;
   fiber_record& self = *w.current;
-  fiber_waiter rec(self, s, w.level);
+  fiber_waiter rec(self, s, w.pool);
+  w.at->parked.fetch_add(1, std::memory_order_seq_cst);  // seq-cst: before the task leaves every queue
   chaos::point();
   // Frames that pushed work before this park must not pop it back (see
   // worker_view.hpp): the worker's loop continues on `next` and may run it.
@@ -83,7 +97,7 @@ bool try_park(publish_fn publish, void* event) {
   w.current = next;
   switch_fiber(self, *next, [&] {
     // On `next`'s stack; `self` is saved and may be resumed from now on.
-    if (!publish(event, &rec)) s.make_ready(&rec.resume);  // the event already happened
+    if (!publish(event, &rec)) fiber_waiter::wake_resume_task(s, &rec.resume);  // the event already happened
   });
   // Resumed, possibly on another worker.
   return true;
@@ -100,16 +114,16 @@ void park_current_fiber(publish_fn publish, void* event) {
 }
 
 // A strand boundary found the worker assigned elsewhere: the running fiber
-// parks as a ready continuation of its level, on top of the worker's deque
-// of that level. The worker's loop (on another fiber) then moves, leaving
-// that deque to be mugged by a worker that serves the level, which resumes
+// parks as a ready continuation of its pool, on top of the worker's deque
+// of that pool. The worker's loop (on another fiber) then moves, leaving
+// that deque to be mugged by a worker that serves the pool, which resumes
 // this fiber there. Without a fiber to switch to, the boundary is skipped:
 // the worker moves at its next boundary or when the task ends.
-worker_view* switch_level_at_boundary() {
+worker_view* switch_pool_at_boundary() {
   try_park(
       [](void*, waiter* w) noexcept {
         worker_view& self = *reload_current_worker();
-        self.sched->make_ready(&static_cast<fiber_waiter*>(w)->resume);
+        fiber_waiter::wake_resume_task(*self.sched, &static_cast<fiber_waiter*>(w)->resume);
         return true;
       },
       nullptr);

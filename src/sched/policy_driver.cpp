@@ -1,64 +1,69 @@
-// The policy driver: one thread that feeds the policy its events (quantum
-// ticks, a level becoming non-empty or empty) with per-level stats, and
-// applies the allotment it returns by setting workers' assigned levels
-// (seed 000 Sec. 5: "the master alerts a worker to switch priority by
-// setting a per-worker flag, checked at each strand boundary").
+// The policy thread: feeds the policy its events (installation, quantum
+// ticks, pools added, removed, becoming non-empty or empty, asking for
+// cores) with a view of the pools and cores, and applies what it decides by
+// setting workers' assignments (I-Cilk, Sec. 5: "the master alerts a
+// worker to switch priority by setting a per-worker flag, checked at each
+// strand boundary").
 //
 // Invariants
-//  * Only the driver thread, and the API calls that install a policy,
-//    call into the policy; they hold policy_mutex_, which guards policy_,
-//    allotment_, the seen_* counters, last_stats_, the quantum state and the
-//    trace. The mechanism (submitters, wakers, workers) only posts events:
-//    an atomic bit per level and a futex wake of the driver (post_event),
-//    which never blocks, allocates or throws, so it is safe on the noexcept
-//    wake path of a parked fiber.
-//  * level_pool::believed_nonempty is what the policy last saw: every
-//    decision sets it from the stats it decided on. A submitter pushes first
+//  * Only the policy thread, and the API calls that install a policy, call
+//    into the policy; they hold policy_mutex_, which guards policy_, the
+//    quantum state, the seen_* baselines, the latency samples and the trace.
+//    The mechanism (submitters, wakers, workers) only records events: a bit
+//    per pool in an event_bitmap and a futex wake of this thread
+//    (post_event), which never blocks on the policy, allocates or throws, so
+//    it is safe on the noexcept wake path of a parked fiber.
+//  * pool_record::believed_nonempty is what the policy last saw: every
+//    decision sets it from the view it decided on. A submitter pushes first
 //    and then exchanges it to true; if it was false, the submitter posts
-//    became_nonempty. A decision that clears it re-reads the level after the
+//    became_nonempty. A decision that clears it re-reads the pool after the
 //    clear (both seq-cst), so either the submitter sees false and posts the
 //    event, or the decision sees the work and decides again: work never
-//    waits in a level the policy believes empty. A worker that becomes
+//    waits in a pool the policy believes empty. A worker that becomes
 //    active re-reads the belief after its increment (scheduling_loop.cpp).
-//  * The driver decides on the quantum deadline whatever else wakes it
+//  * The thread decides on the quantum deadline whatever else wakes it
 //    (events never push the deadline out). Quanta run while at least two
-//    levels had work during the last quantum (believed non-empty now, or
-//    reported non-empty since the last tick); otherwise the driver sleeps
-//    until an event: with one busy level the allotment is all workers there
-//    whatever the desires say, so quanta would only cost wake-ups.
+//    pools had work during the last quantum (believed non-empty now, or
+//    reported non-empty since the last tick); otherwise the thread sleeps
+//    until an event: with one busy pool every policy shipped gives it all
+//    cores whatever it measured, so quanta would only cost wake-ups.
 #include <algorithm>
 #include <cassert>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <thread>
 
 #include "chaos.hpp"
+#include "decision.hpp"
 #include "scheduler.hpp"
 
 namespace promptly::detail {
 
-// Seq-cst mode loads: a submitter that pushed after an install's decision
-// read the level must see the install's store of roaming_ (both seq-cst).
-void scheduler::note_nonempty(unsigned level, bool decide_here) noexcept {
+// Seq-cst mode loads: a submitter that pushed after a decision read the
+// pool must see that decision's store of roaming_ (both seq-cst).
+void scheduler::note_nonempty(std::uint32_t pool) noexcept {
   if (roaming_.load(std::memory_order_seq_cst)) return;
-  if (levels_[level]->believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
-  if (decide_here && decide_now(level)) return;
-  post_event(pending_nonempty_, level);
+  if (pool_at(pool).believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
+  post_event(became_nonempty_, pool);
 }
 
-void scheduler::note_maybe_empty(unsigned level) noexcept {
+void scheduler::note_maybe_empty(std::uint32_t pool) noexcept {
   if (roaming_.load(std::memory_order_seq_cst)) return;
-  level_pool& p = *levels_[level];
+  pool_record& p = pool_at(pool);
   if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return;
-  post_event(pending_maybe_empty_, level);
+  post_event(maybe_empty_, pool);
 }
 
-void scheduler::post_event(std::atomic<std::uint64_t>& pending, unsigned level) noexcept {
-  // Seq-cst, then the notifier's fence: the driver's prepare_wait/re-check
-  // either sees the bit or is woken (notifier.hpp, no lost wake-up).
-  pending.fetch_or(std::uint64_t{1} << level, std::memory_order_seq_cst);
+void scheduler::post_event(event_bitmap& events, std::uint32_t pool) noexcept {
+  // The first event since the thread last decided starts the latency clock
+  // (relaxed: a measurement; the event itself is ordered below).
+  std::uint64_t none = 0;
+  if (oldest_event_ns_.load(std::memory_order_relaxed) == 0)
+    oldest_event_ns_.compare_exchange_strong(none, now_ns(), std::memory_order_relaxed);
+  // Seq-cst (event_bitmap), then the notifier's fence: the thread's
+  // prepare_wait/re-check either sees the bit or is woken (notifier.hpp).
+  events.set(pool);
   notifier::fence_before_notify();
   notifier::notify(driver_slot_);
 }
@@ -70,10 +75,9 @@ void scheduler::poke_driver() noexcept {
 }
 
 namespace {
-// The phase interval a worker is in now, not yet added to its accounts: it
-// counts for the level the worker serves.
+// The phase interval a worker is in now, not yet added to the accounts.
 struct open_interval {
-  unsigned level;
+  std::uint32_t pool;
   bool working;
   std::uint64_t ns;
 };
@@ -82,59 +86,109 @@ open_interval open_interval_of(const worker& w, std::uint64_t now) noexcept {
   return {w.serving.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed) == worker_phase::working,
           now > since ? now - since : 0};
 }
+double seconds(std::uint64_t ns) noexcept { return static_cast<double>(ns) * 1e-9; }
 }  // namespace
 
-std::vector<ext::pool_stats> scheduler::collect_stats_locked(bool advance) {
+// The view a decision is made on. Pools that are live or draining (closing)
+// appear, most urgent first; `advance` moves the baselines (quantum ticks),
+// so events between ticks see what accrued since the last tick.
+std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  const std::size_t levels = levels_.size();
-  std::vector<std::uint64_t> work(levels, 0), look(levels, 0);
   const std::uint64_t now = now_ns();
+  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  std::vector<std::uint64_t> open_work(end, 0), open_look(end, 0);
+  std::vector<unsigned> cores(end, 0);
   for (auto& w : workers_) {
-    for (std::size_t l = 0; l < levels; ++l) {
-      work[l] += w->accounts[l].work_ns.load(std::memory_order_relaxed);
-      look[l] += w->accounts[l].look_ns.load(std::memory_order_relaxed);
-    }
     const open_interval open = open_interval_of(*w, now);
-    (open.working ? work[open.level] : look[open.level]) += open.ns;
+    if (open.pool < end) (open.working ? open_work : open_look)[open.pool] += open.ns;
+    const unsigned a = w->assigned.load(std::memory_order_relaxed);
+    if (a < end && !roaming_.load(std::memory_order_relaxed)) ++cores[a];
   }
-  if (seen_work_ns_.size() != levels) {
-    seen_work_ns_.assign(levels, 0);
-    seen_look_ns_.assign(levels, 0);
-  }
-  std::vector<ext::pool_stats> stats(levels);
-  for (std::size_t l = 0; l < levels; ++l) {
-    const std::uint64_t dw = work[l] >= seen_work_ns_[l] ? work[l] - seen_work_ns_[l] : 0;
-    const std::uint64_t dl = look[l] >= seen_look_ns_[l] ? look[l] - seen_look_ns_[l] : 0;
-    stats[l].work_s = static_cast<double>(dw) * 1e-9;
-    stats[l].look_s = static_cast<double>(dl) * 1e-9;
-    stats[l].has_ready_work = levels_[l]->has_ready_work();
-    stats[l].allotted = allotment_[l];
+  std::vector<std::pair<const pool_record*, std::uint64_t>> order;
+  std::vector<ext::pool_view> views;
+  views.reserve(live_pool_count() + 1);
+  for (std::uint32_t id = 0; id < end; ++id) {
+    pool_record& p = pool_at(id);
+    const pool_phase ph = p.phase.load(std::memory_order_seq_cst);
+    if (ph != pool_phase::live && ph != pool_phase::closing) continue;
+    const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work[id];
+    const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look[id];
+    ext::pool_view v;
+    v.id = id;
+    v.rank = p.rank;
+    v.weight = p.weight;
+    v.age = std::chrono::nanoseconds(now > p.created_ns ? now - p.created_ns : 0);
+    v.has_ready_work = p.has_ready_work();
+    v.queued = p.injection.size();
+    v.work_s = seconds(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
+    v.look_s = seconds(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
+    v.cores = cores[id];
+    v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
     if (advance) {
-      seen_work_ns_[l] = work[l];
-      seen_look_ns_[l] = look[l];
+      p.seen_work_ns = work;
+      p.seen_look_ns = look;
     }
+    views.push_back(v);
   }
-  return stats;
+  std::stable_sort(views.begin(), views.end(), [this](const ext::pool_view& a, const ext::pool_view& b) {
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return pool_at(a.id).creation_seq < pool_at(b.id).creation_seq;
+  });
+  return views;
 }
 
-void scheduler::decide_locked(ext::pool_event ev, std::size_t level) {
+std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  if (roaming_.load(std::memory_order_relaxed)) return;
+  const std::uint64_t now = now_ns();
+  if (seen_core_work_ns_.size() != workers_.size()) {
+    seen_core_work_ns_.assign(workers_.size(), 0);
+    seen_core_look_ns_.assign(workers_.size(), 0);
+  }
+  const bool roaming = roaming_.load(std::memory_order_relaxed);
+  std::vector<ext::core_view> cores(workers_.size());
+  for (std::size_t c = 0; c < workers_.size(); ++c) {
+    worker& w = *workers_[c];
+    const open_interval open = open_interval_of(w, now);
+    const std::uint64_t work = w.work_ns.load(std::memory_order_relaxed) + (open.working ? open.ns : 0);
+    const std::uint64_t look = w.look_ns.load(std::memory_order_relaxed) + (open.working ? 0 : open.ns);
+    ext::core_view& v = cores[c];
+    v.index = static_cast<unsigned>(c);
+    const unsigned a = w.assigned.load(std::memory_order_relaxed);
+    v.target = roaming ? ext::core_target::roaming : a == no_pool ? ext::core_target::asleep : ext::core_target::pool;
+    v.assigned = v.target == ext::core_target::pool ? a : ext::no_pool;
+    v.serving = open.pool;
+    v.work_s = seconds(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
+    v.look_s = seconds(look > seen_core_look_ns_[c] ? look - seen_core_look_ns_[c] : 0);
+    if (advance) {
+      seen_core_work_ns_[c] = work;
+      seen_core_look_ns_[c] = look;
+    }
+  }
+  return cores;
+}
+
+void scheduler::decide_locked(const ext::event& first) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  ext::event ev = first;
   for (bool again = true; again;) {
-    std::vector<ext::pool_stats> stats = collect_stats_locked(ev == ext::pool_event::quantum);
-    policy_->decide(ev, level, stats, worker_count(), allotment_);
-    if (ev == ext::pool_event::quantum) last_stats_ = stats;
+    const bool tick = ev.kind == ext::event_kind::quantum;
+    std::vector<ext::pool_view> pools = view_pools_locked(tick);
+    decision_impl d(pools, view_cores_locked(tick), quantum_, ev.kind == ext::event_kind::installed);
+    policy_->on_event(ev, d);
+    apply_locked(d.resolve());  // throws (nothing applied) if the policy mixed roaming and not
+    quantum_ = d.quantum();
+    if (tick) last_quantum_ = pools;
+    if (ev.kind == ext::event_kind::more_cores_requested)
+      if (pool_record* p = find_pool(ev.pool)) p->wants_more_cores.store(false, std::memory_order_relaxed);
     ++decisions_;
-    apply_allotment_locked();
-    trace_locked();
+    trace_locked(pools);
     again = false;
-    for (std::size_t l = 0; l < levels_.size(); ++l) {
-      level_pool& p = *levels_[l];
-      p.believed_nonempty.store(stats[l].has_ready_work, std::memory_order_seq_cst);
-      if (!stats[l].has_ready_work && p.has_ready_work()) {  // work arrived while we decided
+    for (const ext::pool_view& v : pools) {
+      pool_record& p = pool_at(v.id);
+      p.believed_nonempty.store(v.has_ready_work, std::memory_order_seq_cst);
+      if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
         p.believed_nonempty.store(true, std::memory_order_seq_cst);
-        ev = ext::pool_event::became_nonempty;
-        level = l;
+        ev = {ext::event_kind::became_nonempty, v.id, {}};
         again = true;
         break;
       }
@@ -142,140 +196,152 @@ void scheduler::decide_locked(ext::pool_event ev, std::size_t level) {
   }
 }
 
-// Maps per-level counts to workers, keeping every worker at its current
-// assignment while that level still has room, then filling the rest from
-// the most urgent level down. Workers left over get no level (they sleep).
-void scheduler::apply_allotment_locked() {
+// Publishes the resolved assignment: roaming (every core serves any pool)
+// or one pool per core, or none (the core sleeps). A change of mode wakes
+// every worker: a waiting worker took a snapshot of the mode
+// (scheduling_loop.cpp) and leaves its wait when the mode differs.
+void scheduler::apply_locked(const std::vector<core_assignment>& next) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  const std::size_t levels = levels_.size();
-  std::vector<unsigned> room(allotment_.begin(), allotment_.end());
-  std::vector<unsigned> next(workers_.size(), no_level);
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
-    const unsigned a = workers_[i]->assigned.load(std::memory_order_relaxed);
-    if (a != no_level && a < levels && room[a] > 0) {
-      next[i] = a;
-      --room[a];
+  const bool roam = !next.empty() && next[0].target == ext::core_target::roaming;
+  const bool was_roaming = roaming_.load(std::memory_order_relaxed);
+  if (roam) {
+    if (!was_roaming) {
+      for (auto& w : workers_) w->assigned.store(w->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+      roaming_.store(true, std::memory_order_seq_cst);
     }
-  }
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
-    if (next[i] != no_level) continue;
-    const unsigned serving = workers_[i]->serving.load(std::memory_order_relaxed);
-    if (serving < levels && room[serving] > 0) {
-      next[i] = serving;
-      --room[serving];
-      continue;
-    }
-    for (std::size_t l = 0; l < levels; ++l)
-      if (room[l] > 0) {
-        next[i] = static_cast<unsigned>(l);
-        --room[l];
-        break;
-      }
+  } else {
+    if (was_roaming) roaming_.store(false, std::memory_order_seq_cst);
   }
   notifier::fence_before_notify();
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
-    worker& w = *workers_[i];
-    if (w.assigned.load(std::memory_order_relaxed) == next[i]) continue;
+  for (std::size_t c = 0; c < workers_.size(); ++c) {
+    worker& w = *workers_[c];
+    if (roam) {
+      if (!was_roaming) notifier::notify(w.slot);
+      continue;
+    }
+    const unsigned target = next[c].target == ext::core_target::pool ? next[c].pool : no_pool;
+    if (w.assigned.load(std::memory_order_relaxed) == target && !was_roaming) continue;
     // Seq-cst: a worker about to sleep re-reads its assignment after
     // preparing to wait, and notify() below then finds it waiting.
-    w.assigned.store(next[i], std::memory_order_seq_cst);
+    w.assigned.store(target, std::memory_order_seq_cst);
     notifier::notify(w.slot);
   }
 }
 
-void scheduler::trace_locked() {
+void scheduler::trace_locked(const std::vector<ext::pool_view>& pools) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  for (std::size_t l = 0; l < levels_.size(); ++l) {
-    const double util = l < last_stats_.size() ? last_stats_[l].utilization() : 0.0;
-    trace_ << t << ',' << policy_->name() << ',' << l << ',' << policy_->desire(l) << ',' << allotment_[l] << ','
-           << util << ',' << (levels_[l]->has_ready_work() ? 1 : 0) << '\n';
+  std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
+  for (auto& w : workers_)
+    if (const unsigned a = w->assigned.load(std::memory_order_relaxed); a < cores.size()) ++cores[a];
+  for (const ext::pool_view& v : pools) {
+    double util = 0;
+    for (const ext::pool_view& q : last_quantum_)
+      if (q.id == v.id) util = q.utilization();
+    trace_ << t << ',' << policy_->name() << ',' << v.id << ',' << policy_->desire(v.id) << ','
+           << (roaming_.load(std::memory_order_relaxed) ? 0 : cores[v.id]) << ',' << util << ','
+           << (pool_at(v.id).has_ready_work() ? 1 : 0) << '\n';
   }
 }
 
 void scheduler::handle_events_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  // Seq-cst: pairs with post_event's fetch_or (a bit set after this
-  // exchange wakes the driver again).
-  std::uint64_t nonempty = pending_nonempty_.exchange(0, std::memory_order_seq_cst);
-  std::uint64_t maybe_empty = pending_maybe_empty_.exchange(0, std::memory_order_seq_cst);
-  if (roaming_.load(std::memory_order_relaxed)) return;
+  // Take every posted event first (the bitmaps clear as they are read), then
+  // decide on each; a policy that throws gets the undecided ones back.
+  std::vector<ext::event> events;
+  auto collect = [&](event_bitmap& bits, ext::event_kind kind) {
+    bits.take([&](std::uint32_t id) { events.push_back({kind, id, {}}); });
+  };
+  // Removals first: an id removed and taken again since the last wake is
+  // live, and the policy must hear of it last as added.
+  collect(pools_removed_, ext::event_kind::pool_removed);
+  collect(pools_added_, ext::event_kind::pool_added);
+  collect(became_nonempty_, ext::event_kind::became_nonempty);
+  collect(maybe_empty_, ext::event_kind::became_empty);
+  collect(cores_requested_, ext::event_kind::more_cores_requested);
+  const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
+  std::size_t done = 0;
   try {
-    for (; nonempty != 0; nonempty &= nonempty - 1) {
-      const auto l = static_cast<std::size_t>(std::countr_zero(nonempty));
-      nonempty_since_tick_ |= std::uint64_t{1} << l;
-      decide_locked(ext::pool_event::became_nonempty, l);
-    }
-    for (; maybe_empty != 0; maybe_empty &= maybe_empty - 1) {
-      const auto l = static_cast<std::size_t>(std::countr_zero(maybe_empty));
-      level_pool& p = *levels_[l];
-      if (p.believed_nonempty.load(std::memory_order_seq_cst) && !p.has_ready_work())
-        decide_locked(ext::pool_event::became_empty, l);
+    for (; done < events.size(); ++done) {
+      const ext::event& ev = events[done];
+      switch (ev.kind) {
+        case ext::event_kind::became_nonempty:
+          if (roaming_.load(std::memory_order_relaxed)) break;
+          nonempty_since_tick_.push_back(ev.pool);
+          decide_locked(ev);
+          break;
+        case ext::event_kind::became_empty: {
+          if (roaming_.load(std::memory_order_relaxed)) break;
+          pool_record& p = pool_at(ev.pool);
+          if (p.believed_nonempty.load(std::memory_order_seq_cst) && !p.has_ready_work()) decide_locked(ev);
+          break;
+        }
+        default:
+          decide_locked(ev);
+      }
     }
   } catch (...) {
-    // Put back what was not decided (relaxed: the driver, which retries,
-    // takes them under this mutex), then report to the caller.
-    pending_nonempty_.fetch_or(nonempty, std::memory_order_relaxed);
-    pending_maybe_empty_.fetch_or(maybe_empty, std::memory_order_relaxed);
+    // Put back what was not decided, then report to the caller.
+    for (std::size_t i = done; i < events.size(); ++i) {
+      const ext::event& ev = events[i];
+      switch (ev.kind) {
+        case ext::event_kind::pool_added: pools_added_.set(ev.pool); break;
+        case ext::event_kind::pool_removed: pools_removed_.set(ev.pool); break;
+        case ext::event_kind::became_nonempty: became_nonempty_.set(ev.pool); break;
+        case ext::event_kind::became_empty: maybe_empty_.set(ev.pool); break;
+        default: cores_requested_.set(ev.pool);
+      }
+    }
     throw;
   }
+  if (posted_ns != 0 && !events.empty()) record_latency_locked(now_ns() - posted_ns);
 }
 
-// A thread that made a level non-empty and may run a policy (a submitter,
-// a task spawning at another level; never the noexcept wake path) decides
-// at once when no decision is under way, so that urgent work waits neither
-// for the driver thread to be scheduled nor for a wake-up of it that would
-// preempt a worker (src/sched/README.md, "Decisions in one place", cites
-// the measurements). Returns false when it could not decide (the lock is busy,
-// or the policy threw and handle_events_locked put the events back): the
-// caller then posts the event to the driver.
-bool scheduler::decide_now(unsigned level) noexcept {
-  std::unique_lock lock(policy_mutex_, std::try_to_lock);
-  if (!lock.owns_lock() || stopping_.load(std::memory_order_relaxed)) return false;
-  // Relaxed: we hold the lock that every reader of the bits holds.
-  pending_nonempty_.fetch_or(std::uint64_t{1} << level, std::memory_order_relaxed);
-  try {
-    handle_events_locked();
-  } catch (...) {
-    return false;
-  }
-  // Only the driver arms the quantum timer: wake it when quanta may have to
-  // start (the policy has a quantum and none is armed), or a level that just
-  // became the second busy one would never get its quanta.
-  if (!next_quantum_ && policy_->quantum().count() > 0 && !roaming_.load(std::memory_order_relaxed)) poke_driver();
-  return true;
+void scheduler::record_latency_locked(std::uint64_t ns) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  constexpr std::size_t kept = 4096;  // the most recent decisions
+  if (latency_ns_.size() < kept)
+    latency_ns_.push_back(ns);
+  else
+    latency_ns_[latency_next_ % kept] = ns;
+  ++latency_next_;
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
 void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  const auto q = policy_->quantum();
-  if (q.count() == 0 || roaming_.load(std::memory_order_relaxed)) {
+  if (quantum_.count() == 0 || roaming_.load(std::memory_order_relaxed)) {
     next_quantum_.reset();
     return;
   }
-  auto busy_levels = [&] {
-    std::uint64_t busy = nonempty_since_tick_;
-    for (std::size_t l = 0; l < levels_.size(); ++l)
-      if (levels_[l]->believed_nonempty.load(std::memory_order_relaxed)) busy |= std::uint64_t{1} << l;
-    return std::popcount(busy);
+  auto busy_pools = [&] {
+    std::vector<std::uint32_t> busy = nonempty_since_tick_;
+    const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+    for (std::uint32_t id = 0; id < end && busy.size() < 4; ++id)
+      if (pool_at(id).believed_nonempty.load(std::memory_order_relaxed)) busy.push_back(id);
+    std::sort(busy.begin(), busy.end());
+    return static_cast<std::size_t>(std::unique(busy.begin(), busy.end()) - busy.begin());
   };
   if (!next_quantum_) {
-    if (busy_levels() >= 2) next_quantum_ = now + q;
+    if (busy_pools() >= 2) {
+      next_quantum_ = now + quantum_;
+      last_tick_ = now;
+    }
     return;
   }
   if (now < *next_quantum_) return;
-  decide_locked(ext::pool_event::quantum, levels_.size());
+  decide_locked({ext::event_kind::quantum, ext::no_pool, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick_)});
+  last_tick_ = now;
   ++quanta_;
-  const bool keep_going = busy_levels() >= 2;
-  nonempty_since_tick_ = 0;
-  if (!keep_going) {
+  const bool keep_going = busy_pools() >= 2;
+  nonempty_since_tick_.clear();
+  if (!keep_going || quantum_.count() == 0) {
     next_quantum_.reset();
     return;
   }
-  *next_quantum_ += q;
-  if (*next_quantum_ < now) *next_quantum_ = now + q;  // fell behind (the VM paused us): do not burst
+  *next_quantum_ += quantum_;
+  if (*next_quantum_ < now) *next_quantum_ = now + quantum_;  // fell behind (the VM paused us): do not burst
 }
 
 void scheduler::driver_main() {
@@ -293,8 +359,8 @@ void scheduler::driver_main() {
         advance_quantum_locked(clock::now());
         failed_before = false;
       } catch (const std::exception& e) {  // handle_events_locked put the undecided events back
-        // A policy that throws (out of memory) must not stop the driver:
-        // report once, and retry the same events shortly.
+        // A policy that throws must not stop the thread: report once, and
+        // retry the same events shortly.
         if (!failed_before) std::fprintf(stderr, "promptly: policy decision failed: %s; retrying\n", e.what());
         failed_before = true;
         wake_at = clock::now() + std::chrono::milliseconds(1);
@@ -302,8 +368,9 @@ void scheduler::driver_main() {
       if (!wake_at) wake_at = next_quantum_;
     }
     notifier::prepare_wait(driver_slot_);
-    if (stopping_.load(std::memory_order_seq_cst) || pending_nonempty_.load(std::memory_order_seq_cst) != 0 ||
-        pending_maybe_empty_.load(std::memory_order_seq_cst) != 0 || driver_poked_.load(std::memory_order_seq_cst)) {
+    if (stopping_.load(std::memory_order_seq_cst) || became_nonempty_.any() || maybe_empty_.any() ||
+        pools_added_.any() || pools_removed_.any() || cores_requested_.any() ||
+        driver_poked_.load(std::memory_order_seq_cst)) {
       notifier::cancel_wait(driver_slot_);
       continue;
     }
@@ -322,44 +389,45 @@ void scheduler::driver_main() {
 }
 
 void scheduler::set_policy(const std::string& name) {
-  std::unique_ptr<ext::policy> p = ext::make_policy(name, levels_.size(), cfg_.aps, cfg_.fair);
+  std::unique_ptr<ext::policy> p = ext::make_policy(name, cfg_.aps, cfg_.fair);
   std::lock_guard lock(policy_mutex_);
-  cfg_.policy = name;
   install_policy_locked(std::move(p));
+  cfg_.policy = name;
 }
 
 void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
   if (p == nullptr) throw std::invalid_argument("promptly: set_policy given a null policy");
   std::lock_guard lock(policy_mutex_);
-  cfg_.policy = std::string(p->name());
+  const std::string name(p->name());
   install_policy_locked(std::move(p));
+  cfg_.policy = name;
 }
 
 void scheduler::set_fairness(std::vector<long long> weights) {
-  (void)ext::fair_shares(weights, levels_.size());  // throws before anything changes
+  (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
+  for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
   cfg_.fair.weights = std::move(weights);  // the round stays as configured
-  if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", levels_.size(), cfg_.aps, cfg_.fair));
+  if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", cfg_.aps, cfg_.fair));
 }
 
+// The new policy places every core (an `installed` event decided from
+// scratch). If it throws, the previous policy stays installed.
 void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::unique_ptr<ext::policy> previous = std::move(policy_);
+  const auto previous_quantum = quantum_;
   policy_ = std::move(p);
-  const bool roaming = policy_->roaming();
-  roaming_.store(roaming, std::memory_order_seq_cst);
-  if (allotment_.size() != levels_.size()) allotment_.assign(levels_.size(), 0);
-  if (last_stats_.size() != levels_.size()) last_stats_.assign(levels_.size(), {});
-  if (roaming) {
-    for (auto& w : workers_) w->assigned.store(w->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-  } else {
-    decide_locked(ext::pool_event::quantum, levels_.size());
+  quantum_ = std::chrono::microseconds{0};
+  try {
+    decide_locked({ext::event_kind::installed, ext::no_pool, {}});
+  } catch (...) {
+    policy_ = std::move(previous);
+    quantum_ = previous_quantum;
+    throw;
   }
-  // Every worker re-reads the mode: a waiting worker took a snapshot of it
-  // (scheduling_loop.cpp) and leaves its wait when the mode differs.
-  notifier::fence_before_notify();
-  for (auto& w : workers_) notifier::notify(w->slot);
   next_quantum_.reset();
-  nonempty_since_tick_ = 0;
+  nonempty_since_tick_.clear();
   poke_driver();
 }
 
@@ -367,6 +435,15 @@ std::string scheduler::policy_name() const {
   std::lock_guard lock(policy_mutex_);
   return std::string(policy_->name());
 }
+
+namespace {
+double percentile_us(std::vector<std::uint64_t> v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return static_cast<double>(v[k]) * 1e-3;
+}
+}  // namespace
 
 runtime_stats scheduler::stats() const {
   std::lock_guard lock(policy_mutex_);
@@ -376,41 +453,54 @@ runtime_stats scheduler::stats() const {
   s.decisions = decisions_;
   s.quanta = quanta_;
   s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
+  s.decision_latency_samples = latency_ns_.size();
+  s.decision_latency_p50_us = percentile_us(latency_ns_, 0.5);
+  s.decision_latency_p99_us = percentile_us(latency_ns_, 0.99);
+  const bool roaming = roaming_.load(std::memory_order_relaxed);
+  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  std::vector<unsigned> cores(end, 0);
   for (auto& w : workers_) {
     worker_state ws;
     ws.serving = w->serving.load(std::memory_order_relaxed);
     const unsigned a = w->assigned.load(std::memory_order_relaxed);
-    ws.assigned = a == no_level ? -1 : static_cast<int>(a);
+    ws.assigned = roaming ? static_cast<int>(ws.serving) : a == no_pool ? -1 : static_cast<int>(a);
+    if (!roaming && a < end) ++cores[a];
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
     s.sleeping_workers += asleep ? 1 : 0;
     s.worker_states.push_back(std::move(ws));
   }
-  s.levels.resize(levels_.size());
-  for (std::size_t l = 0; l < levels_.size(); ++l) {
-    level_stats& ls = s.levels[l];
-    ls.desire = policy_->desire(l);
-    const ext::fair_account fa = policy_->fairness(l);
-    ls.share = fa.share;
-    ls.sampled_share = fa.sampled_share;
-    ls.received_share = fa.received_share;
-    ls.credit_s = fa.credit_s;
-    ls.allotted = roaming_.load(std::memory_order_relaxed) ? 0 : allotment_[l];
-    ls.has_ready_work = levels_[l]->has_ready_work();
-    if (l < last_stats_.size()) {
-      ls.utilization = last_stats_[l].utilization();
-      ls.last_work_s = last_stats_[l].work_s;
-      ls.last_look_s = last_stats_[l].look_s;
-    }
-    const std::uint64_t now = now_ns();
-    for (auto& w : workers_) {
-      ls.work_s += static_cast<double>(w->accounts[l].work_ns.load(std::memory_order_relaxed)) * 1e-9;
-      ls.look_s += static_cast<double>(w->accounts[l].look_ns.load(std::memory_order_relaxed)) * 1e-9;
-      if (const open_interval open = open_interval_of(*w, now); open.level == l)
-        (open.working ? ls.work_s : ls.look_s) += static_cast<double>(open.ns) * 1e-9;
-      ls.tasks_run += w->accounts[l].tasks.load(std::memory_order_relaxed);
-      ls.switches_in += w->accounts[l].switches_in.load(std::memory_order_relaxed);
-    }
+  const std::uint64_t now = now_ns();
+  for (std::uint32_t id = 0; id < end; ++id) {
+    const pool_record& p = pool_at(id);
+    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
+    if (ph != pool_phase::live && ph != pool_phase::closing) continue;
+    pool_stats ps;
+    ps.id = id;
+    ps.rank = p.rank;
+    ps.weight = p.weight;
+    ps.desire = policy_->desire(id);
+    const ext::fair_account fa = policy_->fairness(id);
+    ps.share = fa.share;
+    ps.sampled_share = fa.sampled_share;
+    ps.received_share = fa.received_share;
+    ps.credit_s = fa.credit_s;
+    ps.allotted = cores[id];
+    ps.has_ready_work = p.has_ready_work();
+    for (const ext::pool_view& q : last_quantum_)
+      if (q.id == id) {
+        ps.utilization = q.utilization();
+        ps.last_work_s = q.work_s;
+        ps.last_look_s = q.look_s;
+      }
+    ps.work_s = seconds(p.work_ns.load(std::memory_order_relaxed));
+    ps.look_s = seconds(p.look_ns.load(std::memory_order_relaxed));
+    for (auto& w : workers_)
+      if (const open_interval open = open_interval_of(*w, now); open.pool == id)
+        (open.working ? ps.work_s : ps.look_s) += seconds(open.ns);
+    ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
+    ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
+    (id < level_count() ? s.levels : s.pools).push_back(ps);
   }
   return s;
 }

@@ -26,30 +26,6 @@ std::uint64_t now_ns() noexcept {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-void schedule_ready(scheduler& s, task* t) {
-  worker_view* w = reload_current_worker();
-  if (s.owns(w) && w->level == t->level)
-    push_local(*w, t);
-  else
-    s.inject(t);
-}
-
-void inject_batch(scheduler& s, task* const* tasks, std::size_t count, unsigned level) {
-  check_level(s, level);
-  s.inject_batch(tasks, count, level);
-}
-
-void check_level(const scheduler& s, unsigned level) {
-  if (level >= s.level_count())
-    throw std::out_of_range("promptly: level " + std::to_string(level) + " does not exist (the runtime has " +
-                            std::to_string(s.level_count()) + " levels, 0.." + std::to_string(s.level_count() - 1) +
-                            "; set runtime_config::levels)");
-}
-
-void count_detached_started(scheduler& s) noexcept { s.detached_started(); }
-void count_detached_finished(scheduler& s) noexcept { s.detached_finished(); }
-void admit_external(scheduler& s) { s.admit(); }
-
 namespace {
 
 std::vector<int> affinity_cpus() {
@@ -67,8 +43,7 @@ std::vector<int> affinity_cpus() {
 scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   validate(cfg_);
   if (cfg_.workers == 0) cfg_.workers = default_worker_count();
-  if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // seed 002 Sec. III
-  for (unsigned l = 0; l < cfg_.levels; ++l) levels_.push_back(std::make_unique<level_pool>());
+  if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // Taskflow's executor, Sec. III
   workers_.reserve(cfg_.workers);
   for (unsigned i = 0; i < cfg_.workers; ++i) {
     auto w = std::make_unique<worker>();
@@ -76,12 +51,27 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
     w->sched = this;
     w->slab = w->slab_owner.get();
     w->rng_state = 0x9E3779B97F4A7C15ULL * (i + 1);
-    w->level = 0;
-    w->own[0] = new_deque();
-    w->deque = w->own[0];
-    w->visible.store(w->deque, std::memory_order_relaxed);
+    w->pool = 0;
     w->phase_since_ns.store(now_ns(), std::memory_order_relaxed);
     workers_.push_back(std::move(w));
+  }
+  // The levels: pools 0..L-1 with rank = level, never removed.
+  pool_slots_ = std::make_unique<std::atomic<pool_record*>[]>(max_pools);
+  for (unsigned l = 0; l < cfg_.levels; ++l) {
+    std::lock_guard lock(pools_mutex_);
+    pool_record& p = make_pool_record_locked(l);
+    p.rank = l;
+    p.weight = level_weight(cfg_.fair.weights, l);
+    p.created_ns = now_ns();
+    p.creation_seq = next_creation_seq_++;
+    p.fixed = true;
+    p.phase.store(pool_phase::live, std::memory_order_relaxed);  // no other thread exists yet
+    live_pools_.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (auto& w : workers_) {
+    w->at = &pool_at(0);
+    w->deque = own_deque(*w, *w->at);
+    w->visible.store(w->deque, std::memory_order_relaxed);
   }
   // Each worker's first fiber is made here, so that a stack that cannot be
   // mapped is an exception from the constructor, not a terminate in a thread.
@@ -90,7 +80,7 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   if (!cfg_.allotment_trace.empty()) {
     trace_.open(cfg_.allotment_trace, std::ios::trunc);
     if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + cfg_.allotment_trace + "'");
-    trace_ << "t_s,policy,level,desire,allotted,utilization,ready\n";
+    trace_ << "t_s,policy,pool,desire,allotted,utilization,ready\n";
   }
   chaos::enable_from_environment();
   set_policy(cfg_.policy);  // initial allotment
@@ -109,47 +99,6 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
 }
 
 scheduler::~scheduler() { shutdown(); }
-
-task_deque* scheduler::new_deque() {
-  std::lock_guard lock(deques_mutex_);
-  deques_.push_back(std::make_unique<task_deque>());
-  return deques_.back().get();
-}
-
-void scheduler::admit() {
-  // Count first, then check: shutdown() clears accepting_ before it waits
-  // for outstanding_ to drain, so a submission that saw accepting_ == true
-  // is already counted when shutdown starts waiting (both seq-cst).
-  outstanding_.fetch_add(1, std::memory_order_seq_cst);
-  if (!accepting_.load(std::memory_order_seq_cst)) {
-    outstanding_.fetch_sub(1, std::memory_order_seq_cst);
-    throw runtime_stopped("promptly::runtime is shutting down; the submitted work was not accepted");
-  }
-}
-
-void scheduler::inject(task* t) {
-  const unsigned l = t->level;
-  levels_[l]->injection.push(t);
-  note_nonempty(l, /*decide_here=*/true);  // this caller may run the policy (policy_driver.cpp)
-  notify_level(l);
-}
-
-void scheduler::make_ready(linked_task* t) noexcept {
-  worker_view* w = reload_current_worker();
-  if (owns(w) && w->level == t->level && w->deque->try_push(t)) return;
-  const unsigned l = t->level;
-  levels_[l]->injection.push_linked(t);
-  note_nonempty(l);
-  notify_level(l);
-}
-
-void scheduler::inject_batch(task* const* tasks, std::size_t count, unsigned level) {
-  if (count == 0) return;
-  for (std::size_t i = 0; i < count; ++i) tasks[i]->level = level;
-  levels_[level]->injection.push_batch(tasks, count);
-  note_nonempty(level, /*decide_here=*/true);
-  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_level(level);
-}
 
 void scheduler::shutdown() {
   std::call_once(shutdown_once_, [this] {

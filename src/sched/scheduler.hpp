@@ -1,14 +1,19 @@
-// The scheduler: workers, one pool per priority level (injection queue,
-// muggable deques, seed 002 counters), the notifier slots, and the policy
-// driver thread that turns pool events and quantum ticks into worker
-// assignments. The scheduling loop and the sleep protocol are in
-// scheduling_loop.cpp, waiting and level switches in parking.cpp, the policy
-// driver in policy_driver.cpp. See README.md in this folder for the protocols.
+// The scheduler: workers, pools (priority levels are pools 0..L-1; more come
+// and go at run time), the notifier slots, and the policy thread that turns
+// pool events and quantum ticks into worker assignments. Where each concept
+// lives (src/sched/README.md has the protocols):
+//   scheduler.cpp        construction, worker threads, fibers, shutdown
+//   pools.cpp            the pool table: create, remove, recycle; making work ready
+//   scheduling_loop.cpp  the worker loop and the sleep protocol, per pool
+//   pool_moves.cpp       a worker leaving and arriving at pools
+//   parking.cpp          waiting: parking fibers, blocking threads
+//   policy_driver.cpp    the policy thread: events, quanta, stats
+//   decision.cpp         what a policy sees and does (ext::decision), applied to workers
 //
 // Data flows one way: the mechanism (submitters, wakers, workers) makes work
-// ready and posts pool events (post_event: an atomic bit and a futex wake,
-// never a lock, an allocation or a policy call); the driver thread alone
-// calls the policy and writes assignments.
+// ready and records pool events (an atomic bit and a futex wake, never a
+// lock that a policy holds, an allocation or a policy call); the policy
+// thread alone calls the policy and writes assignments.
 #pragma once
 
 #include <atomic>
@@ -21,13 +26,15 @@
 #include <vector>
 
 #include "checked_mutex.hpp"
+#include "decision.hpp"
+#include "event_bitmap.hpp"
 #include "fiber.hpp"
-#include "injection_queue.hpp"
-#include "level_pool.hpp"
 #include "notifier.hpp"
+#include "pool.hpp"
 #include "promptly/config.hpp"
-#include "promptly/ext/policy.hpp"
 #include "promptly/detail/waiting.hpp"
+#include "promptly/ext/policy.hpp"
+#include "promptly/pool.hpp"
 #include "promptly/stats.hpp"
 #include "worker.hpp"
 
@@ -42,112 +49,140 @@ class scheduler {
 
   const runtime_config& config() const noexcept { return cfg_; }
   unsigned worker_count() const noexcept { return static_cast<unsigned>(workers_.size()); }
-  unsigned level_count() const noexcept { return static_cast<unsigned>(levels_.size()); }
+  unsigned level_count() const noexcept { return cfg_.levels; }
   bool owns(const worker_view* v) const noexcept { return v != nullptr && v->sched == this; }
 
-  // Algorithm 1: push to a level's injection queue and wake a worker of it.
-  void inject(task* t);
-  // The wake path of a parked fiber (noexcept, allocation-free): the
-  // calling worker's deque when it serves t's level and has room, else the
-  // level's injection queue.
-  void make_ready(linked_task* t) noexcept;
-  void inject_batch(task* const* tasks, std::size_t count, unsigned level);
+  // ---- pools (pools.cpp) ----
+  // The record of pool `id` if one was ever made (live or not), else null.
+  pool_record* find_pool(std::uint32_t id) const noexcept {
+    return id < max_pools ? pool_slots_[id].load(std::memory_order_acquire) : nullptr;  // acquire: the record's construction
+  }
+  pool_record& pool_at(std::uint32_t id) const noexcept { return *pool_slots_[id].load(std::memory_order_acquire); }
+  std::uint32_t create_pool(const pool_options& opts);
+  void remove_pool(std::uint32_t id);
+  void request_cores(std::uint32_t id);
+  void check_pool(std::uint32_t id) const;
+  void admit(std::uint32_t id, admission from);
+  void count_started(std::uint32_t id) noexcept;
+  void count_finished(std::uint32_t id) noexcept;
+  std::size_t live_pool_count() const noexcept { return live_pools_.load(std::memory_order_relaxed); }
+
+  // Algorithm 1: push to a pool's injection queue and wake a worker of it.
+  // Noexcept and allocation-free (the queue is intrusive): also the wake
+  // path of a parked fiber (resumed = true).
+  void inject(task* t, bool resumed = false) noexcept;
+  void make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept;
+  void inject_batch(task* const* tasks, std::size_t count, std::uint32_t pool) noexcept;
   // Shutdown: stop accepting, wait for accepted work, stop the workers.
   void shutdown();
-  void admit();  // throws runtime_stopped once shutdown began
 
-  void detached_started() noexcept { outstanding_.fetch_add(1, std::memory_order_relaxed); }
-  void detached_finished() noexcept { outstanding_.fetch_sub(1, std::memory_order_acq_rel); }
-
-  // Policy (policy_driver.cpp).
+  // ---- policy (policy_driver.cpp) ----
   void set_policy(const std::string& name);
   void set_policy(std::unique_ptr<ext::policy> p);
   void set_fairness(std::vector<long long> weights);
   std::string policy_name() const;
   runtime_stats stats() const;
 
-  // --- used by the scheduling loop and parking (same library) ---
+  // ---- used by the scheduling loop and parking (same library) ----
   void run_scheduling_loop();
   fiber_record& take_idle_fiber(worker& w);
   // As take_idle_fiber, but null (and a one-time warning) when no new fiber
   // stack can be mapped: the caller falls back to a mode that cannot fail.
   fiber_record* try_take_idle_fiber(worker& w) noexcept;
   // Parking failed: blocks the worker's thread until the event. While it
-  // blocks the worker is not counted active, so its level can look empty and
-  // the policy can send the level's other workers to the awaited work.
+  // blocks the worker is not counted active, so its pool can look empty and
+  // the policy can send the pool's other workers to the awaited work.
   void block_worker(worker& w, publish_fn publish, void* event);
 
  private:
-  friend worker_view* detail::switch_level_at_boundary();
+  friend worker_view* detail::switch_pool_at_boundary();
   void worker_main(worker& w);
 
+  // pools.cpp
+  pool_record& make_pool_record_locked(std::uint32_t id);
+
   // scheduling_loop.cpp
-  task* find_work(worker& w);                 // mugging, then Algorithm 5
-  task* wait_for_task(worker& w);             // Algorithm 5 at w.level
+  task* find_work(worker& w);                   // mugging, then Algorithm 5
+  task* wait_for_task(worker& w);               // Algorithm 5 at w.pool
   task* explore_task(worker& w, bool roaming);  // Algorithm 4
-  task* wait_never_sleeping(worker& w);       // the ABP-style baseline
+  task* wait_never_sleeping(worker& w);         // the ABP-style baseline
   task* steal_once(worker& w, bool roaming);
   bool moved(const worker& w, bool roaming) const noexcept;
   void sleep_unassigned(worker& w);
   void become_active(worker& w) noexcept;
   void become_inactive(worker& w) noexcept;
-  void leave_level(worker& w);
-  void arrive_at_level(worker& w, unsigned target);
-  void move_to_level(worker& w, unsigned target);
-  void adopt_deque(worker& w, task_deque* d);
   void set_phase(worker& w, worker_phase p) noexcept;
-  void notify_level(unsigned level) noexcept;
+  void notify_pool(std::uint32_t pool) noexcept;
+
+  // pool_moves.cpp
+  void leave_pool(worker& w);
+  void arrive_at_pool(worker& w, std::uint32_t target);
+  void move_to_pool(worker& w, std::uint32_t target);
+  void adopt_deque(worker& w, task_deque* d);
+  task_deque* own_deque(worker& w, pool_record& p);
   task_deque* new_deque();
 
   // policy_driver.cpp
-  void install_policy_locked(std::unique_ptr<ext::policy> p);
-  // decide_here: the caller may run the policy (never the noexcept wake
-  // path); see decide_now.
-  void note_nonempty(unsigned level, bool decide_here = false) noexcept;
-  void note_maybe_empty(unsigned level) noexcept;
-  void post_event(std::atomic<std::uint64_t>& pending, unsigned level) noexcept;
+  void note_nonempty(std::uint32_t pool) noexcept;
+  void note_maybe_empty(std::uint32_t pool) noexcept;
+  void post_event(event_bitmap& events, std::uint32_t pool) noexcept;
   void poke_driver() noexcept;
-  bool decide_now(unsigned level) noexcept;
-  void decide_locked(ext::pool_event ev, std::size_t level);
-  void apply_allotment_locked();
+  void install_policy_locked(std::unique_ptr<ext::policy> p);
+  void decide_locked(const ext::event& ev);
+  std::vector<ext::pool_view> view_pools_locked(bool advance);
+  std::vector<ext::core_view> view_cores_locked(bool advance);
+  void apply_locked(const std::vector<core_assignment>& next);
   void driver_main();
   void handle_events_locked();
   void advance_quantum_locked(std::chrono::steady_clock::time_point now);
-  std::vector<ext::pool_stats> collect_stats_locked(bool advance);
-  void trace_locked();
+  void trace_locked(const std::vector<ext::pool_view>& pools);
+  void record_latency_locked(std::uint64_t ns);
 
   runtime_config cfg_;
-  std::vector<std::unique_ptr<level_pool>> levels_;
   std::vector<std::unique_ptr<worker>> workers_;
-  alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished detached tasks
+  alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished counted tasks (all pools)
   std::atomic<bool> accepting_{true};
   std::atomic<bool> stopping_{false};
   std::once_flag shutdown_once_;
+
+  // The pool table: slot i points to pool i's record once one was made
+  // (records are type-stable, pool.hpp); guarded by pools_mutex_ for
+  // writers. Ids of removed pools return to free_pool_ids_ (pools.cpp).
+  std::unique_ptr<std::atomic<pool_record*>[]> pool_slots_;
+  mutable std::mutex pools_mutex_;
+  std::vector<std::unique_ptr<pool_record>> pool_records_;
+  std::vector<std::uint32_t> free_pool_ids_;
+  std::uint64_t next_creation_seq_ = 0;
+  std::atomic<std::uint32_t> pool_id_end_{0};  // every id ever made is below it
+  std::atomic<std::size_t> live_pools_{0};
 
   std::mutex deques_mutex_;
   std::vector<std::unique_ptr<task_deque>> deques_;   // owns every deque
   std::mutex fibers_mutex_;
   std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record
 
-  // Events posted to the driver: bit l = level l (max_levels <= 64).
-  alignas(64) std::atomic<std::uint64_t> pending_nonempty_{0};
-  std::atomic<std::uint64_t> pending_maybe_empty_{0};
+  // Pool events posted to the policy thread.
+  event_bitmap became_nonempty_, maybe_empty_, pools_added_, pools_removed_, cores_requested_;
+  std::atomic<std::uint64_t> oldest_event_ns_{0};  // when the oldest undecided event was posted (0: none)
   std::atomic<bool> driver_poked_{false};  // the policy changed: recompute the quantum deadline
   sleep_slot driver_slot_;
   std::atomic<std::uint64_t> blocked_waits_{0};  // waits that blocked a worker thread (no fiber stack)
 
-  // Policy driver state, guarded by policy_mutex_.
+  // Policy thread state, guarded by policy_mutex_.
   mutable checked_mutex policy_mutex_;
   std::unique_ptr<ext::policy> policy_;
-  std::atomic<bool> roaming_{false};
-  std::vector<unsigned> allotment_;
-  std::vector<std::uint64_t> seen_work_ns_, seen_look_ns_;
-  std::vector<ext::pool_stats> last_stats_;
+  std::chrono::microseconds quantum_{0};
+  std::atomic<bool> roaming_{false};  // every core roams (the policy said so)
+  std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
+  std::vector<ext::pool_view> last_quantum_;  // the pools as the last quantum tick saw them (stats)
+  std::vector<std::uint64_t> latency_ns_;  // event posted -> decision applied, the most recent decisions
+  std::uint64_t latency_next_ = 0;
   std::uint64_t decisions_ = 0;
   std::uint64_t quanta_ = 0;
-  // The next quantum tick, or none while fewer than two levels have work.
+  // The next quantum tick, or none while fewer than two pools have work.
   std::optional<std::chrono::steady_clock::time_point> next_quantum_;
-  std::uint64_t nonempty_since_tick_ = 0;  // levels that became non-empty since the last tick
+  std::chrono::steady_clock::time_point last_tick_;
+  std::vector<std::uint32_t> nonempty_since_tick_;  // pools that became non-empty since the last tick
   std::chrono::steady_clock::time_point started_;
   std::ofstream trace_;
   std::thread driver_;

@@ -1,22 +1,19 @@
-// The worker's scheduling loop and the adaptive sleep protocol of seed 002
-// (Algorithms 2-5), per priority level, with one deliberate change (the
-// bounded nap of the last thief; README.md in this folder explains it and
-// restates Lemma 1), plus the level moves of seed 000 Sec. 5: a worker
-// whose assignment changed leaves its level at a strand boundary, handing
-// a non-empty deque to the level's muggable list, and workers arriving at a
-// level mug such deques (seed 001 Sec. 3.5) before they steal.
+// The worker's scheduling loop and the adaptive sleep protocol of
+// Taskflow's executor ("An Efficient Work-Stealing Scheduler for Task
+// Dependency Graph", Algorithms 2-5), per pool, with one deliberate change
+// (the bounded nap of the last thief; README.md in this folder explains it
+// and restates Lemma 1 per pool), plus the moves of I-Cilk (Sec. 5): a
+// worker whose assignment changed leaves its pool at a strand boundary
+// (pool_moves.cpp), and workers arriving at a pool mug deques left there
+// (AMCilk, Sec. 3.5) before they steal.
 //
 // Invariants (asserted in the Debug build)
-//  * Work keeps its level: a worker runs a task only while serving the
-//    task's level (w.level == t->level); the cached graph continuation is
-//    pushed back on the level's deque when the worker leaves the level.
-//  * A worker that leaves a level, for another level or for none, leaves
-//    nothing behind unreachable: a non-empty deque becomes muggable and the
-//    level is reported non-empty to the policy.
-//  * Lemma 1 per level, across moves: a thief that stops being a thief of
-//    level L without sleeping (it found work, or the policy moved it, or the
-//    mode changed) and was L's last thief while L has active workers wakes
-//    a waiting worker of L (README.md, "Lemma 1 across moves").
+//  * Work keeps its pool: a worker runs a task only while serving the
+//    task's pool (w.pool == t->pool).
+//  * Lemma 1 per pool, across moves: a thief that stops being a thief of
+//    pool P without sleeping (it found work, or the policy moved it, or the
+//    mode changed) and was P's last thief while P has active workers wakes
+//    a waiting worker of P (README.md, "Lemma 1 across moves").
 //  * A wait sees one mode: wait_for_task takes one snapshot of roaming_ and
 //    leaves as soon as the live mode differs, so the explore path, the
 //    sleep condition and the counters it touches all agree.
@@ -41,17 +38,17 @@ void scheduler::run_scheduling_loop() {
     worker& w = worker::of(*reload_current_worker());
     // The loop top is a strand boundary with nothing on the stack.
     const unsigned target = w.assigned.load(std::memory_order_acquire);
-    if (target != w.level && !roaming_.load(std::memory_order_relaxed)) {
+    if (target != w.pool && !roaming_.load(std::memory_order_relaxed)) {
       become_inactive(w);
-      if (target == no_level) {
-        leave_level(w);  // hand over what the deque holds before sleeping
+      if (target == no_pool) {
+        leave_pool(w);  // hand over what the deque holds before sleeping
         sleep_unassigned(w);
         if (stopping_.load(std::memory_order_acquire)) return;
         continue;
       }
-      move_to_level(w, target);
+      move_to_pool(w, target);
     }
-    task* t = w.continuation;  // seed 002: the cached successor runs first
+    task* t = w.continuation;  // Taskflow: the cached successor runs first
     if (t != nullptr)
       w.continuation = nullptr;
     else
@@ -61,47 +58,47 @@ void scheduler::run_scheduling_loop() {
       t = cfg_.sleep == sleep_mode::adaptive ? find_work(w) : wait_never_sleeping(w);
       if (t == &stop_marker) return;
       if (t == nullptr) continue;  // reassigned: the loop top moves the worker
-      if (t->level != w.level) move_to_level(w, t->level);  // a roaming worker found work elsewhere
+      if (t->pool != w.pool) move_to_pool(w, t->pool);  // a roaming worker found work elsewhere
       become_active(w);
     }
-    assert(t->level == w.level && "a worker runs only tasks of the level it serves");
-    auto& tasks = w.accounts[w.level].tasks;
-    tasks.store(tasks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    assert(t->pool == w.pool && w.at == &pool_at(w.pool) && "a worker runs only tasks of the pool it serves");
+    w.at->tasks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
     t->execute(t);
   }
 }
 
-// In roaming mode all workers form one sleep domain (level 0's counters).
-static unsigned domain_of(const worker& w, bool roaming) noexcept { return roaming ? 0 : w.level; }
+// In roaming mode all workers form one sleep domain: pool 0's counters.
 
 void scheduler::set_phase(worker& w, worker_phase p) noexcept {
   const std::uint64_t now = now_ns();
   const std::uint64_t since = w.phase_since_ns.load(std::memory_order_relaxed);
-  level_account& a = w.accounts[w.level];
-  auto& counter = w.phase.load(std::memory_order_relaxed) == worker_phase::working ? a.work_ns : a.look_ns;
-  counter.store(counter.load(std::memory_order_relaxed) + (now - since), std::memory_order_relaxed);
+  const bool working = w.phase.load(std::memory_order_relaxed) == worker_phase::working;
+  // Relaxed: statistics. The pool's accounts are shared by its workers (an
+  // add per phase change, not per task); the core's are the worker's own.
+  (working ? w.at->work_ns : w.at->look_ns).fetch_add(now - since, std::memory_order_relaxed);
+  auto& mine = working ? w.work_ns : w.look_ns;
+  mine.store(mine.load(std::memory_order_relaxed) + (now - since), std::memory_order_relaxed);
   w.phase_since_ns.store(now, std::memory_order_relaxed);
   w.phase.store(p, std::memory_order_relaxed);
 }
 
-// Algorithm 3, lines 2-3: the first active worker of a level makes sure a
-// thief of that level exists.
+// Algorithm 3, lines 2-3: the first active worker of a pool makes sure a
+// thief of that pool exists.
 void scheduler::become_active(worker& w) noexcept {
   if (w.active) return;
   w.active = true;
   set_phase(w, worker_phase::working);
   const bool roaming = roaming_.load(std::memory_order_relaxed);
-  const unsigned d = domain_of(w, roaming);
-  w.active_domain = d;
-  level_pool& p = *levels_[d];
+  pool_record& p = roaming ? pool_at(0) : *w.at;
+  w.active_domain = &p;
   if (p.num_actives.fetch_add(1, std::memory_order_seq_cst) == 0 && cfg_.sleep == sleep_mode::adaptive &&
       p.num_thieves.load(std::memory_order_seq_cst) == 0)
-    notify_level(d);
-  // A decision that read the level between our taking the task and the
+    notify_pool(p.id);
+  // A decision that read the pool between our taking the task and the
   // increment above saw it empty (nothing queued, nobody active). Seq-cst
   // after the increment: either that decision's re-check saw us, or we see
-  // the belief it stored and report the level (policy_driver.cpp).
-  if (!roaming && !p.believed_nonempty.load(std::memory_order_seq_cst)) note_nonempty(d);
+  // the belief it stored and report the pool (policy_driver.cpp).
+  if (!roaming && !p.believed_nonempty.load(std::memory_order_seq_cst)) note_nonempty(p.id);
   chaos::point();
 }
 
@@ -110,7 +107,7 @@ void scheduler::become_inactive(worker& w) noexcept {
   if (!w.active) return;
   w.active = false;
   set_phase(w, worker_phase::looking);
-  const int before = levels_[w.active_domain]->num_actives.fetch_sub(1, std::memory_order_seq_cst);
+  const int before = w.active_domain->num_actives.fetch_sub(1, std::memory_order_seq_cst);
   assert(before > 0 && "num_actives never goes negative");
   (void)before;
 }
@@ -119,72 +116,16 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   blocked_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
   const bool was_active = w.active;
   become_inactive(w);
-  note_maybe_empty(w.level);
+  pool_record& p = *w.at;  // same thread, same worker throughout: no fiber switch happens
+  p.parked.fetch_add(1, std::memory_order_seq_cst);  // seq-cst: as parking (parking.cpp)
+  note_maybe_empty(w.pool);
   block_current_thread(publish, event);
-  if (was_active) become_active(w);  // same thread, same worker: no fiber switch happened
+  p.parked.fetch_sub(1, std::memory_order_seq_cst);
+  if (was_active) become_active(w);
 }
 
-void scheduler::adopt_deque(worker& w, task_deque* d) {
-  task_deque* mine = w.own[w.level];
-  if (mine != nullptr) levels_[w.level]->give_spare(mine);  // empty: the caller found nothing in it
-  w.own[w.level] = d;
-  w.deque = d;
-  w.visible.store(d, std::memory_order_release);
-}
-
-// Leaves the level the worker serves, at a strand boundary with no task on
-// the stack: the cached continuation goes back on the level's deque, and a
-// non-empty deque becomes muggable (the worker keeps an empty one, so that
-// it can come back to the level without a move). The worker still serves
-// the level until arrive_at_level.
-void scheduler::leave_level(worker& w) {
-  set_phase(w, w.phase.load(std::memory_order_relaxed));  // close the interval at the old level
-  const unsigned old = w.level;
-  task_deque* d = w.own[old];
-  assert(d == w.deque && "the worker's deque is its own deque of the level it serves");
-  if (w.continuation != nullptr) {  // work keeps its level
-    d->push(w.continuation);
-    w.continuation = nullptr;
-  }
-  const bool left_work = !d->empty();
-  if (left_work) {
-    task_deque* fresh = levels_[old]->take_spare();
-    if (fresh == nullptr) fresh = new_deque();
-    levels_[old]->give_muggable(d);
-    w.own[old] = fresh;
-    w.deque = fresh;
-    w.visible.store(fresh, std::memory_order_release);
-  }
-  chaos::point();
-  if (left_work) {
-    note_nonempty(old);
-    notify_level(old);  // a sleeping worker of the old level can mug it
-  } else {
-    note_maybe_empty(old);
-  }
-}
-
-void scheduler::arrive_at_level(worker& w, unsigned target) {
-  w.level = target;
-  w.serving.store(target, std::memory_order_release);
-  if (roaming_.load(std::memory_order_relaxed)) w.assigned.store(target, std::memory_order_relaxed);
-  if (w.own[target] == nullptr) {
-    task_deque* fresh = levels_[target]->take_spare();
-    w.own[target] = fresh != nullptr ? fresh : new_deque();
-  }
-  w.deque = w.own[target];
-  w.visible.store(w.deque, std::memory_order_release);
-  auto& sw = w.accounts[target].switches_in;
-  sw.store(sw.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
-void scheduler::move_to_level(worker& w, unsigned target) {
-  leave_level(w);
-  arrive_at_level(w, target);
-}
-
-// Wakes one waiting worker that serves `level` (any worker when roaming).
-void scheduler::notify_level(unsigned level) noexcept {
+// Wakes one waiting worker assigned to `pool` (any worker when roaming).
+void scheduler::notify_pool(std::uint32_t pool) noexcept {
   notifier::fence_before_notify();
   const bool roaming = roaming_.load(std::memory_order_relaxed);
   const std::size_t n = workers_.size();
@@ -192,7 +133,7 @@ void scheduler::notify_level(unsigned level) noexcept {
   const unsigned start = rotor++;
   for (std::size_t k = 0; k < n; ++k) {
     worker& v = *workers_[(start + k) % n];
-    if ((roaming || v.assigned.load(std::memory_order_seq_cst) == level) && notifier::notify(v.slot)) return;
+    if ((roaming || v.assigned.load(std::memory_order_seq_cst) == pool) && notifier::notify(v.slot)) return;
   }
 }
 
@@ -200,36 +141,37 @@ void scheduler::notify_level(unsigned level) noexcept {
 // changed, or the policy moved the worker.
 bool scheduler::moved(const worker& w, bool roaming) const noexcept {
   if (roaming_.load(std::memory_order_seq_cst) != roaming) return true;
-  return !roaming && w.assigned.load(std::memory_order_seq_cst) != w.level;
+  return !roaming && w.assigned.load(std::memory_order_seq_cst) != w.pool;
 }
 
 // One steal attempt (Algorithm 4, lines 4-9): a random victim serving the
-// same level, or, when the victim is the thief itself, the level's
-// injection queue and muggable deques. Roaming workers take from any level.
+// same pool, or, when the victim is the thief itself, the pool's injection
+// queue and muggable deques. Roaming workers take from any pool.
 task* scheduler::steal_once(worker& w, bool roaming) {
   const unsigned n = worker_count();
   const unsigned v = w.next_random(n);
-  const unsigned levels = level_count();
   if (roaming) {
     if (v != w.index) return workers_[v]->visible.load(std::memory_order_acquire)->steal();
-    const unsigned start = w.next_random(levels);
-    for (unsigned k = 0; k < levels; ++k) {
-      level_pool& p = *levels_[(start + k) % levels];
+    const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+    const std::uint32_t start = w.next_random(end);
+    for (std::uint32_t k = 0; k < end; ++k) {
+      pool_record& p = pool_at((start + k) % end);
+      if (p.phase.load(std::memory_order_relaxed) == pool_phase::free) continue;  // relaxed: a hint; queues are checked
       if (task* t = p.injection.pop()) return t;
       if (task* t = p.steal_muggable()) return t;
     }
     return nullptr;
   }
-  level_pool& p = *levels_[w.level];
+  pool_record& p = *w.at;
   if (v == w.index) {
     if (task* t = p.injection.pop()) return t;
     return p.steal_muggable();
   }
   worker& victim = *workers_[v];
-  if (victim.serving.load(std::memory_order_acquire) != w.level) return nullptr;  // never probe other levels' deques
+  if (victim.serving.load(std::memory_order_acquire) != w.pool) return nullptr;  // never probe other pools' deques
   task* t = victim.visible.load(std::memory_order_acquire)->steal();
-  if (t != nullptr && t->level != w.level) {
-    inject(t);  // the victim moved between our two reads: hand the task to its level
+  if (t != nullptr && t->pool != w.pool) {
+    inject(t);  // the victim moved between our two reads: hand the task to its pool
     return nullptr;
   }
   return t;
@@ -251,11 +193,11 @@ task* scheduler::explore_task(worker& w, bool roaming) {
   return nullptr;
 }
 
-// Mugging first (seed 001 Sec. 3.5): a deque left with work at this level
-// is taken whole, then Algorithm 5.
+// Mugging first (AMCilk, Sec. 3.5): a deque left with work at this pool is
+// taken whole, then Algorithm 5.
 task* scheduler::find_work(worker& w) {
   if (!roaming_.load(std::memory_order_relaxed)) {
-    while (task_deque* m = levels_[w.level]->take_muggable()) {
+    while (task_deque* m = w.at->take_muggable()) {
       adopt_deque(w, m);
       if (task* t = m->pop()) return t;
     }
@@ -263,29 +205,30 @@ task* scheduler::find_work(worker& w) {
   return wait_for_task(w);
 }
 
-// Algorithm 5 at the worker's level. Returns a task, nullptr when the
+// Algorithm 5 at the worker's pool. Returns a task, nullptr when the
 // policy moved the worker or the mode changed, or &stop_marker when the
 // scheduler stops.
 task* scheduler::wait_for_task(worker& w) {
   const bool roaming = roaming_.load(std::memory_order_seq_cst);
-  const unsigned d = domain_of(w, roaming);
-  level_pool& p = *levels_[d];
+  pool_record& p = roaming ? pool_at(0) : *w.at;
+  const std::uint32_t d = p.id;
   auto queued = [&] {
     if (!roaming) return p.has_queued_work();
-    for (auto& l : levels_)
-      if (l->has_queued_work()) return true;
+    const std::uint32_t end = pool_id_end_.load(std::memory_order_seq_cst);
+    for (std::uint32_t id = 0; id < end; ++id)
+      if (pool_at(id).has_queued_work()) return true;
     return false;
   };
-  // Stops being a thief without sleeping (lines 16-17). Lemma 1 per level:
-  // the last thief of a level with active workers hands the role on, both
-  // when it found work (the paper) and when it leaves the level (a move).
+  // Stops being a thief without sleeping (lines 16-17). Lemma 1 per pool:
+  // the last thief of a pool with active workers hands the role on, both
+  // when it found work (the paper) and when it leaves the pool (a move).
   auto stop_thieving = [&](bool found) {
     const int before = p.num_thieves.fetch_sub(1, std::memory_order_seq_cst);
     assert(before > 0 && "num_thieves never goes negative");
     if (before == 1 && (found || p.num_actives.load(std::memory_order_seq_cst) > 0))
-      notify_level(d);
+      notify_pool(d);
     else if (!found && p.has_queued_work())
-      notify_level(d);  // a wake-up aimed at us may have been for that work
+      notify_pool(d);  // a wake-up aimed at us may have been for that work
   };
   for (;;) {
     p.num_thieves.fetch_add(1, std::memory_order_seq_cst);  // line 2
@@ -315,14 +258,14 @@ task* scheduler::wait_for_task(worker& w) {
       return &stop_marker;
     }
     // Line 29: condition #3. The last thief must not leave active workers
-    // of its level without a thief. The paper re-explores at once; we nap
+    // of its pool without a thief. The paper re-explores at once; we nap
     // for at most sentinel_nap (README.md, "Lemma 1 with a bounded nap").
     if (p.num_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 && p.num_actives.load(std::memory_order_seq_cst) > 0) {
       chaos::point();
       notifier::commit_wait(w.slot, cfg_.sentinel_nap);
       continue;
     }
-    // Nobody works at this level any more: it may have become empty, which
+    // Nobody works at this pool any more: it may have become empty, which
     // the policy hears about (it may move this worker).
     if (!roaming) note_maybe_empty(d);
     chaos::point();
@@ -346,13 +289,13 @@ task* scheduler::wait_never_sleeping(worker& w) {
   return &stop_marker;
 }
 
-// A worker the policy gave to no level sleeps until it gets one.
+// A worker the policy gave to no pool sleeps until it gets one.
 void scheduler::sleep_unassigned(worker& w) {
   for (;;) {
-    if (stopping_.load(std::memory_order_acquire) || w.assigned.load(std::memory_order_seq_cst) != no_level) return;
+    if (stopping_.load(std::memory_order_acquire) || w.assigned.load(std::memory_order_seq_cst) != no_pool) return;
     notifier::prepare_wait(w.slot);
     chaos::point();
-    if (stopping_.load(std::memory_order_seq_cst) || w.assigned.load(std::memory_order_seq_cst) != no_level) {
+    if (stopping_.load(std::memory_order_seq_cst) || w.assigned.load(std::memory_order_seq_cst) != no_pool) {
       notifier::cancel_wait(w.slot);
       return;
     }

@@ -1,21 +1,21 @@
-// A worker: one OS thread, its deques (one per level it has worked at),
-// its fibers, its sleep slot, its random victim generator, and the time it
-// spent working and looking for work per level (the policies' input).
+// A worker: one OS thread, the pool it serves (its deque of that pool is
+// pool_record::own[index]), its fibers, its sleep slot, its random victim
+// generator, and the time it spent working and looking for work (the
+// policies' per-core input; per-pool time goes to the pool's accounts).
 //
 // Invariants
 //  * Only the worker's own thread touches the plain fields below (fibers
 //    that run on this thread, or the thread's main context). Thieves read
-//    `serving` (the level whose deque `visible` is) and steal from `visible`;
-//    the policy writes worker_view::assigned; the stats reader reads the
-//    accounts, `phase` and `phase_since_ns`.
-//  * own[l] is null or a deque owned by this worker; a non-empty deque the
-//    worker leaves behind is handed to the level's muggable list.
+//    `serving` (the pool whose deque `visible` is) and steal from `visible`;
+//    the policy thread writes worker_view::assigned; the stats reader reads
+//    the accounts, `phase` and `phase_since_ns`.
+//  * at == &pool_at(pool) whenever the worker runs a task.
 //  * `active` mirrors whether this worker is counted in the num_actives of
-//    level `active_domain` (seed 002, Definition 1); the decrement goes to
-//    the same level as the increment even if the policy changed meanwhile.
+//    pool `active_domain` (Taskflow's executor, Definition 1); the decrement
+//    goes to the same pool as the increment even if the policy changed
+//    meanwhile.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,19 +24,11 @@
 
 #include "fiber.hpp"
 #include "notifier.hpp"
+#include "pool.hpp"
 #include "promptly/config.hpp"
 #include "promptly/detail/worker_view.hpp"
 
 namespace promptly::detail {
-
-// Per-level time and task accounts of one worker. Written by the worker
-// (relaxed), read by the policy driver.
-struct level_account {
-  std::atomic<std::uint64_t> work_ns{0};
-  std::atomic<std::uint64_t> look_ns{0};
-  std::atomic<std::uint64_t> tasks{0};
-  std::atomic<std::uint64_t> switches_in{0};
-};
 
 // A worker that sleeps stays `looking`: its sleep counts as time spent looking for work.
 enum class worker_phase : std::uint8_t { working, looking };
@@ -44,11 +36,13 @@ enum class worker_phase : std::uint8_t { working, looking };
 struct worker : worker_view {
   std::unique_ptr<slab_allocator> slab_owner = std::make_unique<slab_allocator>();  // worker_view::slab points here
 
-  std::array<task_deque*, max_levels> own{};
+  pool_record* at = nullptr;  // the record of the pool served
   std::atomic<task_deque*> visible{nullptr};
   std::atomic<unsigned> serving{0};
 
-  std::array<level_account, max_levels> accounts{};
+  // Time of this core, all pools together (relaxed: statistics).
+  std::atomic<std::uint64_t> work_ns{0};
+  std::atomic<std::uint64_t> look_ns{0};
   std::atomic<worker_phase> phase{worker_phase::looking};
   std::atomic<std::uint64_t> phase_since_ns{0};
 
@@ -59,7 +53,7 @@ struct worker : worker_view {
   fiber_record* exited = nullptr;        // a fiber that just ended (annotation cleanup)
 
   bool active = false;
-  unsigned active_domain = 0;  // the level whose num_actives counts this worker while active
+  pool_record* active_domain = nullptr;  // the pool whose num_actives counts this worker while active
   std::uint64_t rng_state = 0;
   std::thread thread;
 

@@ -8,20 +8,21 @@
 //  * A task pointer in a queue is executed exactly once, by whoever removes
 //    it from the queue; execute() owns the record from then on (it frees it,
 //    or signals the frame that owns it).
-//  * `group` is non-null only for task_group children; task_group::wait uses
-//    it to recognise its own unstolen children at the bottom of the deque.
-//  * `level` is the priority level the task runs at (0 = most urgent); the
-//    single-level scheduler ignores it.
+//  * `pool` is the pool the task runs in (a priority level l is pool l;
+//    0 = most urgent).
+//  * `next_queued` belongs to the injection queue holding the task (it links
+//    its intrusive FIFO, so making a task ready never allocates); nobody
+//    else touches it.
 #pragma once
 
 namespace promptly::detail {
 
 struct task {
   using execute_fn = void (*)(task*);
-  explicit task(execute_fn fn, const void* owner_group = nullptr) noexcept : execute(fn), group(owner_group) {}
+  explicit task(execute_fn fn) noexcept : execute(fn) {}
   execute_fn execute;
-  const void* group;
-  unsigned level = 0;
+  task* next_queued = nullptr;
+  unsigned pool = 0;  // last: derived records may use the tail padding
 };
 
 }  // namespace promptly::detail

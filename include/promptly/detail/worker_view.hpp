@@ -1,15 +1,15 @@
-// What inline (header) code may see of a worker: the deque of the level it
-// serves, its park epoch, its slab, its level and the level the policy
+// What inline (header) code may see of a worker: the deque of the pool it
+// serves, its park epoch, its slab, its pool and the pool the policy
 // assigned it. The rest of the worker lives in src/sched/worker.hpp.
 //
 // Invariants
 //  * tls_worker is the worker whose thread is running the calling code, or
 //    null on a thread that is no worker.
-//  * deque points to this worker's own deque for `level`; only the worker's
-//    thread changes deque and level, and only at strand boundaries.
-//  * assigned is written by the policy (any thread) and read relaxed at
-//    every strand boundary; when it differs from level, the worker parks the
-//    running fiber as a ready continuation of its level and moves.
+//  * deque points to this worker's own deque for `pool`; only the worker's
+//    thread changes deque and pool, and only at strand boundaries.
+//  * assigned is written by the policy thread and read relaxed at every
+//    strand boundary; when it differs from pool, the worker parks the
+//    running fiber as a ready continuation of its pool and moves.
 //  * park_epoch increases every time a fiber parks on this worker. A frame
 //    that captured (worker, epoch) before calling user code and sees the same
 //    epoch afterwards has not left this worker, so the deque items it pushed
@@ -32,8 +32,8 @@ namespace promptly::detail {
 class scheduler;
 using task_deque = chase_lev_deque<task*>;
 
-// assigned == no_level: the policy gave this worker to no level; it sleeps.
-inline constexpr unsigned no_level = ~0u;
+// assigned == no_pool: the policy gave this worker to no pool; it sleeps.
+inline constexpr unsigned no_pool = ~0u;
 
 struct worker_view {
   task_deque* deque = nullptr;
@@ -46,7 +46,7 @@ struct worker_view {
   slab_allocator* slab = nullptr;
   scheduler* sched = nullptr;
   unsigned index = 0;
-  unsigned level = 0;
+  unsigned pool = 0;
   std::atomic<unsigned> assigned{0};
 };
 
@@ -56,40 +56,51 @@ inline worker_view* current_worker() noexcept { return tls_worker; }
 // Out of line on purpose: after a possible fiber switch the thread may differ.
 worker_view* reload_current_worker() noexcept;
 
-// Parks the running fiber as a ready continuation of its level so that the
-// worker can move to its assigned level; returns the worker the fiber
+// Parks the running fiber as a ready continuation of its pool so that the
+// worker can move to its assigned pool; returns the worker the fiber
 // resumes on (it may differ).
-worker_view* switch_level_at_boundary();
+worker_view* switch_pool_at_boundary();
 
 // Every strand boundary (spawn, sync, future create, future get, yield)
 // calls this: one relaxed load and a compare when nothing changed.
 inline worker_view* at_strand_boundary(worker_view* w) {
-  if (w != nullptr && w->assigned.load(std::memory_order_relaxed) != w->level) [[unlikely]]
-    return switch_level_at_boundary();
+  if (w != nullptr && w->assigned.load(std::memory_order_relaxed) != w->pool) [[unlikely]]
+    return switch_pool_at_boundary();
   return w;
 }
 
-// Pushes a ready task of the calling worker's level on its own deque. The
+// Pushes a ready task of the calling worker's pool on its own deque. The
 // one way inline code makes local work ready (join, task_group, async,
 // graphs).
 inline void push_local(worker_view& w, task* t) {
-  t->level = w.level;
+  t->pool = w.pool;
   w.deque->push(t);
 }
 
-// Makes a task ready at level t->level, from any thread: the calling
-// worker's deque when it is a worker of `s` serving that level, otherwise
-// the level's injection queue (Algorithm 1).
-void schedule_ready(scheduler& s, task* t);
-// Algorithm 1: pushes tasks (all of level `level`) to `s`'s injection queue
-// of that level under one lock and wakes workers (one per task, at most all).
-void inject_batch(scheduler& s, task* const* tasks, std::size_t count, unsigned level = 0);
-// Throws std::out_of_range naming the level if `s` has no such level.
-void check_level(const scheduler& s, unsigned level);
+// Makes task t ready in pool `pool`: the calling worker's own deque when
+// `w` is a worker of `s` serving that pool, otherwise the pool's injection
+// queue (Algorithm 1), which wakes a worker of the pool. Never allocates,
+// never throws, never runs a policy: the one path every API that names a
+// pool or level takes, after check_pool or admit validated the pool.
+void make_ready(scheduler& s, worker_view* w, task* t, unsigned pool) noexcept;
+// Algorithm 1: pushes tasks (all of pool `pool`) to `s`'s injection queue
+// of that pool under one lock and wakes workers (one per task, at most all).
+void inject_batch(scheduler& s, task* const* tasks, std::size_t count, unsigned pool) noexcept;
+// Throws std::out_of_range naming the pool if `s` has no such pool, and
+// promptly::pool_removed if it is being removed.
+void check_pool(const scheduler& s, unsigned pool);
 
-// Shutdown accounting for tasks not joined structurally (async): the
-// runtime's destructor waits until every counted task has finished.
-void count_detached_started(scheduler& s) noexcept;
-void count_detached_finished(scheduler& s) noexcept;
+// Who asks to start counted work.
+enum class admission { from_outside, from_task };
+// Counts one task of pool `pool` that is not joined structurally (a
+// submission, an async, a graph run): shutdown and remove_pool wait until
+// every counted task has finished. Throws, counting nothing, what
+// check_pool throws, and runtime_stopped for a submission from outside
+// once shutdown began.
+void admit(scheduler& s, unsigned pool, admission from);
+// Counts without checking, for a caller whose pool is known live and
+// held by other counted work (a graph run's starter).
+void count_detached_started(scheduler& s, unsigned pool) noexcept;
+void count_detached_finished(scheduler& s, unsigned pool) noexcept;
 
 }  // namespace promptly::detail

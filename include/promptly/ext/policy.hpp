@@ -1,23 +1,27 @@
-// The policy interface (extension tier): decides how many workers each pool
-// gets. In the library a pool is a priority level (0 = most urgent); the
-// job server will reuse the same interface with jobs as pools, so nothing
-// here knows about levels, tasks or fibers.
+// The policy interface (extension tier): how a policy decides which pools
+// the cores serve. The shipped policies (oblivious, prompt, aps, fair) and
+// policies written by users implement the same interface; install one with
+// runtime::set_policy(std::make_unique<my_policy>(...)). Guide and example:
+// docs/policies.md, examples/round_robin_policy.cpp.
 //
-// The runtime calls a policy on events (DESIGN.md, "One model for
-// everything"): every quantum (if the policy wants a quantum), when a pool
-// becomes non-empty and when it becomes empty. The policy returns an
-// allotment: workers per pool, summing to at most the worker count; the
-// runtime maps counts to workers, keeping each worker where it is when it
-// can. Workers allotted to no pool sleep.
+// A pool is a set of ready work with its own deques and injection queue.
+// Priority levels are pools with a fixed rank (level l is pool l, rank l);
+// pools created at run time (runtime::create_pool, one per job of a job
+// server) come and go. A core is a worker thread.
 //
-// A policy may also declare itself `roaming`: then allotments are ignored
-// and every worker takes ready work from any pool (priority-oblivious).
+// The runtime calls policy::on_event on its policy thread, one call at a
+// time, for: the policy's installation, every quantum (while at least two
+// pools had work in the last quantum), a pool added or removed, a pool
+// becoming non-empty or empty, and a pool asking for more cores. Making work
+// ready never calls a policy: the mechanism records the event and the
+// policy thread decides.
 //
-// Allotments are counts, not worker identities, because workers are
-// interchangeable within a pool: a policy that thinks per worker (the fair
-// policy of "Fairness in Responsive Parallelism", ICFP 2019, samples a
-// primary pool for every worker each round) returns how many workers drew
-// each pool, and the runtime maps counts to workers.
+// In on_event the policy reads the pools (most urgent first) and the cores,
+// and acts: give a core to a pool, take it back (it sleeps), let it roam
+// over every pool, or say how many cores each pool gets (the runtime then
+// picks the cores, keeping each where it is when it can). Decisions take
+// effect at the cores' next strand boundary (spawn, sync, future create or
+// get, yield()).
 #pragma once
 
 #include <chrono>
@@ -28,26 +32,81 @@
 #include <string_view>
 #include <vector>
 
+#include "promptly/policy_params.hpp"
+
 namespace promptly::ext {
 
-// What the runtime measured of one pool in the last quantum (or since the
-// previous event).
-struct pool_stats {
-  bool has_ready_work = false;     // queued or running work exists in the pool
-  double work_s = 0;               // worker-seconds spent running tasks of the pool
-  double look_s = 0;               // worker-seconds spent looking for work in the pool
-  unsigned allotted = 0;           // workers the pool had (the previous allotment)
+using pool_id = std::uint32_t;
+inline constexpr pool_id no_pool = ~pool_id{0};
+
+// One live pool, as measured since the previous decision (for a quantum
+// tick: over the quantum that just ended).
+struct pool_view {
+  pool_id id = no_pool;
+  unsigned rank = 0;                    // 0 = most urgent; levels have rank = level
+  double weight = 1;                    // the pool's share weight (fair policies)
+  std::chrono::nanoseconds age{0};      // time since the pool was created
+  bool has_ready_work = false;          // queued or running work exists in the pool
+  std::size_t queued = 0;               // ready-work hint: tasks waiting in its injection queue
+  double work_s = 0;                    // worker-seconds spent running its tasks
+  double look_s = 0;                    // worker-seconds spent looking for work in it
+  unsigned cores = 0;                   // cores the previous decision gave it
+  bool wants_more_cores = false;        // the pool asked for more cores (runtime::request_cores)
   double utilization() const noexcept { return work_s + look_s > 0 ? work_s / (work_s + look_s) : 0.0; }
 };
 
-// Parameters of the `fair` policy (the fairly prompt paper, Sec. 4).
-struct fair_params {
-  // roundQuantum: how long a worker keeps the primary pool it sampled.
-  std::chrono::microseconds round{5000};
-  // The fairness criterion: an integer weight per pool (index = pool, 0 = most
-  // urgent), normalised to shares summing to 1 as the fairly prompt paper's
-  // installDist (Fig. 6). Pools past the end weigh 0. Empty = every pool weighs 1.
-  std::vector<long long> weights;
+// Where a core is told to be.
+enum class core_target : std::uint8_t { pool, asleep, roaming };
+
+// One core, as measured since the previous decision.
+struct core_view {
+  unsigned index = 0;
+  core_target target = core_target::asleep;
+  pool_id assigned = no_pool;  // the pool the core was given (target == pool)
+  pool_id serving = no_pool;   // the pool whose deque the core works on now
+  double work_s = 0;
+  double look_s = 0;
+};
+
+enum class event_kind { installed, quantum, pool_added, pool_removed, became_nonempty, became_empty, more_cores_requested };
+
+struct event {
+  event_kind kind = event_kind::installed;
+  pool_id pool = no_pool;            // the pool the event is about (no_pool for installed and quantum)
+  std::chrono::nanoseconds elapsed{0};  // quantum: the length of the quantum that ended
+};
+
+// The view a policy decides on, and the actions it takes. Only valid during
+// the on_event call it was passed to.
+class decision {
+ public:
+  virtual ~decision() = default;
+  // Live pools, most urgent first (by rank, then by age: older first).
+  virtual std::span<const pool_view> pools() const noexcept = 0;
+  // The live pool with this id, or null.
+  virtual const pool_view* find(pool_id id) const noexcept = 0;
+  virtual std::span<const core_view> cores() const noexcept = 0;
+  unsigned core_count() const noexcept { return static_cast<unsigned>(cores().size()); }
+
+  // Gives core `core` to pool `pool` (AMCilk's give_core_to_container).
+  // Throws std::invalid_argument naming the core or pool if either does not exist.
+  virtual void give_core(unsigned core, pool_id pool) = 0;
+  // Takes the core back: it sleeps until given a pool.
+  virtual void take_core(unsigned core) = 0;
+  // The core serves every pool, taking ready work wherever it finds it
+  // (priority-oblivious). Either every core roams or none does: a decision
+  // that leaves some roaming and some not throws std::logic_error.
+  virtual void roam(unsigned core) = 0;
+  // Says how many cores pool `pool` gets; pools not named in this decision
+  // get none. The runtime maps counts to cores after on_event returns,
+  // keeping each core at its pool while that pool has room, then filling
+  // pools most urgent first; cores left over sleep. Cores given or taken
+  // explicitly in the same decision keep that. Throws std::invalid_argument
+  // for an unknown pool.
+  virtual void allot(pool_id pool, unsigned cores) = 0;
+  // The quantum; zero = no quantum ticks (the policy reacts to events only).
+  virtual void set_quantum(std::chrono::microseconds q) = 0;
+  virtual std::chrono::microseconds quantum() const noexcept = 0;
 };
 
 // What the fair policy measured of one pool since its criterion was installed.
@@ -58,45 +117,31 @@ struct fair_account {
   double credit_s = 0;        // worker-seconds the pool is owed (+) or has been over-served (-)
 };
 
-enum class pool_event { quantum, became_nonempty, became_empty };
-
 class policy {
  public:
   virtual ~policy() = default;
   virtual std::string_view name() const noexcept = 0;
-  // Quantum length, or zero if the policy only reacts to pool events.
-  virtual std::chrono::microseconds quantum() const noexcept { return std::chrono::microseconds{0}; }
-  // True if workers ignore allotments and serve any pool (oblivious).
-  virtual bool roaming() const noexcept { return false; }
-  // Recomputes the allotment. `pool` is the pool the event is about (or
-  // stats.size() for a quantum tick). `allotment` has stats.size() entries
-  // on entry (the previous allotment) and on exit.
-  virtual void decide(pool_event ev, std::size_t pool, std::span<const pool_stats> stats, unsigned workers,
-                      std::span<unsigned> allotment) = 0;
+  // Called on the policy thread, one call at a time. An exception leaves
+  // the cores as they were; the runtime reports it once on stderr and
+  // retries the event.
+  virtual void on_event(const event& ev, decision& d) = 0;
   // Human-readable desire per pool, for stats (policies without desire return 0).
-  virtual double desire(std::size_t /*pool*/) const noexcept { return 0; }
+  virtual double desire(pool_id /*pool*/) const noexcept { return 0; }
   // Fairness accounting per pool, for stats (policies without a criterion return zeros).
-  virtual fair_account fairness(std::size_t /*pool*/) const noexcept { return {}; }
+  virtual fair_account fairness(pool_id /*pool*/) const noexcept { return {}; }
 };
 
-// Parameters of the `aps` policy (Adaptive Priority Scheduling of I-Cilk,
-// "Priority Scheduling for Interactive Applications", SPAA 2020, Sec. 3
-// and 5).
-struct aps_params {
-  double delta = 0.9;                          // efficiency threshold, in (0, 1]
-  double rho = 2.0;                            // responsiveness (desire growth factor), > 1
-  std::chrono::microseconds quantum{500};      // L; the authors' scripts use 500 us
-};
+using aps_params = promptly::aps_params;
+using fair_params = promptly::fair_params;
 
-// The criterion as shares for `pools` pools. Throws std::invalid_argument
-// naming the problem: a negative weight, every weight zero, or a weight for a
-// pool that does not exist.
+// The shares of a criterion (one integer weight per pool, pools past the
+// end weigh 0). Throws std::invalid_argument naming the problem: a negative
+// weight, every weight zero, or a weight for a pool that does not exist.
 std::vector<double> fair_shares(std::span<const long long> weights, std::size_t pools);
 
 // The policies shipped with Promptly, by name: "oblivious", "prompt", "aps",
 // "fair". Throws std::invalid_argument naming the unknown policy or bad parameter.
-std::unique_ptr<policy> make_policy(std::string_view name, std::size_t pools, const aps_params& aps = {},
-                                    const fair_params& fair = {});
+std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps = {}, const fair_params& fair = {});
 std::vector<std::string> policy_names();
 
 }  // namespace promptly::ext

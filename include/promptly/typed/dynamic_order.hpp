@@ -41,7 +41,7 @@
 
 #include "promptly/errors.hpp"
 #include "promptly/future.hpp"
-#include "promptly/level.hpp"
+#include "promptly/this_task.hpp"
 #include "promptly/runtime.hpp"
 #include "promptly/typed/order_analysis.hpp"
 

@@ -95,18 +95,13 @@ promptly::future<T> spawn_published(unsigned level, Body&& body, promptly::futur
   pd::worker_view* w = pd::at_strand_boundary(pd::current_worker());  // create boundary
   if (w == nullptr)
     throw not_on_worker("promptly::typed::fcreate_into called outside a runtime's worker; use typed::run or typed::submit");
-  if (level != w->level) pd::check_level(*w->sched, level);
-  auto* a = pd::new_async_task<T>(w->slab, *w->sched, std::forward<Body>(body));
-  // The record holds two references: the queue's and this handle's.
-  promptly::future<T> handle = pd::future_access::adopt(static_cast<pd::future_state<T>*>(a));
-  cell.store(handle);
-  pd::count_detached_started(*w->sched);
-  if (level == w->level) {
-    pd::push_local(*w, a);
-  } else {
-    a->level = level;
-    pd::schedule_ready(*w->sched, a);
-  }
+  promptly::future<T> handle;
+  // The record holds two references: the queue's and this handle's, which
+  // goes into the cell before anyone can run the task.
+  pd::start_async<T>(*w->sched, w, level, pd::admission::from_task, std::forward<Body>(body), [&](pd::future_state<T>* state) noexcept {
+    handle = pd::future_access::adopt(state);
+    cell.store(handle);
+  });
   return handle;
 }
 

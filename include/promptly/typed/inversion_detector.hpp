@@ -33,6 +33,7 @@
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/future.hpp"
 #include "promptly/stats.hpp"
+#include "promptly/config.hpp"
 
 namespace promptly::detail {
 
@@ -86,14 +87,15 @@ class inversion_detector {
 
   // touch_observer: runs on the toucher's worker thread at every touch.
   static void observe(const worker_view& toucher, const task& touched) noexcept {
-    if (touched.level <= toucher.level) return;  // as urgent or more: no inversion
+    // Levels are pools 0..max_levels-1; pools made at run time have no level order.
+    if (touched.pool <= toucher.pool || touched.pool >= max_levels) return;  // as urgent or more: no inversion
     thread_local const scheduler* cached_sched = nullptr;
     thread_local inversion_detector* cached = nullptr;
     if (cached_sched != toucher.sched) {
       cached = find(toucher.sched);
       cached_sched = toucher.sched;
     }
-    if (cached != nullptr) cached->record(toucher.level, touched.level);
+    if (cached != nullptr) cached->record(toucher.pool, touched.pool);
   }
 
   void record(unsigned toucher_level, unsigned touched_level) noexcept {

@@ -1,0 +1,61 @@
+// What a policy sees and does in one on_event call (ext::decision): the
+// live pools, most urgent first, and the cores, as measured by the policy
+// thread; and the per-core targets the policy's actions produce, resolved
+// into one assignment per core after the call.
+//
+// Invariants
+//  * Built and used on the policy thread only, under policy_mutex_.
+//  * resolve() gives every core exactly one target: a pool of the view
+//    (never a removed one: cores left at a pool that is gone go to sleep),
+//    asleep, or roaming; and either every core roams or none does.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "promptly/ext/policy.hpp"
+
+namespace promptly::detail {
+
+struct core_assignment {
+  ext::core_target target = ext::core_target::asleep;
+  std::uint32_t pool = 0;  // target == pool
+  friend bool operator==(const core_assignment&, const core_assignment&) = default;
+};
+
+class decision_impl final : public ext::decision {
+ public:
+  // from_scratch: every core's target starts asleep (a newly installed
+  // policy places every core); otherwise each keeps its current target.
+  decision_impl(std::vector<ext::pool_view> pools, std::vector<ext::core_view> cores, std::chrono::microseconds quantum,
+                bool from_scratch);
+
+  std::span<const ext::pool_view> pools() const noexcept override { return pools_; }
+  const ext::pool_view* find(ext::pool_id id) const noexcept override;
+  std::span<const ext::core_view> cores() const noexcept override { return cores_; }
+  void give_core(unsigned core, ext::pool_id pool) override;
+  void take_core(unsigned core) override;
+  void roam(unsigned core) override;
+  void allot(ext::pool_id pool, unsigned cores) override;
+  void set_quantum(std::chrono::microseconds q) override;
+  std::chrono::microseconds quantum() const noexcept override { return quantum_; }
+
+  // The assignment of every core after the policy acted (see the invariants).
+  // Throws std::logic_error if some cores roam and others do not.
+  std::vector<core_assignment> resolve() const;
+
+ private:
+  std::size_t index_of(ext::pool_id id) const noexcept;  // pools_.size() if absent
+  void check_core(unsigned core, const char* action) const;
+
+  std::vector<ext::pool_view> pools_;
+  std::vector<ext::core_view> cores_;
+  std::vector<core_assignment> targets_;
+  std::vector<bool> explicit_;        // the policy set this core's target in this decision
+  std::vector<long long> counts_;     // per pool index: cores allotted (-1 = not named)
+  bool counted_ = false;              // allot() was called
+  std::chrono::microseconds quantum_;
+};
+
+}  // namespace promptly::detail

@@ -1,0 +1,148 @@
+// A pool (docs/design.md, "Pools"): a set of ready work with its own
+// injection queue, one deque per worker, muggable deques (left with work by
+// workers that moved away), the Taskflow sleep counters of the workers
+// serving it, and its statistics. A priority level is a pool with a fixed
+// rank; pools created at run time (one per job of a job server) come and go.
+//
+// Invariants
+//  * Type-stable: a pool_record lives as long as its scheduler. Removing a
+//    pool returns its id to the free list only when it holds no work
+//    (pools.cpp), so a stale reader (a thief that read a victim's pool a
+//    moment ago) only ever touches a valid record, and finds its deques
+//    empty or holding the next pool's tasks, which carry the same id.
+//  * A deque is in at most one place: own[w] of one worker w (only w's
+//    thread reads or writes own[w]), in `muggable` (non-empty, unowned), or
+//    in `spare` (empty, unowned).
+//  * muggable_count == muggable.size() whenever mutex is free; read seq-cst
+//    by a worker about to sleep.
+//  * A worker takes a muggable deque whole (AMCilk, Sec. 3.5: mugging)
+//    before it steals; thieves never probe a deque that is neither owned by
+//    a worker serving the pool nor muggable.
+//  * outstanding counts the pool's counted work (submissions, asyncs, graph
+//    runs) accepted and not finished; parked counts its tasks waiting on a
+//    parked fiber or blocked thread. remove_pool waits for the first and
+//    refuses a pool whose queues, workers or parked tasks still hold work.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "injection_queue.hpp"
+#include "promptly/detail/waiting.hpp"
+#include "promptly/detail/worker_view.hpp"
+
+namespace promptly::detail {
+
+enum class pool_phase : std::uint8_t { free, live, closing };
+
+struct pool_record {
+  explicit pool_record(unsigned workers) : own(workers, nullptr) {}
+
+  // Identity: written by pool_table under its mutex while no worker can
+  // reach the pool (free or being created); read by the policy thread.
+  std::uint32_t id = 0;
+  unsigned rank = 0;
+  double weight = 1;
+  std::uint64_t created_ns = 0;
+  std::uint64_t creation_seq = 0;  // ties in rank: older pools first
+  bool fixed = false;              // a priority level: never removed
+  std::atomic<pool_phase> phase{pool_phase::free};
+
+  injection_queue injection;
+  std::mutex mutex;
+  std::vector<task_deque*> muggable;
+  std::vector<task_deque*> spare;
+  std::atomic<unsigned> muggable_count{0};
+  std::vector<task_deque*> own;  // own[w]: worker w's deque of this pool, or null
+  alignas(64) std::atomic<int> num_actives{0};
+  alignas(64) std::atomic<int> num_thieves{0};
+  std::atomic<bool> believed_nonempty{false};  // what the policy was last told
+  std::atomic<bool> wants_more_cores{false};
+
+  alignas(64) std::atomic<std::int64_t> outstanding{0};
+  std::atomic<std::int64_t> parked{0};
+  std::atomic<waiter*> drain_waiter{nullptr};  // remove_pool waiting for outstanding to reach 0
+
+  // Accounts: worker-time and tasks of this pool, added by the workers
+  // (relaxed: statistics) when they close an interval; read by the policy thread.
+  alignas(64) std::atomic<std::uint64_t> work_ns{0};
+  std::atomic<std::uint64_t> look_ns{0};
+  std::atomic<std::uint64_t> tasks{0};
+  std::atomic<std::uint64_t> switches_in{0};
+  // The policy thread's baseline for "since the last decision" (policy mutex).
+  std::uint64_t seen_work_ns = 0;
+  std::uint64_t seen_look_ns = 0;
+
+  bool has_queued_work() const noexcept {
+    return !injection.empty() || muggable_count.load(std::memory_order_seq_cst) != 0;
+  }
+  bool has_ready_work() const noexcept { return has_queued_work() || num_actives.load(std::memory_order_seq_cst) > 0; }
+  // No work of the pool exists anywhere the runtime can see.
+  bool quiescent() const noexcept { return !has_ready_work() && parked.load(std::memory_order_seq_cst) == 0; }
+
+  void give_muggable(task_deque* d) {
+    std::lock_guard lock(mutex);
+    muggable.push_back(d);
+    muggable_count.store(static_cast<unsigned>(muggable.size()), std::memory_order_seq_cst);
+  }
+  // Takes a non-empty muggable deque whole. Deques that thieves emptied
+  // meanwhile go to `spare`, so that an empty pool looks empty.
+  task_deque* take_muggable() {
+    if (muggable_count.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard lock(mutex);
+    task_deque* found = nullptr;
+    while (found == nullptr && !muggable.empty()) {
+      task_deque* d = muggable.back();
+      muggable.pop_back();
+      if (d->empty())
+        spare.push_back(d);
+      else
+        found = d;
+    }
+    muggable_count.store(static_cast<unsigned>(muggable.size()), std::memory_order_seq_cst);
+    return found;
+  }
+  // Steals one task from some muggable deque without taking the deque (for
+  // roaming workers and thieves of the pool); drops emptied deques.
+  task* steal_muggable() {
+    if (muggable_count.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard lock(mutex);
+    task* t = nullptr;
+    for (std::size_t i = 0; i < muggable.size() && t == nullptr;) {
+      t = muggable[i]->steal();
+      if (t == nullptr && muggable[i]->empty()) {
+        spare.push_back(muggable[i]);
+        muggable[i] = muggable.back();
+        muggable.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    muggable_count.store(static_cast<unsigned>(muggable.size()), std::memory_order_seq_cst);
+    return t;
+  }
+  task_deque* take_spare() {
+    std::lock_guard lock(mutex);
+    if (spare.empty()) return nullptr;
+    task_deque* d = spare.back();
+    spare.pop_back();
+    return d;
+  }
+  void give_spare(task_deque* d) {
+    std::lock_guard lock(mutex);
+    spare.push_back(d);
+  }
+};
+
+}  // namespace promptly::detail
+
+namespace promptly::detail {
+// A level's weight under the fair criterion: 1 each when no criterion is
+// set, else its weight (levels past the end weigh 0).
+inline double level_weight(const std::vector<long long>& weights, unsigned level) noexcept {
+  if (weights.empty()) return 1.0;
+  return level < weights.size() ? static_cast<double>(weights[level]) : 0.0;
+}
+}  // namespace promptly::detail

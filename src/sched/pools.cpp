@@ -1,0 +1,229 @@
+// The pool table (creating, removing and recycling pools) and the paths
+// that make work ready at a pool.
+//
+// Invariants
+//  * An id names one pool at a time. create_pool takes a free id (or the
+//    next unused one); removal marks the record `closing` while it drains,
+//    then `free` and returns the id. The pool is quiescent then (no task of
+//    it exists anywhere), so what may still hold the id is harmless when the
+//    id is taken again: a worker assigned to it or serving it (it serves the
+//    new pool until the policy thread, told of the removal and the
+//    creation, assigns it), a thief probing its empty deques. Records are
+//    type-stable, so no reader ever touches freed memory.
+//  * Admission against removal (Dekker, both seq-cst): admit counts first,
+//    then reads the phase; remove_pool stores `closing` first, then waits
+//    for the count to drain. Either the submission sees `closing` and is
+//    refused (uncounting itself), or the remover waits for it to finish.
+//  * The make-ready paths (inject, make_ready, inject_batch) never
+//    allocate, never throw and never call a policy: they push on an
+//    intrusive queue or the worker's deque, record an event bit and wake.
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <chrono>
+#include <string>
+
+#include "chaos.hpp"
+#include "promptly/errors.hpp"
+#include "scheduler.hpp"
+
+namespace promptly::detail {
+
+namespace {
+
+// Lets remove_pool wait (park or block) until a pool's counted work is done.
+struct pool_drain_event {
+  pool_record& pool;
+  bool ready() const noexcept { return pool.outstanding.load(std::memory_order_seq_cst) == 0; }
+  bool try_register(waiter* w) noexcept {
+    // Seq-cst: count_finished decrements, then exchanges the waiter; we
+    // store the waiter, then re-read the count. One of us sees the other.
+    pool.drain_waiter.store(w, std::memory_order_seq_cst);
+    if (pool.outstanding.load(std::memory_order_seq_cst) != 0) return true;
+    // Drained already: withdraw, unless a finisher took the waiter (it wakes it).
+    return pool.drain_waiter.exchange(nullptr, std::memory_order_seq_cst) != w;
+  }
+};
+
+std::string pool_name(std::uint32_t id, unsigned levels) {
+  return id < levels ? "level " + std::to_string(id) : "pool " + std::to_string(id);
+}
+
+}  // namespace
+
+pool_record& scheduler::make_pool_record_locked(std::uint32_t id) {
+  pool_record* p = pool_slots_[id].load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    pool_records_.push_back(std::make_unique<pool_record>(worker_count()));
+    p = pool_records_.back().get();
+    p->id = id;
+    pool_slots_[id].store(p, std::memory_order_release);  // release: readers see a constructed record
+    if (id >= pool_id_end_.load(std::memory_order_relaxed)) pool_id_end_.store(id + 1, std::memory_order_release);
+  }
+  return *p;
+}
+
+std::uint32_t scheduler::create_pool(const pool_options& opts) {
+  if (!(opts.weight >= 0) || opts.weight == std::numeric_limits<double>::infinity())
+    throw std::invalid_argument("promptly: pool weight " + std::to_string(opts.weight) + " must be finite and >= 0");
+  if (!accepting_.load(std::memory_order_seq_cst))
+    throw runtime_stopped("promptly::runtime is shutting down; no pool was created");
+  std::uint32_t id;
+  {
+    std::lock_guard lock(pools_mutex_);
+    if (!free_pool_ids_.empty()) {
+      id = free_pool_ids_.back();
+      free_pool_ids_.pop_back();
+    } else {
+      id = pool_id_end_.load(std::memory_order_relaxed);
+      if (id >= max_pools)
+        throw std::length_error("promptly: cannot create a pool: " + std::to_string(max_pools) +
+                                " pools exist (levels included), the limit; remove pools you no longer need");
+    }
+    pool_record& p = make_pool_record_locked(id);  // may throw bad_alloc: the id was not taken yet
+    p.rank = opts.rank;
+    p.weight = opts.weight;
+    p.created_ns = now_ns();
+    p.creation_seq = next_creation_seq_++;
+    p.fixed = false;
+    p.wants_more_cores.store(false, std::memory_order_relaxed);
+    // A new life: its accounts restart (relaxed: statistics; the pool is
+    // reachable only once its id is handed out below).
+    p.work_ns.store(0, std::memory_order_relaxed);
+    p.look_ns.store(0, std::memory_order_relaxed);
+    p.tasks.store(0, std::memory_order_relaxed);
+    p.switches_in.store(0, std::memory_order_relaxed);
+    p.seen_work_ns = p.seen_look_ns = 0;  // read by the policy thread only for live pools
+    p.phase.store(pool_phase::live, std::memory_order_seq_cst);  // seq-cst: pairs with admit's read
+    live_pools_.fetch_add(1, std::memory_order_relaxed);
+  }
+  post_event(pools_added_, id);
+  return id;
+}
+
+void scheduler::remove_pool(std::uint32_t id) {
+  pool_record* p = find_pool(id);
+  if (const worker_view* w = reload_current_worker(); owns(w) && w->pool == id)
+    throw std::logic_error("promptly: remove_pool: called from a task of " + pool_name(id, level_count()) +
+                           ", which would wait for itself; remove a pool from outside it");
+  {
+    std::lock_guard lock(pools_mutex_);
+    if (p == nullptr || p->phase.load(std::memory_order_relaxed) != pool_phase::live)
+      throw std::out_of_range("promptly: remove_pool: " + pool_name(id, level_count()) +
+                              " does not exist (never created, or removed already)");
+    if (p->fixed)
+      throw std::invalid_argument("promptly: remove_pool: " + pool_name(id, level_count()) +
+                                  " is a priority level; levels live as long as the runtime");
+    p->phase.store(pool_phase::closing, std::memory_order_seq_cst);  // seq-cst: pairs with admit's count
+  }
+  // Every counted task of the pool (submissions, asyncs, graph runs) finishes first.
+  pool_drain_event drained{*p};
+  while (!drained.ready()) wait_for(drained);
+  // Then nothing of it may remain anywhere: the worker that ran the last
+  // counted task is still counted active for a moment, and tasks of other
+  // pools may have spawned children into it or parked in it. The policy
+  // keeps serving the pool (it is in the view while closing) until then.
+  // No event marks this moment, so poll, yielding the thread.
+  for (unsigned spins = 0; !p->quiescent(); ++spins) {
+    if (spins < 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  p->believed_nonempty.store(false, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(pools_mutex_);
+    p->phase.store(pool_phase::free, std::memory_order_seq_cst);
+    free_pool_ids_.push_back(id);
+    live_pools_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  post_event(pools_removed_, id);
+}
+
+void scheduler::request_cores(std::uint32_t id) {
+  check_pool(id);
+  pool_at(id).wants_more_cores.store(true, std::memory_order_relaxed);  // relaxed: the event below carries it
+  post_event(cores_requested_, id);
+}
+
+void scheduler::check_pool(std::uint32_t id) const {
+  const pool_record* p = find_pool(id);
+  const pool_phase ph = p != nullptr ? p->phase.load(std::memory_order_seq_cst) : pool_phase::free;
+  if (ph == pool_phase::live) return;
+  if (ph == pool_phase::closing)
+    throw pool_removed("promptly: " + pool_name(id, level_count()) + " is being removed; the work was not accepted");
+  throw std::out_of_range("promptly: level " + std::to_string(id) + " does not exist, nor a pool " + std::to_string(id) +
+                          " (the runtime has " + std::to_string(level_count()) + " levels, 0.." +
+                          std::to_string(level_count() - 1) +
+                          ", and the live pools made by create_pool; set runtime_config::levels)");
+}
+
+void scheduler::admit(std::uint32_t id, admission from) {
+  check_pool(id);  // names the problem before anything is counted
+  // Count first, then check (seq-cst both): shutdown and remove_pool clear
+  // their flag before they wait for the counts to drain.
+  outstanding_.fetch_add(1, std::memory_order_seq_cst);
+  pool_record& p = pool_at(id);
+  p.outstanding.fetch_add(1, std::memory_order_seq_cst);
+  const bool stopped = from == admission::from_outside && !accepting_.load(std::memory_order_seq_cst);
+  if (stopped || p.phase.load(std::memory_order_seq_cst) != pool_phase::live) {
+    count_finished(id);
+    if (stopped) throw runtime_stopped("promptly::runtime is shutting down; the submitted work was not accepted");
+    check_pool(id);  // throws pool_removed
+  }
+}
+
+void scheduler::count_started(std::uint32_t id) noexcept {
+  outstanding_.fetch_add(1, std::memory_order_seq_cst);
+  pool_at(id).outstanding.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void scheduler::count_finished(std::uint32_t id) noexcept {
+  pool_record& p = pool_at(id);  // type-stable: safe even if the pool is being removed
+  // Seq-cst: pairs with pool_drain_event::try_register.
+  if (p.outstanding.fetch_sub(1, std::memory_order_seq_cst) == 1)
+    if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
+  outstanding_.fetch_sub(1, std::memory_order_acq_rel);  // acq_rel: shutdown sees the task's effects
+}
+
+void scheduler::inject(task* t, bool resumed) noexcept {
+  const std::uint32_t id = t->pool;
+  pool_record& p = pool_at(id);
+  if (resumed)
+    p.injection.push_resumed(t);
+  else
+    p.injection.push(t);
+  note_nonempty(id);
+  notify_pool(id);
+}
+
+void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
+  t->pool = pool;
+  if (owns(w) && w->pool == pool) {
+    if (w->deque->try_push(t)) return;  // try_push: a full deque would have to grow (allocate)
+  }
+  inject(t);
+}
+
+void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_t pool) noexcept {
+  if (count == 0) return;
+  for (std::size_t i = 0; i < count; ++i) tasks[i]->pool = pool;
+  pool_at(pool).injection.push_batch(tasks, count);
+  note_nonempty(pool);
+  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_pool(pool);
+}
+
+// ---- the inline API's entry points (worker_view.hpp) ----
+
+void make_ready(scheduler& s, worker_view* w, task* t, unsigned pool) noexcept { s.make_ready(w, t, pool); }
+void inject_batch(scheduler& s, task* const* tasks, std::size_t count, unsigned pool) noexcept {
+  s.inject_batch(tasks, count, pool);
+}
+void check_pool(const scheduler& s, unsigned pool) { s.check_pool(pool); }
+void admit(scheduler& s, unsigned pool, admission from) { s.admit(pool, from); }
+void count_detached_started(scheduler& s, unsigned pool) noexcept { s.count_started(pool); }
+void count_detached_finished(scheduler& s, unsigned pool) noexcept { s.count_finished(pool); }
+
+}  // namespace promptly::detail

@@ -1,0 +1,71 @@
+// Runs policies outside a runtime, through the runtime's own decision object
+// (src/sched/decision.hpp): the tests see exactly how actions become
+// per-core assignments.
+#pragma once
+
+#include <chrono>
+#include <initializer_list>
+#include <vector>
+
+#include "promptly/ext/policy.hpp"
+#include "sched/decision.hpp"
+
+namespace policy_support {
+
+namespace ext = promptly::ext;
+
+// Pools in rank order, ids = positions, with or without ready work.
+inline std::vector<ext::pool_view> pools_with(std::initializer_list<bool> ready) {
+  std::vector<ext::pool_view> v;
+  for (bool r : ready) {
+    ext::pool_view p;
+    p.id = static_cast<ext::pool_id>(v.size());
+    p.rank = p.id;
+    p.has_ready_work = r;
+    v.push_back(p);
+  }
+  return v;
+}
+
+// A policy's view of `cores` cores that remember where the last decision put them.
+class decisions {
+ public:
+  explicit decisions(unsigned cores) : targets_(cores) {}
+
+  // Cores per pool (by position in `pools`) after the policy handled `ev`.
+  std::vector<unsigned> decide(ext::policy& p, ext::event_kind kind, ext::pool_id pool,
+                               std::vector<ext::pool_view> pools) {
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      if (pools[i].id == ext::no_pool) pools[i].id = static_cast<ext::pool_id>(i);
+    std::vector<ext::core_view> cores(targets_.size());
+    for (std::size_t c = 0; c < cores.size(); ++c) {
+      cores[c].index = static_cast<unsigned>(c);
+      cores[c].target = targets_[c].target;
+      cores[c].assigned = targets_[c].target == ext::core_target::pool ? targets_[c].pool : ext::no_pool;
+      cores[c].serving = cores[c].assigned;
+    }
+    promptly::detail::decision_impl d(pools, cores, quantum_, kind == ext::event_kind::installed);
+    p.on_event(ext::event{kind, pool, {}}, d);
+    targets_ = d.resolve();
+    quantum_ = d.quantum();
+    std::vector<unsigned> per_pool(pools.size(), 0);
+    for (const auto& t : targets_)
+      if (t.target == ext::core_target::pool)
+        for (std::size_t i = 0; i < pools.size(); ++i)
+          if (pools[i].id == t.pool) ++per_pool[i];
+    return per_pool;
+  }
+
+  bool all_roaming() const {
+    for (const auto& t : targets_)
+      if (t.target != ext::core_target::roaming) return false;
+    return !targets_.empty();
+  }
+  std::chrono::microseconds quantum() const { return quantum_; }
+
+ private:
+  std::vector<promptly::detail::core_assignment> targets_;
+  std::chrono::microseconds quantum_{0};
+};
+
+}  // namespace policy_support

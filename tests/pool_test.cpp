@@ -1,0 +1,280 @@
+// Pools made and removed at run time: every task of every pool runs, under
+// every shipped policy and under a user policy; removal waits for the
+// pool's work and refuses what it cannot do; bad input gets a clear error.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "promptly/ext/policy.hpp"
+#include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
+#include "test_support.hpp"
+#include "watchdog.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A user policy: every quantum (and on every pool event) the cores go round
+// robin over the pools that have work, starting one pool further each time.
+class round_robin_policy final : public promptly::ext::policy {
+ public:
+  std::string_view name() const noexcept override { return "round-robin"; }
+  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+    if (ev.kind == promptly::ext::event_kind::installed) d.set_quantum(200us);
+    ++events_seen;
+    std::vector<promptly::ext::pool_id> busy;
+    for (const auto& p : d.pools())
+      if (p.has_ready_work) busy.push_back(p.id);
+    if (busy.empty()) {
+      for (unsigned c = 0; c < d.core_count(); ++c) d.take_core(c);  // nothing to do: every core sleeps
+      return;
+    }
+    if (ev.kind == promptly::ext::event_kind::quantum) ++turn_;
+    for (unsigned c = 0; c < d.core_count(); ++c) d.give_core(c, busy[(turn_ + c) % busy.size()]);
+  }
+  std::atomic<std::uint64_t> events_seen{0};
+
+ private:
+  std::size_t turn_ = 0;
+};
+
+long tree_sum(int depth) {
+  if (depth == 0) return 1;
+  auto [a, b] = promptly::join([&] { return tree_sum(depth - 1); }, [&] { return tree_sum(depth - 1); });
+  return a + b;
+}
+
+}  // namespace
+
+class PoolsUnderPolicy : public ::testing::TestWithParam<std::string> {};
+
+// 100 pools created and removed while the runtime runs, each with a task
+// tree, an async and a task_group child: every task completes.
+TEST_P(PoolsUnderPolicy, HundredPoolsComeAndGoAndEveryTaskCompletes) {
+  promptly::runtime rt(config(2, "prompt"));
+  if (GetParam() == "round-robin")
+    rt.set_policy(std::make_unique<round_robin_policy>());
+  else
+    rt.set_policy(GetParam());
+  watchdog guard(60s, "100 pools under " + GetParam(), [&] { return describe(rt); });
+  const std::size_t pools = 100;
+  const int depth = under_tsan ? 4 : 8;
+  std::atomic<long> total{0};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<promptly::pool> made;
+    std::vector<promptly::future<long>> results;
+    for (std::size_t i = 0; i < pools; ++i) {
+      made.push_back(rt.create_pool({.rank = static_cast<unsigned>(i % 5), .weight = 1.0 + static_cast<double>(i % 3)}));
+      const promptly::pool p = made.back();
+      results.push_back(rt.submit(p, [&, p, depth] {
+        EXPECT_EQ(promptly::current_pool(), p);
+        auto side = promptly::async([&] { return tree_sum(depth - 2); });
+        promptly::task_group tg;
+        tg.spawn([&] { total.fetch_add(1); });
+        const long mine = tree_sum(depth);
+        tg.wait();
+        EXPECT_EQ(promptly::current_pool(), p) << "work keeps its pool";
+        return mine + side.get();
+      }));
+    }
+    EXPECT_EQ(rt.pool_count(), rt.config().levels + pools);
+    for (auto& r : results) EXPECT_EQ(r.get(), (1L << depth) + (1L << (depth - 2)));
+    for (auto p : made) rt.remove_pool(p);
+    EXPECT_EQ(rt.pool_count(), rt.config().levels);
+  }
+  EXPECT_EQ(total.load(), static_cast<long>(2 * pools));
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, PoolsUnderPolicy,
+                         ::testing::Values("prompt", "aps", "fair", "oblivious", "round-robin"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+// At least 1024 pools live at once; the bound (4096, levels included) is a
+// clear error, and removed ids are taken again at once.
+TEST(Pools, ThousandsLiveAndTheBoundIsAClearError) {
+  promptly::runtime rt(config(2, "prompt"));
+  std::vector<promptly::pool> made;
+  std::string error;
+  try {
+    for (;;) made.push_back(rt.create_pool());
+  } catch (const std::length_error& e) {
+    error = e.what();
+  }
+  EXPECT_GE(made.size(), 1024u);
+  EXPECT_EQ(made.size() + rt.config().levels, 4096u);
+  EXPECT_NE(error.find("4096 pools exist"), std::string::npos) << error;
+  // Every pool works at the bound: one task in the last pool, one in the first.
+  EXPECT_EQ(rt.submit(made.back(), [] { return 7; }).get(), 7);
+  EXPECT_EQ(rt.submit(made.front(), [] { return 8; }).get(), 8);
+  rt.remove_pool(made.back());
+  made.pop_back();
+  const promptly::pool again = rt.create_pool();  // the freed id, at once
+  EXPECT_EQ(rt.submit(again, [] { return 9; }).get(), 9);
+  rt.remove_pool(again);
+  for (auto p : made) rt.remove_pool(p);
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
+}
+
+TEST(Pools, BadInputGetsAClearError) {
+  promptly::runtime rt(config(2, "prompt", 3));
+  EXPECT_NE(what_of<std::invalid_argument>([&] { (void)rt.create_pool({.weight = -1}); }).find("weight"),
+            std::string::npos);
+  EXPECT_NE(what_of<std::invalid_argument>([&] { rt.remove_pool(promptly::level{1}); }).find("priority level"),
+            std::string::npos);
+  EXPECT_NE(what_of<std::out_of_range>([&] { rt.remove_pool(promptly::pool(999)); }).find("pool 999"),
+            std::string::npos);
+  EXPECT_NE(what_of<std::out_of_range>([&] { (void)rt.submit(promptly::pool(999), [] {}); }).find("pool 999"),
+            std::string::npos);
+  const promptly::pool p = rt.create_pool();
+  rt.remove_pool(p);
+  EXPECT_THROW(rt.remove_pool(p), std::out_of_range);  // twice
+  EXPECT_THROW((void)rt.submit(p, [] {}), std::out_of_range);  // a removed pool takes no work
+  const promptly::pool q = rt.create_pool();
+  // A task cannot remove its own pool (it would wait for itself).
+  EXPECT_NE(rt.submit(q, [&] { return what_of<std::logic_error>([&] { rt.remove_pool(q); }); }).get().find("wait for itself"),
+            std::string::npos);
+  rt.remove_pool(q);
+}
+
+// remove_pool waits for every counted task of the pool, including asyncs
+// its tasks left running, and refuses new work meanwhile (pool_removed).
+TEST(Pools, RemovalWaitsForThePoolsWorkAndRefusesNewWork) {
+  promptly::runtime rt(config(2, "prompt"));
+  const promptly::pool p = rt.create_pool();
+  std::atomic<bool> release{false};
+  std::atomic<bool> finished{false};
+  std::atomic<bool> started{false};
+  (void)rt.submit(p, [&] {
+    // Detached work of the pool, still running when the root returns.
+    (void)promptly::async([&] {
+      started = true;
+      while (!release.load()) promptly::yield();
+      finished = true;
+    });
+  });
+  ASSERT_TRUE(wait_until([&] { return started.load(); }));
+  std::atomic<bool> removed{false};
+  std::thread remover([&] {
+    rt.remove_pool(p);
+    removed = true;
+  });
+  // While the remover waits, the pool refuses new work with pool_removed.
+  ASSERT_TRUE(wait_until([&] {
+    try {
+      (void)rt.submit(p, [] {});
+      return false;
+    } catch (const promptly::pool_removed&) {
+      return true;
+    }
+  }));
+  EXPECT_FALSE(removed.load());
+  release = true;
+  remover.join();
+  EXPECT_TRUE(finished.load()) << "remove_pool returned before the pool's async finished";
+}
+
+// A pool removed from a task of another pool: the remover parks, and the
+// pool's parked tasks (a future wait) finish first.
+TEST(Pools, RemovalFromAnotherPoolsTaskParksUntilTheWorkIsDone) {
+  promptly::runtime rt(config(2, "aps"));
+  watchdog guard(60s, "remove from a task", [&] { return describe(rt); });
+  for (int round = 0; round < 20; ++round) {
+    const promptly::pool p = rt.create_pool({.rank = 3});
+    promptly::promise<int> gate;
+    auto gated = gate.get_future();
+    auto waiting = rt.submit(p, [gated] { return gated.get() + 1; });  // parks on the promise
+    auto remover = rt.submit(promptly::level{1}, [&] {
+      rt.remove_pool(p);
+      return waiting.is_ready();
+    });
+    gate.set_value(41);
+    EXPECT_TRUE(remover.get()) << "removed while a task of the pool was still parked";
+    EXPECT_EQ(waiting.get(), 42);
+  }
+}
+
+// Policies hear of pools: added, removed, and a pool's request for cores.
+TEST(Pools, PoliciesSeePoolEventsAndViews) {
+  struct recorder final : promptly::ext::policy {
+    std::string_view name() const noexcept override { return "recorder"; }
+    void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+      std::lock_guard lock(m);
+      kinds.push_back(ev.kind);
+      if (ev.kind == promptly::ext::event_kind::more_cores_requested)
+        if (const auto* v = d.find(ev.pool)) saw_request = v->wants_more_cores;
+      last_pool_count = d.pools().size();
+      bool ranked = true;
+      for (std::size_t i = 1; i < d.pools().size(); ++i) ranked = ranked && d.pools()[i - 1].rank <= d.pools()[i].rank;
+      sorted = sorted && ranked;
+      d.allot(d.pools()[0].id, d.core_count());
+    }
+    std::mutex m;
+    std::vector<promptly::ext::event_kind> kinds;
+    bool saw_request = false;
+    bool sorted = true;
+    std::size_t last_pool_count = 0;
+  };
+  promptly::runtime rt(config(2, "prompt", 2));
+  auto owned = std::make_unique<recorder>();
+  recorder* r = owned.get();
+  rt.set_policy(std::move(owned));
+  const promptly::pool p = rt.create_pool({.rank = 1});
+  auto seen = [&](promptly::ext::event_kind k) {
+    std::lock_guard lock(r->m);
+    for (auto x : r->kinds)
+      if (x == k) return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_until([&] { return seen(promptly::ext::event_kind::pool_added); }));
+  rt.request_cores(p);
+  ASSERT_TRUE(wait_until([&] { return seen(promptly::ext::event_kind::more_cores_requested); }));
+  rt.remove_pool(p);
+  ASSERT_TRUE(wait_until([&] { return seen(promptly::ext::event_kind::pool_removed); }));
+  std::lock_guard lock(r->m);
+  EXPECT_TRUE(r->saw_request);
+  EXPECT_TRUE(r->sorted) << "pools() is most urgent first";
+  EXPECT_EQ(r->kinds.front(), promptly::ext::event_kind::installed);
+}
+
+// A policy that throws or mixes roaming with pools: the runtime keeps the
+// previous policy (installation) and reports the problem.
+TEST(Pools, APolicyThatMixesRoamingIsRejectedAtInstallation) {
+  struct half_roaming final : promptly::ext::policy {
+    std::string_view name() const noexcept override { return "half"; }
+    void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
+      d.roam(0);
+      d.give_core(1, d.pools()[0].id);
+    }
+  };
+  promptly::runtime rt(config(2, "prompt"));
+  EXPECT_NE(what_of<std::logic_error>([&] { rt.set_policy(std::make_unique<half_roaming>()); }).find("roam"),
+            std::string::npos);
+  EXPECT_EQ(rt.policy(), "prompt");
+  EXPECT_EQ(rt.submit([] { return fib(15); }).get(), fib_serial(15));
+}
+
+// The policy thread's latency from event to decision is measured.
+TEST(Pools, DecisionLatencyIsReported) {
+  promptly::runtime rt(config(2, "prompt", 2));
+  for (int i = 0; i < 50; ++i) {
+    const promptly::pool p = rt.create_pool();
+    EXPECT_EQ(rt.submit(p, [] { return 1; }).get(), 1);
+    rt.remove_pool(p);
+  }
+  ASSERT_TRUE(wait_until([&] { return rt.stats().decision_latency_samples > 0; }));
+  const auto s = rt.stats();
+  EXPECT_GT(s.decision_latency_p99_us, 0.0);
+  EXPECT_GE(s.decision_latency_p99_us, s.decision_latency_p50_us);
+}
