@@ -7,30 +7,12 @@
 // --load is the offered utilisation in percent of the workers. --reps R makes the window
 // R x duration-ms (the harness's repetitions); --warmup W runs W untimed windows of 1 s first.
 // "result" is "ok" when every job computed the right answer (else the program exits 1).
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "bench_common.hpp"
 #include "jserver.hpp"
 #include "priorities.hpp"
-
-namespace {
-struct summary {
-  double mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, max = 0;
-};
-summary summarize(std::vector<double> v) {
-  summary s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  auto rank = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(std::ceil(q * v.size())) - 1)]; };
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  s.p50 = rank(0.5), s.p90 = rank(0.9), s.p95 = rank(0.95), s.p99 = rank(0.99), s.max = v.back();
-  return s;
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   bench::args a(argc, argv);
@@ -63,34 +45,7 @@ int main(int argc, char** argv) {
     }
     o.duration = std::chrono::milliseconds(duration_ms * reps);
     const auto r = jserver::run_jserver(rt, o);
-    std::fprintf(stderr, "jserver: policy %s, %u workers, offered load %.0f%%, %.2f s\n", cfg.policy.c_str(),
-                 rt.config().workers, r.offered_load * 100, r.elapsed_s);
-    std::size_t jobs = 0;
-    std::string metrics;
-    char buf[512];
-    double mm_mean_s = 0;
-    for (std::size_t t = 0; t < 4; ++t) {
-      const auto& tr = r.types[t];
-      const auto s = summarize(tr.latency_us);
-      jobs += tr.latency_us.size();
-      const char* n = jserver::type_names[t];
-      std::fprintf(stderr, "  %-4s work %8.0f us  rate %6.2f/s  jobs %4zu  mean %9.0f us  p50 %9.0f  p90 %9.0f  p95 %9.0f  p99 %9.0f  max %9.0f\n",
-                   n, tr.work_us, tr.rate_per_s, tr.latency_us.size(), s.mean, s.p50, s.p90, s.p95, s.p99, s.max);
-      std::snprintf(buf, sizeof buf,
-                    ", \"%s_us_mean\": %.1f, \"%s_us_p50\": %.1f, \"%s_us_p90\": %.1f, \"%s_us_p95\": %.1f, "
-                    "\"%s_us_p99\": %.1f, \"%s_us_max\": %.1f, \"%s_throughput_per_s\": %.3f, \"%s_work_us\": %.1f",
-                    n, s.mean, n, s.p50, n, s.p90, n, s.p95, n, s.p99, n, s.max, n,
-                    static_cast<double>(tr.latency_us.size()) / r.elapsed_s, n, tr.work_us);
-      metrics += buf;
-      if (t == 0) mm_mean_s = s.mean / 1e6;
-    }
-    if (r.wrong_answers > 0) {
-      std::fprintf(stderr, "jserver: %llu jobs computed a wrong answer\n", static_cast<unsigned long long>(r.wrong_answers));
-      return 1;
-    }
-    std::printf("RESULT {\"result\": \"ok\", \"metrics\": {\"region_s\": %.9g%s, \"throughput_per_s\": %.3f, "
-                "\"offered_load\": %.3f, \"jobs\": %zu}}\n",
-                mm_mean_s, metrics.c_str(), static_cast<double>(jobs) / r.elapsed_s, r.offered_load, jobs);
+    return jserver::print_report(r, "policy " + cfg.policy + ", " + std::to_string(rt.config().workers) + " workers");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "jserver: %s\n", e.what());
     return 1;

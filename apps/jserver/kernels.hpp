@@ -37,4 +37,19 @@ std::vector<char> random_dna(std::size_t n, std::uint64_t seed);
 int smith_waterman(const std::vector<char>& x, const std::vector<char>& y, std::size_t block);
 int smith_waterman_serial(const std::vector<char>& x, const std::vector<char>& y);
 
+// The Smith-Waterman score table, (n+1) x (m+1), row and column 0 zero.
+class sw_table {
+ public:
+  sw_table(std::size_t n, std::size_t m) : m_(m), h_((n + 1) * (m + 1), 0) {}
+  // Fills cells [i0, i1) x [j0, j1) (1-based; the cells above and to the left are filled);
+  // returns the best score among them.
+  int fill(const std::vector<char>& x, const std::vector<char>& y, std::size_t i0, std::size_t i1, std::size_t j0,
+           std::size_t j1);
+
+ private:
+  int& at(std::size_t i, std::size_t j) { return h_[i * (m_ + 1) + j]; }
+  std::size_t m_;
+  std::vector<int> h_;
+};
+
 }  // namespace jserver

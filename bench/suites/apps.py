@@ -26,12 +26,13 @@ promptly-oblivious. The driver writes every latency sample of the last round of 
 per request type per runtime from them.
 
 jserver-L: the job server of apps/jserver (README there) at L% offered utilisation of the 2
-workers (50, 70, 95 and 120, the paper's "about 50%, 70%, 95% and >95%"), 2 s of Poisson
+workers (50, 70, 95 and 120, the paper's "about 50%, 70%, 95% and >95%"), 1.5 s of Poisson
 arrivals per run, then every released job finishes. The program measures each type's serial
 work at start and sets one arrival rate for all four types, rate = L/100 * 2 / sum(work).
 Metrics per type (mm, fib, sort, sw): <type>_us_mean / _p50 / _p90 / _p95 / _p99 / _max (release
 to finish), <type>_throughput_per_s, <type>_work_us; region_s is mm_us_mean (the target: mm's
-mean under aps <= 0.5x oblivious at 70%). The oneTBB task_arena peer is not written yet.
+mean under aps <= 0.5x oblivious at 70%). tbb-arenas is the oneTBB peer (apps/jserver/jserver_tbb.cpp:
+a task_arena per job type, arena priorities high / normal / low / low, same kernels).
 """
 
 _EMAIL_SERVERS = {
@@ -90,13 +91,14 @@ def _jserver_bench(load):
     return {
         "name": f"jserver-{load}",
         "title": f"job server at {load}% offered utilisation of 2 workers (Poisson arrivals, smallest work first)",
-        "params": {"load": load, "duration_ms": 2000},
+        "params": {"load": load, "duration_ms": 1500},
         "quick_params": {"duration_ms": 600},
         "workers": [2],
         "args": ["--load", "{load}", "--duration-ms", "{duration_ms}"],
         "inner": [0, 1],
-        "runtimes": {f"promptly-{p}": {"exe": "cmake:jserver", "args": ["--policy", p], "params": {"policy": p}}
-                     for p in _JSERVER_POLICIES},
+        "runtimes": {**{f"promptly-{p}": {"exe": "cmake:jserver", "args": ["--policy", p], "params": {"policy": p}}
+                        for p in _JSERVER_POLICIES},
+                     "tbb-arenas": {"exe": "cmake:jserver_tbb"}},
         "baseline": "promptly-oblivious",
         "expected": lambda p: "ok",
         "show": ([f"{t}_us_mean" for t in _JTYPES] + [f"{t}_us_p99" for t in _JTYPES] +
@@ -110,7 +112,7 @@ def _jserver_bench(load):
 SUITE = {
     "name": "apps",
     "title": "The papers' applications under load: email server and job server (I-Cilk Sec. 5.2; futures and state Sec. 5.1)",
-    "runtime_order": ["promptly-aps", "promptly-prompt", "promptly-fair", "promptly-oblivious", "go"],
+    "runtime_order": ["promptly-aps", "promptly-prompt", "promptly-fair", "promptly-oblivious", "go", "tbb-arenas"],
     "benches": [_email_bench(6), _email_bench(18), _email_bench(36)] +
                [_jserver_bench(load) for load in (50, 70, 95, 120)],
 }
