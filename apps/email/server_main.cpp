@@ -1,81 +1,57 @@
 // email_server: the email server as a program. Prints "LISTENING <port>" on stdout once it
 // accepts connections; SIGINT or SIGTERM stop it cleanly (every acknowledged request is
-// answered first) and it exits 0. See README.md for the protocol and the options.
+// answered first) and it exits 0. See README.md for the protocol and the options; a bad option
+// exits with status 2 and a message naming it (bench_common.hpp's parser).
 #include <pthread.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "priorities.hpp"
 #include "server.hpp"
 
 namespace {
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "email_server: %s\n"
-               "usage: email_server [--host 127.0.0.1] [--port 0] [--workers N] [--policy aps|prompt|fair|oblivious]\n"
-               "                    [--fair-weights w0,w1,...] [--capacity 64] [--seed-messages 16]\n"
-               "                    [--period-ms 250] [--chunk 10]\n",
-               msg.c_str());
-  std::exit(2);
-}
-
-long to_long(const std::string& key, const std::string& v) {
-  char* end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || x < 0) usage_error("--" + key + " needs a non-negative integer, not '" + v + "'");
-  return x;
+long non_negative(bench::args& a, const std::string& key, long def) {
+  long v = a.get_long(key, def);
+  if (v < 0) bench::args::fail("--" + key + " must not be negative");
+  return v;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> kv;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--", 0) != 0) usage_error("unexpected argument '" + a + "'");
-    a = a.substr(2);
-    if (auto eq = a.find('='); eq != std::string::npos) {
-      kv[a.substr(0, eq)] = a.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc) usage_error("missing value for --" + a);
-      kv[a] = argv[++i];
-    }
-  }
-  auto take = [&](const std::string& key, const std::string& def) {
-    auto it = kv.find(key);
-    if (it == kv.end()) return def;
-    std::string v = it->second;
-    kv.erase(it);
-    return v;
-  };
-
+  bench::args a(argc, argv);  // --key value; an unknown option exits with status 2
   email::server_options opt;
-  opt.host = take("host", opt.host);
-  opt.port = static_cast<std::uint16_t>(to_long("port", take("port", "0")));
-  opt.capacity = static_cast<std::size_t>(to_long("capacity", take("capacity", std::to_string(opt.capacity))));
-  opt.seed_messages = static_cast<std::size_t>(to_long("seed-messages", take("seed-messages", std::to_string(opt.seed_messages))));
-  opt.period = std::chrono::milliseconds(to_long("period-ms", take("period-ms", "250")));
-  opt.chunk = static_cast<std::size_t>(to_long("chunk", take("chunk", "10")));
+  opt.host = a.get_string("host", opt.host);
+  const long port = non_negative(a, "port", 0);
+  if (port > 65535) bench::args::fail("--port must be at most 65535");
+  opt.port = static_cast<std::uint16_t>(port);
+  opt.capacity = static_cast<std::size_t>(non_negative(a, "capacity", static_cast<long>(opt.capacity)));
+  opt.seed_messages = static_cast<std::size_t>(non_negative(a, "seed-messages", static_cast<long>(opt.seed_messages)));
+  opt.period = std::chrono::milliseconds(non_negative(a, "period-ms", 250));
+  opt.chunk = static_cast<std::size_t>(non_negative(a, "chunk", 10));
 
   promptly::runtime_config cfg;
   cfg.levels = email::order::size;
-  if (auto w = take("workers", ""); !w.empty()) cfg.workers = static_cast<unsigned>(to_long("workers", w));
-  cfg.policy = take("policy", "aps");
+  if (long w = non_negative(a, "workers", 0); w > 0) cfg.workers = static_cast<unsigned>(w);
+  cfg.policy = a.get_string("policy", "aps");
   // fair: a criterion that favours the interactive levels (client loop, send) by default.
-  std::string weights = take("fair-weights", "40,25,15,10,5,5");
+  const std::string weights = a.get_string("fair-weights", "40,25,15,10,5,5");
   for (std::size_t pos = 0; pos <= weights.size();) {
     auto comma = weights.find(',', pos);
     if (comma == std::string::npos) comma = weights.size();
-    cfg.fair.weights.push_back(static_cast<long long>(to_long("fair-weights", weights.substr(pos, comma - pos))));
+    char* end = nullptr;
+    const std::string w = weights.substr(pos, comma - pos);
+    cfg.fair.weights.push_back(std::strtoll(w.c_str(), &end, 10));
+    if (w.empty() || *end != '\0') bench::args::fail("--fair-weights needs integers separated by commas, not '" + weights + "'");
     pos = comma + 1;
   }
-  if (!kv.empty()) usage_error("unknown option --" + kv.begin()->first);
+  a.finish();
 
   // SIGINT/SIGTERM are blocked in every thread (the runtime's threads inherit the mask) and
   // taken by sigwait below, so a signal never interrupts a worker.
