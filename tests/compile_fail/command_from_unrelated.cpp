@@ -3,8 +3,8 @@
 // call could make fetch wait on log's futures. The diagnostic says it is a
 // priority inversion and names both priorities.
 // expect: priority_inversion_error<(promptly::typed::)?calling<P>, (promptly::typed::)?from<P2> ?>
-// expect: P2 = fetch
-// expect: (P = log|ctx<[^>]*log>)
+// expect: (P2 = fetch|from 'ctx<[^>]*fetch>')
+// expect: (P = log|to 'ctx<[^>]*log>')
 // expect: priority inversion: code at P2 calls a command declared at P
 #include "promptly/typed.hpp"
 

@@ -1,17 +1,20 @@
 // Instantiates the public templates once each, compiled (never run) with the header check's
 // flags (-Wall -Wextra -Wpedantic -Wshadow -Werror): a warning in a template body only shows
 // when the template is instantiated, which including the header alone never does.
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "promptly/io.hpp"
 #include "promptly/promptly.hpp"
 #include "promptly/typed.hpp"
+#include "promptly/typed/io.hpp"
 
 namespace header_check {
 
@@ -64,6 +67,15 @@ int typed_priorities(promptly::runtime& rt) {
 int dynamic_priorities(promptly::runtime& rt) {
   const auto o = promptly::dynamic_priority_order::parse("ui > batch");
   return o.run(rt, o["batch"], [&o] { return o.fcreate(o["ui"], [] { return 6; }).get(); });
+}
+
+std::size_t typed_io(promptly::runtime& rt) {
+  namespace pt = promptly::typed;
+  return pt::run<order, batch>(rt, [](pt::ctx<order, batch> c) {
+    auto sockets = promptly::io::make_socket_pair();
+    c.touch(pt::io::sleep_for(c, std::chrono::milliseconds(1)));
+    return c.touch(pt::io::write<ui>(c, sockets.first, std::string_view("x")));
+  });
 }
 
 void io(promptly::runtime& rt) {
