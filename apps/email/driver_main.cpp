@@ -26,81 +26,11 @@
 #include "bench_common.hpp"
 #include "driver.hpp"
 #include "latency_summary.hpp"
+#include "server_process.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// cmake:TARGET -> the directory of this program (bench-bin), go:PKG -> <build>/go/PKG (where the
-// harness puts Go programs), anything else is a path.
-std::string resolve_server(const std::string& spec, const char* argv0) {
-  fs::path self = fs::canonical("/proc/self/exe");
-  (void)argv0;
-  if (spec.rfind("cmake:", 0) == 0) return (self.parent_path() / spec.substr(6)).string();
-  if (spec.rfind("go:", 0) == 0) return (self.parent_path().parent_path() / "go" / spec.substr(3)).string();
-  return spec;
-}
-
-struct child {
-  pid_t pid = -1;
-  std::uint16_t port = 0;
-};
-
-child start_server(const std::string& path, const std::vector<std::string>& args) {
-  int out[2];
-  if (::pipe(out) != 0) bench::args::fail("pipe failed");
-  pid_t pid = ::fork();
-  if (pid < 0) bench::args::fail("fork failed");
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::close(out[0]);
-    ::close(out[1]);
-    std::vector<char*> argv{const_cast<char*>(path.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(path.c_str(), argv.data());
-    std::fprintf(stderr, "email_driver: cannot run %s\n", path.c_str());
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string line;
-  char ch;
-  while (::read(out[0], &ch, 1) == 1 && ch != '\n') line += ch;
-  ::close(out[0]);
-  unsigned port = 0;
-  if (std::sscanf(line.c_str(), "LISTENING %u", &port) != 1 || port == 0 || port > 65535) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    bench::args::fail("server " + path + " did not print 'LISTENING <port>' (got '" + line + "')");
-  }
-  return {pid, static_cast<std::uint16_t>(port)};
-}
-
-// SIGTERM, then wait up to 20 s for a clean exit; returns the problem, or "" if it exited 0.
-std::string stop_server(pid_t pid) {
-  ::kill(pid, SIGTERM);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (std::chrono::steady_clock::now() > give_up) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return "the server did not stop within 20 s of SIGTERM";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  return WIFEXITED(status) ? "the server exited with status " + std::to_string(WEXITSTATUS(status))
-                           : "the server was killed by signal " + std::to_string(WTERMSIG(status));
-}
-
-double json_number(const std::string& json, const std::string& key) {
-  auto at = json.find("\"" + key + "\":");
-  if (at == std::string::npos) return -1;
-  return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
-}
 
 void write_samples(const std::string& path, const email::driver_report& r) {
   fs::create_directories(fs::path(path).parent_path());
@@ -140,12 +70,12 @@ int main(int argc, char** argv) {
   o.warmup = std::chrono::milliseconds(warmup * warmup_ms);
   o.measure = std::chrono::milliseconds(reps * measure_ms);
 
-  child srv;
+  apps::child srv;
   if (!server_spec.empty()) {
     std::vector<std::string> args{"--port", "0"};
     if (workers > 0) args.insert(args.end(), {"--workers", std::to_string(workers)});
     if (!policy.empty()) args.insert(args.end(), {"--policy", policy});
-    srv = start_server(resolve_server(server_spec, argv[0]), args);
+    srv = apps::start_server(apps::resolve_server(server_spec), args);
     o.port = srv.port;
   } else {
     auto colon = connect.rfind(':');
@@ -159,10 +89,10 @@ int main(int argc, char** argv) {
     r = email::run_driver(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "email_driver: %s\n", e.what());
-    if (srv.pid > 0) stop_server(srv.pid);
+    if (srv.pid > 0) apps::stop_server(srv.pid);
     return 1;
   }
-  std::string stop_problem = srv.pid > 0 ? stop_server(srv.pid) : "";
+  std::string stop_problem = srv.pid > 0 ? apps::stop_server(srv.pid) : "";
 
   const auto resp = email::summarize(r.resp_us), send = email::summarize(r.send_us),
              sort = email::summarize(r.sort_us), print = email::summarize(r.print_us);
@@ -200,11 +130,11 @@ int main(int argc, char** argv) {
     std::printf(", \"%s_us_mean\": %.1f, \"%s_us_p50\": %.1f, \"%s_us_p95\": %.1f, \"%s_us_p99\": %.1f", name, s.mean,
                 name, s.p50, name, s.p95, name, s.p99);
   for (const char* k : {"compress_us_mean", "compress_us_p50", "compress_us_p95", "compress_us_p99"})
-    std::printf(", \"%s\": %.1f", k, json_number(r.server_stats, k));
+    std::printf(", \"%s\": %.1f", k, apps::json_number(r.server_stats, k));
   std::printf(", \"missed_periods\": %.0f, \"periods\": %.0f, \"compress_tasks\": %.0f, \"throughput_per_s\": %.1f, "
               "\"requests\": %llu}}\n",
-              json_number(r.server_stats, "missed_periods"), json_number(r.server_stats, "periods"),
-              json_number(r.server_stats, "compress_tasks"), r.completed / r.measured_s,
+              apps::json_number(r.server_stats, "missed_periods"), apps::json_number(r.server_stats, "periods"),
+              apps::json_number(r.server_stats, "compress_tasks"), r.completed / r.measured_s,
               static_cast<unsigned long long>(r.completed));
   return 0;
 }

@@ -1,0 +1,157 @@
+// The caching web proxy of apps/proxy: its HTTP stream parser (nodejs/http-parser) splits
+// pipelined messages and names what is wrong; the proxy answers misses and hits with the exact
+// pages, in request order even when a miss hands the connection to a less urgent fetch, refuses
+// what it must, and survives the closed-loop driver with every check passing.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "driver.hpp"
+#include "http_stream.hpp"
+#include "origin.hpp"
+#include "priorities.hpp"
+#include "server.hpp"
+#include "sites.hpp"
+#include "test_support.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+promptly::runtime_config config(const char* policy) {
+  promptly::runtime_config cfg;
+  cfg.workers = 2;
+  cfg.levels = proxy::order::size;
+  cfg.policy = policy;
+  return cfg;
+}
+
+// A raw client: sends bytes, reads HTTP responses.
+class raw_client {
+ public:
+  explicit raw_client(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
+  }
+  ~raw_client() { ::close(fd_); }
+  void send_raw(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size())); }
+  // The next response; status 0 if the proxy closed the connection first.
+  proxy::http_message response() {
+    char buf[16384];
+    while (!in_.complete()) {
+      if (!buf_.empty()) {
+        buf_.erase(0, in_.feed(buf_.data(), buf_.size()));
+        continue;
+      }
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return {};
+      buf_.append(buf, static_cast<std::size_t>(n));
+    }
+    return in_.take();
+  }
+
+ private:
+  int fd_ = -1;
+  proxy::http_stream in_{HTTP_RESPONSE, 1 << 20};
+  std::string buf_;
+};
+
+std::string get(const std::string& url) { return "GET " + url + " HTTP/1.1\r\nHost: x\r\n\r\n"; }
+
+TEST(ProxyHttpStream, SplitsPipelinedMessagesAndNamesErrors) {
+  proxy::http_stream s(HTTP_REQUEST, 1024);
+  const std::string two = get("http://127.0.0.1:1/a") + get("/b");
+  std::size_t used = s.feed(two.data(), two.size());
+  ASSERT_TRUE(s.complete());
+  EXPECT_LT(used, two.size());
+  auto a = s.take();
+  EXPECT_EQ(a.method, "GET");
+  EXPECT_EQ(a.url, "http://127.0.0.1:1/a");
+  EXPECT_TRUE(a.keep_alive);
+  EXPECT_EQ(s.feed(two.data() + used, two.size() - used), two.size() - used);
+  EXPECT_EQ(s.take().url, "/b");
+
+  proxy::http_stream bad(HTTP_REQUEST, 1024);
+  const std::string junk = "GET / HTTP/1.1\r\nHost x\r\n\r\n";
+  EXPECT_EQ(what_of<proxy::http_error>([&] { bad.feed(junk.data(), junk.size()); }), "malformed HTTP: invalid character in header");
+  proxy::http_stream small(HTTP_REQUEST, 64);
+  const std::string big = get("/" + std::string(100, 'x'));
+  EXPECT_EQ(what_of<proxy::http_error>([&] { small.feed(big.data(), big.size()); }), "HTTP message longer than 64 bytes");
+  proxy::http_stream cut(HTTP_RESPONSE, 1024);
+  const std::string half = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+  cut.feed(half.data(), half.size());
+  EXPECT_EQ(what_of<proxy::http_error>([&] { cut.finish(); }), "connection closed inside an HTTP message");
+}
+
+TEST(ProxyServer, AnswersMissesAndHitsInRequestOrder) {
+  watchdog guard(hang_guard, "ProxyServer.AnswersMissesAndHitsInRequestOrder");
+  proxy::origin_server origin;
+  promptly::runtime rt{config("aps")};
+  proxy::server srv(rt);
+  raw_client c(srv.port());
+  const std::string o = "http://127.0.0.1:" + std::to_string(origin.port());
+  // Pipelined: two misses and a hit of the first, in one write. Each miss hands the connection
+  // to a fetch task; the answers must still come back in request order.
+  c.send_raw(get(o + "/site/7") + get(o + "/site/4095") + get(o + "/site/7"));
+  auto r1 = c.response(), r2 = c.response(), r3 = c.response();
+  EXPECT_EQ(r1.status, 200);
+  EXPECT_EQ(r1.x_cache, "MISS");
+  EXPECT_EQ(r1.body, proxy::site_body(7));
+  EXPECT_EQ(r2.x_cache, "MISS");
+  EXPECT_EQ(r2.body, proxy::site_body(4095));
+  EXPECT_EQ(r3.x_cache, "HIT");
+  EXPECT_EQ(r3.body, proxy::site_body(7));
+  auto r4 = (c.send_raw(get(o + "/site/4096")), c.response());
+  EXPECT_EQ(r4.status, 404);
+  auto r5 = (c.send_raw(get("http://10.0.0.1/")), c.response());
+  EXPECT_EQ(r5.status, 403);
+  auto r6 = (c.send_raw("POST " + o + "/site/1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), c.response());
+  EXPECT_EQ(r6.status, 405);
+  auto r7 = (c.send_raw(get("/proxy-stats")), c.response());
+  EXPECT_EQ(r7.body.rfind("{\"requests\": 7, \"hits\": 1, \"misses\": 3, \"errors\": 3,", 0), 0u) << r7.body;
+  c.send_raw("GARBAGE\r\n\r\n");
+  EXPECT_EQ(c.response().status, 400);
+  EXPECT_EQ(c.response().status, 0);  // and the connection is closed
+  srv.stop();
+  EXPECT_EQ(origin.served(), 3u);
+}
+
+class ProxyPolicies : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ProxyPolicies, DriverChecksPassAndEveryRequestIsAnswered) {
+  watchdog guard(hang_guard, "ProxyPolicies.DriverChecksPassAndEveryRequestIsAnswered");
+  proxy::origin_server origin;
+  promptly::runtime rt{config(GetParam())};
+  proxy::server_options opt;
+  opt.cache_bytes = 1 << 20;  // about 120 pages: evictions happen
+  opt.resize_period = std::chrono::milliseconds(1);
+  opt.stats_period = std::chrono::milliseconds(1);
+  proxy::server srv(rt, opt);
+  proxy::driver_options o;
+  o.proxy_port = srv.port();
+  o.origin_port = origin.port();
+  o.clients = 4;
+  o.requests = scaled(300, 5);
+  const auto r = proxy::run_driver(o);
+  for (const auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.answered, o.clients * o.requests);
+  EXPECT_EQ(r.hit_us.size() + r.miss_us.size(), r.answered);
+  EXPECT_EQ(r.resp_us.size(), r.answered);
+  srv.stop();
+  const auto k = srv.counters();
+  EXPECT_EQ(k.hits + k.misses, r.answered);
+  EXPECT_EQ(k.misses, origin.served());
+  EXPECT_EQ(k.errors, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, ProxyPolicies, ::testing::Values("aps", "prompt", "fair", "oblivious"));
+
+}  // namespace
