@@ -41,7 +41,8 @@ the 16 MiB cache (about half the sites fit). `proxy_driver` runs the origin serv
 process and the proxy as its child. Metrics: resp (request -> first byte of the response),
 hit and miss (whole response time, split by X-Cache; also *_ns_per_byte_p50), stats (one
 run of the statistics task over the whole cache, measured by the proxy), hit_ratio,
-throughput_per_s. region_s is hit_us_p99. The Go peer of the proxy is not written yet.
+throughput_per_s. region_s is hit_us_p99. go is apps/proxy/go (net/http, a goroutine per
+connection, http.Client fetches, the same sharded cache).
 """
 
 _EMAIL_SERVERS = {
@@ -128,10 +129,13 @@ def _proxy_bench(clients):
         "params": {"clients": clients, "requests": 1500},
         "quick_params": {"requests": 200},
         "workers": [2],
-        "args": ["--server", "cmake:proxy_server", "--clients", "{clients}", "--requests", "{requests}"],
+        "args": ["--server", "{server}", "--clients", "{clients}", "--requests", "{requests}"],
         "inner": [1, 1],
-        "runtimes": {f"promptly-{p}": {"exe": "cmake:proxy_driver", "args": ["--policy", p], "params": {"policy": p}}
-                     for p in _PROXY_POLICIES},
+        "runtimes": {**{f"promptly-{p}": {"exe": "cmake:proxy_driver", "args": ["--policy", p],
+                                          "params": {"policy": p, "server": "cmake:proxy_server"}}
+                        for p in _PROXY_POLICIES},
+                     "go": {"exe": "cmake:proxy_driver", "params": {"server": "go:proxy"},
+                            "env": {"GOMAXPROCS": "{workers}"}}},
         "baseline": "promptly-oblivious",
         "expected": lambda p: p["clients"] * p["requests"],
         "show": ["resp_us_p99", "hit_us_p99", "miss_us_p99", "stats_us_p99", "resp_us_mean", "hit_us_mean",

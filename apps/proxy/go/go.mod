@@ -1,0 +1,3 @@
+module promptly/apps/proxy
+
+go 1.19
