@@ -2,6 +2,7 @@
 // assignment per core (decision.hpp states the invariants).
 #include "decision.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,10 @@ decision_impl::decision_impl(std::vector<ext::pool_view> pools, std::vector<ext:
       explicit_(cores_.size(), false),
       counts_(pools_.size(), -1),
       quantum_(quantum) {
+  ext::pool_id end = 0;
+  for (const auto& p : pools_) end = std::max(end, p.id + 1);
+  index_by_id_.assign(end, pools_.size());
+  for (std::size_t i = 0; i < pools_.size(); ++i) index_by_id_[pools_[i].id] = i;
   if (from_scratch) return;
   for (std::size_t c = 0; c < cores_.size(); ++c) {
     targets_[c].target = cores_[c].target;
@@ -23,9 +28,7 @@ decision_impl::decision_impl(std::vector<ext::pool_view> pools, std::vector<ext:
 }
 
 std::size_t decision_impl::index_of(ext::pool_id id) const noexcept {
-  for (std::size_t i = 0; i < pools_.size(); ++i)
-    if (pools_[i].id == id) return i;
-  return pools_.size();
+  return id < index_by_id_.size() ? index_by_id_[id] : pools_.size();
 }
 
 const ext::pool_view* decision_impl::find(ext::pool_id id) const noexcept {

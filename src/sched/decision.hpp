@@ -50,6 +50,7 @@ class decision_impl final : public ext::decision {
   void check_core(unsigned core, const char* action) const;
 
   std::vector<ext::pool_view> pools_;
+  std::vector<std::size_t> index_by_id_;  // pool id -> position in pools_ (pools_.size(): absent)
   std::vector<ext::core_view> cores_;
   std::vector<core_assignment> targets_;
   std::vector<bool> explicit_;        // the policy set this core's target in this decision

@@ -6,8 +6,9 @@
 // strand boundary").
 //
 // Invariants
-//  * Only the policy thread, and the API calls that install a policy, call
-//    into the policy; they hold policy_mutex_, which guards policy_, the
+//  * Only the policy thread, a worker at its loop top (decide_at_loop_top,
+//    try_lock only) and the API calls that install a policy call into the
+//    policy; they hold policy_mutex_, which guards policy_, the
 //    quantum state, the seen_* baselines, the latency samples and the trace.
 //    The mechanism (submitters, wakers, workers) only records events: a bit
 //    per pool in an event_bitmap and a futex wake of this thread
@@ -104,13 +105,18 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
     const unsigned a = w->assigned.load(std::memory_order_relaxed);
     if (a < end && !roaming_.load(std::memory_order_relaxed)) ++cores[a];
   }
-  std::vector<std::pair<const pool_record*, std::uint64_t>> order;
   std::vector<ext::pool_view> views;
+  std::vector<std::uint64_t> seq;  // creation order, for ties in rank
   views.reserve(live_pool_count() + 1);
+  std::lock_guard identity(pools_mutex_);  // rank, weight, creation: written under it
   for (std::uint32_t id = 0; id < end; ++id) {
     pool_record& p = pool_at(id);
     const pool_phase ph = p.phase.load(std::memory_order_seq_cst);
     if (ph != pool_phase::live && ph != pool_phase::closing) continue;
+    if (p.seen_creation_seq != p.creation_seq) {  // a new pool on this record: its accounts restarted
+      p.seen_creation_seq = p.creation_seq;
+      p.seen_work_ns = p.seen_look_ns = 0;
+    }
     const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work[id];
     const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look[id];
     ext::pool_view v;
@@ -129,12 +135,18 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
       p.seen_look_ns = look;
     }
     views.push_back(v);
+    seq.push_back(p.creation_seq);
   }
-  std::stable_sort(views.begin(), views.end(), [this](const ext::pool_view& a, const ext::pool_view& b) {
-    if (a.rank != b.rank) return a.rank < b.rank;
-    return pool_at(a.id).creation_seq < pool_at(b.id).creation_seq;
+  std::vector<std::size_t> order(views.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (views[a].rank != views[b].rank) return views[a].rank < views[b].rank;
+    return seq[a] < seq[b];
   });
-  return views;
+  std::vector<ext::pool_view> sorted;
+  sorted.reserve(views.size());
+  for (std::size_t i : order) sorted.push_back(views[i]);
+  return sorted;
 }
 
 std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
@@ -167,30 +179,34 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
   return cores;
 }
 
-void scheduler::decide_locked(const ext::event& first) {
+// One decision on one view for a batch of events (coalesced: the policy
+// hears each event, in order, then the runtime applies what it did once).
+void scheduler::decide_locked(std::vector<ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  ext::event ev = first;
-  for (bool again = true; again;) {
-    const bool tick = ev.kind == ext::event_kind::quantum;
+  while (!events.empty()) {
+    bool tick = false, installed = false;
+    for (const ext::event& ev : events) {
+      tick = tick || ev.kind == ext::event_kind::quantum;
+      installed = installed || ev.kind == ext::event_kind::installed;
+    }
     std::vector<ext::pool_view> pools = view_pools_locked(tick);
-    decision_impl d(pools, view_cores_locked(tick), quantum_, ev.kind == ext::event_kind::installed);
-    policy_->on_event(ev, d);
+    decision_impl d(pools, view_cores_locked(tick), quantum_, installed);
+    for (const ext::event& ev : events) policy_->on_event(ev, d);
     apply_locked(d.resolve());  // throws (nothing applied) if the policy mixed roaming and not
     quantum_ = d.quantum();
     if (tick) last_quantum_ = pools;
-    if (ev.kind == ext::event_kind::more_cores_requested)
-      if (pool_record* p = find_pool(ev.pool)) p->wants_more_cores.store(false, std::memory_order_relaxed);
+    for (const ext::event& ev : events)
+      if (ev.kind == ext::event_kind::more_cores_requested)
+        if (pool_record* p = find_pool(ev.pool)) p->wants_more_cores.store(false, std::memory_order_relaxed);
     ++decisions_;
     trace_locked(pools);
-    again = false;
+    events.clear();
     for (const ext::pool_view& v : pools) {
       pool_record& p = pool_at(v.id);
       p.believed_nonempty.store(v.has_ready_work, std::memory_order_seq_cst);
       if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
         p.believed_nonempty.store(true, std::memory_order_seq_cst);
-        ev = {ext::event_kind::became_nonempty, v.id, {}};
-        again = true;
-        break;
+        events.push_back({ext::event_kind::became_nonempty, v.id, {}});
       }
     }
   }
@@ -248,7 +264,7 @@ void scheduler::trace_locked(const std::vector<ext::pool_view>& pools) {
 void scheduler::handle_events_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Take every posted event first (the bitmaps clear as they are read), then
-  // decide on each; a policy that throws gets the undecided ones back.
+  // decide on them in one batch; if the policy throws, they all go back.
   std::vector<ext::event> events;
   auto collect = [&](event_bitmap& bits, ext::event_kind kind) {
     bits.take([&](std::uint32_t id) { events.push_back({kind, id, {}}); });
@@ -261,30 +277,24 @@ void scheduler::handle_events_locked() {
   collect(maybe_empty_, ext::event_kind::became_empty);
   collect(cores_requested_, ext::event_kind::more_cores_requested);
   const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
-  std::size_t done = 0;
-  try {
-    for (; done < events.size(); ++done) {
-      const ext::event& ev = events[done];
-      switch (ev.kind) {
-        case ext::event_kind::became_nonempty:
-          if (roaming_.load(std::memory_order_relaxed)) break;
-          nonempty_since_tick_.push_back(ev.pool);
-          decide_locked(ev);
-          break;
-        case ext::event_kind::became_empty: {
-          if (roaming_.load(std::memory_order_relaxed)) break;
-          pool_record& p = pool_at(ev.pool);
-          if (p.believed_nonempty.load(std::memory_order_seq_cst) && !p.has_ready_work()) decide_locked(ev);
-          break;
-        }
-        default:
-          decide_locked(ev);
-      }
+  std::vector<ext::event> decide;
+  for (const ext::event& ev : events) {
+    if (ev.kind == ext::event_kind::became_nonempty) {
+      if (roaming_.load(std::memory_order_relaxed)) continue;
+      if (std::find(nonempty_since_tick_.begin(), nonempty_since_tick_.end(), ev.pool) == nonempty_since_tick_.end())
+        nonempty_since_tick_.push_back(ev.pool);
+    } else if (ev.kind == ext::event_kind::became_empty) {
+      if (roaming_.load(std::memory_order_relaxed)) continue;
+      const pool_record& p = pool_at(ev.pool);
+      if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) continue;  // not news
     }
+    decide.push_back(ev);
+  }
+  try {
+    decide_locked(decide);
   } catch (...) {
-    // Put back what was not decided, then report to the caller.
-    for (std::size_t i = done; i < events.size(); ++i) {
-      const ext::event& ev = events[i];
+    // Put every event back, then report to the caller.
+    for (const ext::event& ev : events) {
       switch (ev.kind) {
         case ext::event_kind::pool_added: pools_added_.set(ev.pool); break;
         case ext::event_kind::pool_removed: pools_removed_.set(ev.pool); break;
@@ -308,11 +318,28 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
   ++latency_next_;
 }
 
+// A worker at its loop top decides pending events when no decision is under
+// way (try_lock: it never waits for the policy thread). If the policy throws,
+// the events go back and the policy thread, woken when they were posted,
+// retries. Only the policy thread arms the quantum timer, so it is woken
+// when quanta may have to start.
+void scheduler::decide_at_loop_top() noexcept {
+  std::unique_lock lock(policy_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || stopping_.load(std::memory_order_relaxed)) return;
+  try {
+    handle_events_locked();
+  } catch (...) {
+    return;
+  }
+  if (!next_quantum_ && quantum_.count() > 0 && !roaming_.load(std::memory_order_relaxed)) poke_driver();
+}
+
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
 void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (quantum_.count() == 0 || roaming_.load(std::memory_order_relaxed)) {
     next_quantum_.reset();
+    nonempty_since_tick_.clear();
     return;
   }
   auto busy_pools = [&] {
@@ -331,7 +358,7 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
     return;
   }
   if (now < *next_quantum_) return;
-  decide_locked({ext::event_kind::quantum, ext::no_pool, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick_)});
+  decide_locked({{ext::event_kind::quantum, ext::no_pool, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick_)}});
   last_tick_ = now;
   ++quanta_;
   const bool keep_going = busy_pools() >= 2;
@@ -406,7 +433,10 @@ void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
 void scheduler::set_fairness(std::vector<long long> weights) {
   (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
-  for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
+  {
+    std::lock_guard identity(pools_mutex_);
+    for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
+  }
   cfg_.fair.weights = std::move(weights);  // the round stays as configured
   if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", cfg_.aps, cfg_.fair));
 }
@@ -420,7 +450,7 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   policy_ = std::move(p);
   quantum_ = std::chrono::microseconds{0};
   try {
-    decide_locked({ext::event_kind::installed, ext::no_pool, {}});
+    decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
   } catch (...) {
     policy_ = std::move(previous);
     quantum_ = previous_quantum;
@@ -471,6 +501,7 @@ runtime_stats scheduler::stats() const {
     s.worker_states.push_back(std::move(ws));
   }
   const std::uint64_t now = now_ns();
+  std::lock_guard identity(pools_mutex_);  // rank, weight: written under it
   for (std::uint32_t id = 0; id < end; ++id) {
     const pool_record& p = pool_at(id);
     const pool_phase ph = p.phase.load(std::memory_order_relaxed);

@@ -40,8 +40,8 @@ enum class pool_phase : std::uint8_t { free, live, closing };
 struct pool_record {
   explicit pool_record(unsigned workers) : own(workers, nullptr) {}
 
-  // Identity: written by pool_table under its mutex while no worker can
-  // reach the pool (free or being created); read by the policy thread.
+  // Identity: written under the scheduler's pools_mutex_ (create_pool,
+  // set_fairness); read under it (the policy thread's views, stats).
   std::uint32_t id = 0;
   unsigned rank = 0;
   double weight = 1;
@@ -71,9 +71,11 @@ struct pool_record {
   std::atomic<std::uint64_t> look_ns{0};
   std::atomic<std::uint64_t> tasks{0};
   std::atomic<std::uint64_t> switches_in{0};
-  // The policy thread's baseline for "since the last decision" (policy mutex).
+  // The policy thread's baseline for "since the last quantum tick" (policy
+  // mutex), valid for the incarnation seen_creation_seq.
   std::uint64_t seen_work_ns = 0;
   std::uint64_t seen_look_ns = 0;
+  std::uint64_t seen_creation_seq = ~std::uint64_t{0};
 
   bool has_queued_work() const noexcept {
     return !injection.empty() || muggable_count.load(std::memory_order_seq_cst) != 0;

@@ -95,7 +95,6 @@ std::uint32_t scheduler::create_pool(const pool_options& opts) {
     p.look_ns.store(0, std::memory_order_relaxed);
     p.tasks.store(0, std::memory_order_relaxed);
     p.switches_in.store(0, std::memory_order_relaxed);
-    p.seen_work_ns = p.seen_look_ns = 0;  // read by the policy thread only for live pools
     p.phase.store(pool_phase::live, std::memory_order_seq_cst);  // seq-cst: pairs with admit's read
     live_pools_.fetch_add(1, std::memory_order_relaxed);
   }

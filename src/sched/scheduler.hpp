@@ -128,12 +128,13 @@ class scheduler {
   void post_event(event_bitmap& events, std::uint32_t pool) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
-  void decide_locked(const ext::event& ev);
+  void decide_locked(std::vector<ext::event> events);
   std::vector<ext::pool_view> view_pools_locked(bool advance);
   std::vector<ext::core_view> view_cores_locked(bool advance);
   void apply_locked(const std::vector<core_assignment>& next);
   void driver_main();
   void handle_events_locked();
+  void decide_at_loop_top() noexcept;
   void advance_quantum_locked(std::chrono::steady_clock::time_point now);
   void trace_locked(const std::vector<ext::pool_view>& pools);
   void record_latency_locked(std::uint64_t ns);

@@ -36,7 +36,12 @@ task stop_marker{nullptr};
 void scheduler::run_scheduling_loop() {
   for (;;) {
     worker& w = worker::of(*reload_current_worker());
-    // The loop top is a strand boundary with nothing on the stack.
+    // The loop top is a strand boundary with nothing on the stack: the one
+    // place besides the policy thread where a decision may run (a pool became
+    // non-empty and the policy thread has not decided yet: a busy worker
+    // decides now rather than wait for that thread to get a core).
+    if (became_nonempty_.any()) [[unlikely]]
+      decide_at_loop_top();
     const unsigned target = w.assigned.load(std::memory_order_acquire);
     if (target != w.pool && !roaming_.load(std::memory_order_relaxed)) {
       become_inactive(w);
@@ -138,8 +143,12 @@ void scheduler::notify_pool(std::uint32_t pool) noexcept {
 }
 
 // True when the wait that took the snapshot `roaming` must end: the mode
-// changed, or the policy moved the worker.
+// changed, the policy moved the worker, or a pool became non-empty and no
+// decision has been taken yet (the worker takes it at its loop top rather
+// than wait for the policy thread to get a core; ending a wait early is
+// always safe, the worker comes back).
 bool scheduler::moved(const worker& w, bool roaming) const noexcept {
+  if (became_nonempty_.any()) return true;
   if (roaming_.load(std::memory_order_seq_cst) != roaming) return true;
   return !roaming && w.assigned.load(std::memory_order_seq_cst) != w.pool;
 }
