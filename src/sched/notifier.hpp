@@ -1,4 +1,4 @@
-// The notifier: an EventCount (seed 002 Sec. II-A, after Eigen's) with one
+// The notifier: an EventCount (Taskflow executor paper, Sec. II-A, after Eigen's) with one
 // waiter slot per worker, so that a notification can be aimed at a worker
 // that serves a given level (or at one chosen worker, when the policy moves
 // it). The two-phase wait lets a thief go to sleep without missing a

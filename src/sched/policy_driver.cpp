@@ -329,6 +329,7 @@ void scheduler::decide_at_loop_top() noexcept {
   try {
     handle_events_locked();
   } catch (...) {
+    poke_driver();  // the events are back; the policy thread retries them (and reports)
     return;
   }
   if (!next_quantum_ && quantum_.count() > 0 && !roaming_.load(std::memory_order_relaxed)) poke_driver();

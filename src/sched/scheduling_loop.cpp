@@ -286,7 +286,7 @@ task* scheduler::wait_for_task(worker& w) {
   }
 }
 
-// The ABP-style baseline (seed 002 Sec. III): never sleep, yield after every
+// The ABP-style baseline (Taskflow executor paper, Sec. III): never sleep, yield after every
 // failed steal.
 task* scheduler::wait_never_sleeping(worker& w) {
   const bool roaming = roaming_.load(std::memory_order_seq_cst);
