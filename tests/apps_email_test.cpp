@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -36,6 +37,8 @@ class line_client {
  public:
   explicit line_client(std::uint16_t port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval limit{10, 0};  // a reply that does not come within 10 s reads as "<eof>": a hang guard
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -181,6 +184,10 @@ void print_until(std::uint16_t port, const email::server& srv, std::uint64_t rou
   for (std::uint64_t seq = 1; failure.empty() && (seq <= rounds || srv.counters().messages_compressed < rounds); ++seq) {
     std::string ack = c.call("PRINT " + std::to_string(seq % 4));
     std::string done = c.line();
+    if (done == "<eof>" || ack == "<eof>") {
+      failure = "no answer to print " + std::to_string(seq) + " (ack '" + ack.substr(0, 20) + "'); server: " + srv.stats_json();
+      break;
+    }
     const std::string prefix = "DONE " + std::to_string(seq) + " PRINT ";
     if (ack != "ACK " + std::to_string(seq) || !starts_with(done, prefix)) {
       failure = ack + " / " + done.substr(0, 80);
@@ -192,7 +199,10 @@ void print_until(std::uint16_t port, const email::server& srv, std::uint64_t rou
 
 TEST(EmailServer, PrintAndCompressTakeTurns) {
   watchdog guard(hang_guard, "EmailServer.PrintAndCompressTakeTurns");
-  promptly::runtime rt{config("aps")};
+  // oblivious: this test is about coordination, not priorities; with levels ignored, prints and
+  // compressions run side by side most often (a priority policy may also postpone the checker
+  // for as long as prints keep the more urgent levels busy, and the test waits for it).
+  promptly::runtime rt{config("oblivious")};
   email::server_options opt;
   opt.period = std::chrono::milliseconds(1);
   opt.chunk = 2;
@@ -209,6 +219,23 @@ TEST(EmailServer, PrintAndCompressTakeTurns) {
   srv.stop();
   EXPECT_GE(srv.counters().messages_compressed, rounds);
   EXPECT_GE(srv.counters().prints, 3 * rounds);
+}
+
+// Several first logins of one user at once: each must find the seed messages (the mailbox is
+// filled before it is published; it once was published empty, and a PRINT found no message).
+TEST(EmailServer, ConcurrentFirstLoginsSeeAFilledMailbox) {
+  watchdog guard(hang_guard, "EmailServer.ConcurrentFirstLoginsSeeAFilledMailbox");
+  promptly::runtime rt{config("aps")};
+  email::server srv(rt);
+  for (int round = 0; round < 20; ++round) {
+    const std::string user = "grace" + std::to_string(round);
+    std::string answers[4];
+    {
+      std::jthread t[4];
+      for (int i = 0; i < 4; ++i) t[i] = std::jthread([&, i] { answers[i] = line_client(srv.port()).call("USER " + user); });
+    }
+    for (const auto& a : answers) EXPECT_EQ(a, "OK " + user + " 16");
+  }
 }
 
 // stop() ends idle connections (their clients see end of file), a connection in the middle of

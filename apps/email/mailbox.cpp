@@ -37,13 +37,14 @@ std::vector<std::shared_ptr<message>> mailbox::uncompressed() const {
   return out;
 }
 
-std::pair<std::shared_ptr<mailbox>, bool> mail_store::open(const std::string& owner) {
-  std::lock_guard lock(mutex_);
-  auto it = boxes_.find(owner);
-  if (it != boxes_.end()) return {it->second, false};
+std::pair<std::shared_ptr<mailbox>, bool> mail_store::open(const std::string& owner,
+                                                           const std::function<void(mailbox&)>& fill) {
+  if (auto box = find(owner)) return {box, false};
   auto box = std::make_shared<mailbox>(owner, capacity_);
-  boxes_.emplace(owner, box);
-  return {box, true};
+  fill(*box);  // outside the lock: generating the seed messages takes a while
+  std::lock_guard lock(mutex_);
+  auto [it, created] = boxes_.try_emplace(owner, box);
+  return {it->second, created};  // a concurrent first login may have won: then its box
 }
 
 std::shared_ptr<mailbox> mail_store::find(const std::string& owner) const {

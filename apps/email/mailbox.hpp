@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,8 +69,10 @@ class mail_store {
  public:
   explicit mail_store(std::size_t capacity) : capacity_(capacity) {}
 
-  // The owner's mailbox, and whether this call created it.
-  std::pair<std::shared_ptr<mailbox>, bool> open(const std::string& owner);
+  // The owner's mailbox, and whether this call created it. A new mailbox is filled by `fill`
+  // before anyone else can see it (two first logins of one user at once must both find the
+  // seed messages).
+  std::pair<std::shared_ptr<mailbox>, bool> open(const std::string& owner, const std::function<void(mailbox&)>& fill);
   std::shared_ptr<mailbox> find(const std::string& owner) const;
   std::uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }  // unique only
 

@@ -301,11 +301,12 @@ std::string stats_json(const state& s) {
 // ---- the client loop ---------------------------------------------------------------------
 
 void login(ctx<client_loop> c, const std::shared_ptr<state>& s, connection& conn, const std::string& name) {
-  auto [box, created] = s->store.open(name);
-  if (created) {
-    std::uint64_t salt = std::hash<std::string>{}(name);
+  auto [box, created] = s->store.open(name, [&](mailbox& fresh) {
+    const std::uint64_t salt = std::hash<std::string>{}(name);
     for (std::size_t k = 0; k < s->opt.seed_messages; ++k)
-      box->deliver(std::make_shared<message>(s->store.next_id(), "postmaster", make_body("postmaster", k, s->opt.seed_bytes, salt)));
+      fresh.deliver(std::make_shared<message>(s->store.next_id(), "postmaster", make_body("postmaster", k, s->opt.seed_bytes, salt)));
+  });
+  if (created) {
     auto checker = pt::fcreate<checking>(c, checker_task, s, box);
     std::lock_guard lock(s->mutex);
     s->checkers.push_back(checker.untyped());

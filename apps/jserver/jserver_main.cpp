@@ -10,24 +10,15 @@
 #include <cstdio>
 #include <string>
 
+#include "app_main.hpp"
 #include "bench_common.hpp"
 #include "jserver.hpp"
 #include "priorities.hpp"
 
 int main(int argc, char** argv) {
   bench::args a(argc, argv);
-  promptly::runtime_config cfg;
-  cfg.levels = jserver::order::size;
-  cfg.policy = a.get_string("policy", "aps");
-  if (long w = a.get_long("workers", 0); w > 0) cfg.workers = static_cast<unsigned>(w);
   // fair: a criterion that favours the short, urgent job types (the generators need little).
-  std::string weights = a.get_string("fair-weights", "10,40,25,15,10,0");
-  for (std::size_t pos = 0; pos <= weights.size();) {
-    auto comma = weights.find(',', pos);
-    if (comma == std::string::npos) comma = weights.size();
-    cfg.fair.weights.push_back(std::stoll(weights.substr(pos, comma - pos)));
-    pos = comma + 1;
-  }
+  const auto cfg = apps::runtime_options(a, jserver::order::size, "10,40,25,15,10,0");
   jserver::jserver_options o;
   o.load = static_cast<double>(a.get_long("load", 70)) / 100.0;
   const long duration_ms = a.get_long("duration-ms", 4000);
