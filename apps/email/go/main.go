@@ -194,13 +194,23 @@ func (b *mailbox) snapshot() []*message {
 	return append([]*message(nil), b.messages...)
 }
 
+// open returns the user's mailbox and whether this call created it; a new mailbox is seeded
+// before anyone else can see it (two first logins of one user at once both find the seeds).
 func (s *server) open(name string) (*mailbox, bool) {
-	s.boxMu.Lock()
-	defer s.boxMu.Unlock()
-	if b, ok := s.boxes[name]; ok {
+	if b := s.find(name); b != nil {
 		return b, false
 	}
 	b := &mailbox{owner: name}
+	salt := fnv1a([]byte(name))
+	for k := 0; k < s.seedMessages; k++ {
+		body := makeBody("postmaster", uint64(k), s.seedBytes, salt)
+		b.deliver(&message{id: s.nextID.Add(1), from: "postmaster", size: len(body), body: body}, s.capacity)
+	}
+	s.boxMu.Lock()
+	defer s.boxMu.Unlock()
+	if old, ok := s.boxes[name]; ok {
+		return old, false
+	}
 	s.boxes[name] = b
 	return b, true
 }
@@ -391,11 +401,6 @@ const helpText = "USER <name>: log in | SEND <to> <text>: send | SORT <date|send
 func (s *server) login(c *conn, name string) {
 	b, created := s.open(name)
 	if created {
-		salt := fnv1a([]byte(name))
-		for k := 0; k < s.seedMessages; k++ {
-			body := makeBody("postmaster", uint64(k), s.seedBytes, salt)
-			b.deliver(&message{id: s.nextID.Add(1), from: "postmaster", size: len(body), body: body}, s.capacity)
-		}
 		s.checkers.Add(1)
 		go s.checker(b)
 	}
