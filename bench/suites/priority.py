@@ -4,10 +4,12 @@ Bench and runtime names are stable: the steering side reads them from
 bench/results/priority/latest.json. The format of this file is described in bench/README.md; the
 suite itself in its section "Suite `priority`".
 
-Pairs are identified by (bench, runtime, workers), so the rho and L sweeps of aps are runtimes of
-their own (`promptly-aps-rho1.2`, `promptly-aps-L100us`, ...) with the values in `params.rho` and
-`params.quantum_us`; `promptly-aps` itself is rho = 2, L = 500 us (the library's defaults), i.e.
-the sweeps' missing points rho = 2 and L = 500 us.
+Pairs are identified by (bench, runtime, workers). The rho and L sweeps of aps (I-Cilk's Figs. 3
+and 4) are runtimes of their own (`promptly-aps-rho1.2`, `promptly-aps-L100us`, ...) with the
+values in `params.rho` and `params.quantum_us`, in the separate suite `priority_sweep`
+(bench/suites/priority_sweep.py, results in bench/results/priority_sweep/), so that each suite
+finishes in under 10 minutes at --reps 3; `promptly-aps` itself is rho = 2, L = 500 us (the
+library's defaults), i.e. the sweeps' missing points rho = 2 and L = 500 us.
 """
 
 import importlib.util
@@ -91,10 +93,19 @@ def _promptly(policy, workers, rho=2.0, quantum_us=500, trace=None):
 
 def _fib_runtimes(bench):
     return {
-        "promptly-oblivious": _promptly("oblivious", [2, 8]),
-        "promptly-prompt": _promptly("prompt", [2, 8]),
+        # 8 oversubscribed workers only for aps (its allotment timeline at 8 is plotted): the
+        # rest of the grid keeps the suite under 10 minutes at --reps 3 on 2 cores.
+        "promptly-oblivious": _promptly("oblivious", [2]),
+        "promptly-prompt": _promptly("prompt", [2]),
         "promptly-aps": _promptly("aps", [2, 8], trace=TRACE.replace("{bench}", bench)),  # {workers} stays
-        # Fig. 3 of seed 000 (rho = 2 is promptly-aps)
+    }
+
+
+def sweep_runtimes():
+    """The aps sweeps of suite `priority_sweep`, around promptly-aps (rho = 2, L = 500 us)."""
+    return {
+        "promptly-aps": _promptly("aps", [2]),
+        # Fig. 3 of I-Cilk (rho = 2 is promptly-aps)
         "promptly-aps-rho1.2": _promptly("aps", [2], rho=1.2),
         "promptly-aps-rho1.5": _promptly("aps", [2], rho=1.5),
         "promptly-aps-rho1.75": _promptly("aps", [2], rho=1.75),
@@ -110,7 +121,7 @@ _FIB_ARGS = ["--n", "{n}", "--base", "{base}", "--policy", "{policy}", "--rho", 
 _FIB_SHOW = ["H_over_ideal", "M_over_ideal", "L_over_ideal", "ideal_policy_over_ideal", "run_util"]
 
 
-def _fib_bench(name, title, n, base, quick_n, quick_base):
+def fib_bench(name, title, n, base, quick_n, quick_base, runtimes=None):
     return {
         "name": name,
         "title": title,
@@ -120,8 +131,8 @@ def _fib_bench(name, title, n, base, quick_n, quick_base):
         # one repetition = fib-ideal (oblivious) + fib alone (policy) + the three levels: ~5 fibs
         "inner": [1, 3],
         "quick_inner": [0, 1],
-        "runtimes": _fib_runtimes(name),
-        "baseline": "promptly-oblivious",
+        "runtimes": runtimes if runtimes is not None else _fib_runtimes(name),
+        "baseline": "promptly-oblivious" if runtimes is None else "promptly-aps",
         "expected": lambda p: [fib(p["n"])] * 3,
         "show": _FIB_SHOW,
         "plot": ["H_over_ideal", "M_over_ideal", "L_over_ideal"],
@@ -131,19 +142,16 @@ def _fib_bench(name, title, n, base, quick_n, quick_base):
 
 SUITE = {
     "name": "priority",
-    "title": "Priority levels: fib-ep / fib-rp (seed 000 Sec. 5.1) and latency under load",
+    "title": "Priority levels: fib-ep / fib-rp (I-Cilk Sec. 5.1) and latency under load",
     # Not (yet) a harness key: the allotment timeline plots, see allotment_plots().
     "extra_plots": allotment_plots,
     "runtime_order": [
-        "promptly-oblivious", "promptly-prompt", "promptly-aps",
-        "promptly-aps-rho1.2", "promptly-aps-rho1.5", "promptly-aps-rho1.75",
-        "promptly-aps-L100us", "promptly-aps-L1ms", "promptly-aps-L10ms",
-        "tbb-arenas", "os-nice", "go",
+        "promptly-oblivious", "promptly-prompt", "promptly-aps", "tbb-arenas", "os-nice", "go",
     ],
     "benches": [
-        _fib_bench("fib-ep", "fib(n) at H, M, L submitted back to back; fork down to n = 2 "
+        fib_bench("fib-ep", "fib(n) at H, M, L submitted back to back; fork down to n = 2 "
                    "(ample parallelism); region = all three", 37, 2, 32, 2),
-        _fib_bench("fib-rp", "fib(n) at H, M, L submitted back to back; serial below n-1, i.e. two "
+        fib_bench("fib-rp", "fib(n) at H, M, L submitted back to back; serial below n-1, i.e. two "
                    "strands per level (restricted parallelism); region = all three", 43, 42, 38, 37),
         {
             "name": "latency-under-load",

@@ -48,7 +48,7 @@ class promise;
 
 namespace detail {
 
-// ---- typed priorities and inversion checks (docs/typed-priorities.md) ----
+// Typed priorities and inversion checks (docs/typed-priorities.md):
 // touch_observer: null unless some runtime was built with
 // runtime_config::detect_inversions; then every touch from a worker of a
 // future computed by a task reports (toucher's worker, touched task) to it
@@ -70,7 +70,6 @@ struct future_access {
   template <class T>
   static future<T> adopt(future_state<T>* s) noexcept { return future<T>(s); }
 };
-// ---- end typed priorities and inversion checks ----
 
 // False when the calling fiber's stack is too close to full to run another
 // task inline (src/sched/fiber_stack.cpp states the rule); get() then parks

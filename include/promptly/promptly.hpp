@@ -9,6 +9,7 @@
 #include "promptly/graph.hpp"
 #include "promptly/index_range.hpp"
 #include "promptly/level.hpp"
+#include "promptly/nothing.hpp"
 #include "promptly/parallel.hpp"
 #include "promptly/pool.hpp"
 #include "promptly/promise.hpp"

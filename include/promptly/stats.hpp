@@ -59,7 +59,7 @@ struct runtime_stats {
   std::vector<pool_stats> pools;   // live pools made by runtime::create_pool, by id
 };
 
-// ---- priority inversions seen at run time (runtime::inversions()) ----
+// Priority inversions seen at run time (runtime::inversions()).
 // One pair of levels: tasks at toucher_level touched futures computed at the
 // less urgent touched_level, `count` times.
 struct inversion_report {
@@ -73,6 +73,5 @@ struct inversion_stats {
   std::uint64_t total = 0;              // inversions seen so far
   std::vector<inversion_report> pairs;  // one per pair of levels seen, in order of first sight
 };
-// ---- end priority inversions ----
 
 }  // namespace promptly

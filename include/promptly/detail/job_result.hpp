@@ -8,12 +8,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace promptly {
+#include "promptly/nothing.hpp"
 
-// What join() returns in place of a void result.
-struct nothing {
-  friend bool operator==(nothing, nothing) = default;
-};
+namespace promptly {
 
 namespace detail {
 
