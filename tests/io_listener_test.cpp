@@ -288,8 +288,14 @@ TEST_F(IoListener, AcceptRetryDoesNotParkInsideACatchHandler) {
   auto l = io::listener::tcp("127.0.0.1", 0);
   std::atomic<int> accepted{0};
   auto served = l.serve(rt, [&](io::descriptor) { ++accepted; });
-  // The loop waits in accept (so the reactor and its descriptors exist).
-  ASSERT_TRUE(wait_until([] { return io::stats().pending_operations >= 1; }));
+  // The loop waits in accept, so the reactor and its descriptors exist: the
+  // listening socket is registered with epoll. (A pending operation alone is
+  // counted before the reactor is built: exhausting descriptors then made
+  // the reactor's construction fail and the loop end, a hang here.)
+  ASSERT_TRUE(wait_until([] {
+    const io::reactor_stats s = io::stats();
+    return s.pending_operations >= 1 && s.running && s.watched_descriptors >= 1;
+  }));
   const int client = plain_socket();
   ASSERT_GE(client, 0);
   {

@@ -47,6 +47,29 @@ void scheduler::note_nonempty(std::uint32_t pool) noexcept {
   if (roaming_.load(std::memory_order_seq_cst)) return;
   if (pool_at(pool).believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
   post_event(became_nonempty_, pool);
+  request_decision_from_a_worker();
+}
+
+// The policy thread needs a core to run, and on a machine whose cores all
+// run workers that means preempting one (measured: a p99 of 3.6 ms for an
+// urgent job under prompt, against 0.18 ms for OS nice, with every decision
+// on that thread). So one working worker is also asked: its next strand
+// boundary parks its task and its loop top decides (idle workers leave
+// their wait for a pending event by themselves, `moved`). Whoever comes
+// first decides; the other finds nothing pending.
+void scheduler::request_decision_from_a_worker() noexcept {
+  const std::size_t n = workers_.size();
+  static thread_local unsigned rotor = 0;
+  const unsigned start = rotor++;
+  for (std::size_t k = 0; k < n; ++k) {
+    worker& v = *workers_[(start + k) % n];
+    if (v.phase.load(std::memory_order_relaxed) != worker_phase::working) continue;
+    unsigned word = v.assigned.load(std::memory_order_relaxed);
+    if (word == no_pool || (word & decide_request)) return;
+    // Release: the worker's acquire at its loop top then sees the event bits set above.
+    v.assigned.compare_exchange_strong(word, word | decide_request, std::memory_order_release, std::memory_order_relaxed);
+    return;
+  }
 }
 
 void scheduler::note_maybe_empty(std::uint32_t pool) noexcept {
@@ -102,7 +125,7 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
   for (auto& w : workers_) {
     const open_interval open = open_interval_of(*w, now);
     if (open.pool < end) (open.working ? open_work : open_look)[open.pool] += open.ns;
-    const unsigned a = w->assigned.load(std::memory_order_relaxed);
+    const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed));
     if (a < end && !roaming_.load(std::memory_order_relaxed)) ++cores[a];
   }
   std::vector<ext::pool_view> views;
@@ -165,7 +188,7 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     const std::uint64_t look = w.look_ns.load(std::memory_order_relaxed) + (open.working ? 0 : open.ns);
     ext::core_view& v = cores[c];
     v.index = static_cast<unsigned>(c);
-    const unsigned a = w.assigned.load(std::memory_order_relaxed);
+    const unsigned a = assigned_pool(w.assigned.load(std::memory_order_relaxed));
     v.target = roaming ? ext::core_target::roaming : a == no_pool ? ext::core_target::asleep : ext::core_target::pool;
     v.assigned = v.target == ext::core_target::pool ? a : ext::no_pool;
     v.serving = open.pool;
@@ -236,7 +259,7 @@ void scheduler::apply_locked(const std::vector<core_assignment>& next) {
       continue;
     }
     const unsigned target = next[c].target == ext::core_target::pool ? next[c].pool : no_pool;
-    if (w.assigned.load(std::memory_order_relaxed) == target && !was_roaming) continue;
+    if (assigned_pool(w.assigned.load(std::memory_order_relaxed)) == target && !was_roaming) continue;
     // Seq-cst: a worker about to sleep re-reads its assignment after
     // preparing to wait, and notify() below then finds it waiting.
     w.assigned.store(target, std::memory_order_seq_cst);
@@ -250,7 +273,7 @@ void scheduler::trace_locked(const std::vector<ext::pool_view>& pools) {
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
   for (auto& w : workers_)
-    if (const unsigned a = w->assigned.load(std::memory_order_relaxed); a < cores.size()) ++cores[a];
+    if (const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed)); a < cores.size()) ++cores[a];
   for (const ext::pool_view& v : pools) {
     double util = 0;
     for (const ext::pool_view& q : last_quantum_)
@@ -493,7 +516,7 @@ runtime_stats scheduler::stats() const {
   for (auto& w : workers_) {
     worker_state ws;
     ws.serving = w->serving.load(std::memory_order_relaxed);
-    const unsigned a = w->assigned.load(std::memory_order_relaxed);
+    const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed));
     ws.assigned = roaming ? static_cast<int>(ws.serving) : a == no_pool ? -1 : static_cast<int>(a);
     if (!roaming && a < end) ++cores[a];
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;

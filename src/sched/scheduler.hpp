@@ -125,6 +125,7 @@ class scheduler {
   // policy_driver.cpp
   void note_nonempty(std::uint32_t pool) noexcept;
   void note_maybe_empty(std::uint32_t pool) noexcept;
+  void request_decision_from_a_worker() noexcept;
   void post_event(event_bitmap& events, std::uint32_t pool) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);

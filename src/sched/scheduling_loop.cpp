@@ -40,9 +40,13 @@ void scheduler::run_scheduling_loop() {
     // place besides the policy thread where a decision may run (a pool became
     // non-empty and the policy thread has not decided yet: a busy worker
     // decides now rather than wait for that thread to get a core).
+    // Acquire: pairs with the release that set decide_request, so the
+    // event bits it announces are visible below.
+    if (unsigned word = w.assigned.load(std::memory_order_acquire); word != no_pool && (word & decide_request))
+      [[unlikely]] w.assigned.compare_exchange_strong(word, word & ~decide_request, std::memory_order_relaxed);  // a new assignment clears it anyway
     if (became_nonempty_.any()) [[unlikely]]
       decide_at_loop_top();
-    const unsigned target = w.assigned.load(std::memory_order_acquire);
+    const unsigned target = assigned_pool(w.assigned.load(std::memory_order_acquire));
     if (target != w.pool && !roaming_.load(std::memory_order_relaxed)) {
       become_inactive(w);
       if (target == no_pool) {
@@ -138,7 +142,7 @@ void scheduler::notify_pool(std::uint32_t pool) noexcept {
   const unsigned start = rotor++;
   for (std::size_t k = 0; k < n; ++k) {
     worker& v = *workers_[(start + k) % n];
-    if ((roaming || v.assigned.load(std::memory_order_seq_cst) == pool) && notifier::notify(v.slot)) return;
+    if ((roaming || assigned_pool(v.assigned.load(std::memory_order_seq_cst)) == pool) && notifier::notify(v.slot)) return;
   }
 }
 

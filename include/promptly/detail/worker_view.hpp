@@ -7,9 +7,11 @@
 //    null on a thread that is no worker.
 //  * deque points to this worker's own deque for `pool`; only the worker's
 //    thread changes deque and pool, and only at strand boundaries.
-//  * assigned is written by the policy thread and read relaxed at every
-//    strand boundary; when it differs from pool, the worker parks the
-//    running fiber as a ready continuation of its pool and moves.
+//  * assigned is written by the policy thread (and its decide_request bit
+//    by the mechanism) and read relaxed at every strand boundary; when it
+//    differs from pool, the worker parks the running fiber as a ready
+//    continuation of its pool and goes to its loop top, which takes a
+//    requested decision and moves if the assignment differs.
 //  * park_epoch increases every time a fiber parks on this worker. A frame
 //    that captured (worker, epoch) before calling user code and sees the same
 //    epoch afterwards has not left this worker, so the deque items it pushed
@@ -34,6 +36,13 @@ using task_deque = chase_lev_deque<task*>;
 
 // assigned == no_pool: the policy gave this worker to no pool; it sleeps.
 inline constexpr unsigned no_pool = ~0u;
+// A bit of `assigned` the mechanism sets on one working worker when a pool
+// became non-empty: the worker's next strand boundary then sees a mismatch
+// (at no extra cost), parks its task and takes the pending decision at its
+// loop top. Pool ids stay below it; no_pool is never flagged.
+inline constexpr unsigned decide_request = 1u << 30;
+// The pool the policy assigned, without the decide_request bit.
+constexpr unsigned assigned_pool(unsigned word) noexcept { return word == no_pool ? no_pool : word & ~decide_request; }
 
 struct worker_view {
   task_deque* deque = nullptr;
