@@ -31,7 +31,7 @@ def read_trace(path):
     levels = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
-            d = levels.setdefault(int(row["level"]), {"t": [], "desire": [], "allotted": [], "util": [], "ready": []})
+            d = levels.setdefault(int(row["pool"] if "pool" in row else row["level"]), {"t": [], "desire": [], "allotted": [], "util": [], "ready": []})
             d["t"].append(float(row["t_s"]))
             d["desire"].append(float(row["desire"]))
             d["allotted"].append(int(row["allotted"]))

@@ -57,8 +57,8 @@ struct runtime_config {
   // criterion, one integer weight per level (docs/fairness.md). Changeable
   // at run time with runtime::set_fairness.
   fair_params fair{};
-  // If set, one CSV line per level at every policy decision, with the
-  // header t_s,policy,level,desire,allotted,utilization,ready; t_s counts
+  // If set, one CSV line per live pool at every policy decision, with the
+  // header t_s,policy,pool,desire,allotted,utilization,ready; t_s counts
   // from the runtime's construction (docs/priorities.md).
   std::string allotment_trace;
   // Priority-inversion detector: count every touch, from a task, of a future

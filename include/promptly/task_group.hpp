@@ -16,6 +16,7 @@
 #include <atomic>
 #include <concepts>
 #include <exception>
+#include <functional>
 #include <new>
 #include <type_traits>
 #include <utility>
