@@ -19,18 +19,14 @@
 #include "priorities.hpp"
 #include "protocol.hpp"
 #include "server.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
-promptly::runtime_config config(const char* policy) {
-  promptly::runtime_config cfg;
-  cfg.workers = 2;
-  cfg.levels = email::order::size;
-  cfg.policy = policy;
-  return cfg;
-}
+// 2 workers, one level per priority of the app's order.
+promptly::runtime_config config(const char* policy) { return ::config(2, policy, email::order::size); }
 
 // A blocking line client, like a person with nc.
 class line_client {

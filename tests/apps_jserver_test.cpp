@@ -9,18 +9,14 @@
 #include "jserver.hpp"
 #include "kernels.hpp"
 #include "priorities.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
-promptly::runtime_config config(const char* policy) {
-  promptly::runtime_config cfg;
-  cfg.workers = 2;
-  cfg.levels = jserver::order::size;
-  cfg.policy = policy;
-  return cfg;
-}
+// 2 workers, one level per priority of the app's order.
+promptly::runtime_config config(const char* policy) { return ::config(2, policy, jserver::order::size); }
 
 TEST(JserverKernels, MatchTheirSerialReferences) {
   promptly::runtime rt{config("oblivious")};

@@ -17,18 +17,14 @@
 #include "priorities.hpp"
 #include "server.hpp"
 #include "sites.hpp"
+#include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
-promptly::runtime_config config(const char* policy) {
-  promptly::runtime_config cfg;
-  cfg.workers = 2;
-  cfg.levels = proxy::order::size;
-  cfg.policy = policy;
-  return cfg;
-}
+// 2 workers, one level per priority of the app's order.
+promptly::runtime_config config(const char* policy) { return ::config(2, policy, proxy::order::size); }
 
 // A raw client: sends bytes, reads HTTP responses.
 class raw_client {

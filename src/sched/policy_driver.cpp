@@ -51,9 +51,10 @@ void scheduler::note_nonempty(std::uint32_t pool) noexcept {
 }
 
 // The policy thread needs a core to run, and on a machine whose cores all
-// run workers that means preempting one (measured: a p99 of 3.6 ms for an
-// urgent job under prompt, against 0.18 ms for OS nice, with every decision
-// on that thread). So one working worker is also asked: its next strand
+// run workers that means preempting one (measured with every decision on
+// that thread and a core taken by other work: an urgent job's p99 of 4.0 ms
+// under prompt, bench/results/priority/latency-recheck/driver-only-one-core/).
+// So one working worker is also asked: its next strand
 // boundary parks its task and its loop top decides (idle workers leave
 // their wait for a pending event by themselves, `moved`). Whoever comes
 // first decides; the other finds nothing pending.
@@ -121,12 +122,10 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
   const std::uint64_t now = now_ns();
   const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
   std::vector<std::uint64_t> open_work(end, 0), open_look(end, 0);
-  std::vector<unsigned> cores(end, 0);
+  const std::vector<unsigned> cores = cores_by_pool();  // ids only grow: covers every id below `end`
   for (auto& w : workers_) {
     const open_interval open = open_interval_of(*w, now);
     if (open.pool < end) (open.working ? open_work : open_look)[open.pool] += open.ns;
-    const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed));
-    if (a < end && !roaming_.load(std::memory_order_relaxed)) ++cores[a];
   }
   std::vector<ext::pool_view> views;
   std::vector<std::uint64_t> seq;  // creation order, for ties in rank
@@ -202,6 +201,15 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
   return cores;
 }
 
+// Cores assigned to each pool id ever made (all zero while every core roams).
+std::vector<unsigned> scheduler::cores_by_pool() const {
+  std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
+  if (roaming_.load(std::memory_order_relaxed)) return cores;
+  for (auto& w : workers_)
+    if (const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed)); a < cores.size()) ++cores[a];
+  return cores;
+}
+
 // One decision on one view for a batch of events (coalesced: the policy
 // hears each event, in order, then the runtime applies what it did once).
 void scheduler::decide_locked(std::vector<ext::event> events) {
@@ -271,15 +279,12 @@ void scheduler::trace_locked(const std::vector<ext::pool_view>& pools) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
-  for (auto& w : workers_)
-    if (const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed)); a < cores.size()) ++cores[a];
+  const std::vector<unsigned> cores = cores_by_pool();  // after the decision was applied
   for (const ext::pool_view& v : pools) {
     double util = 0;
     for (const ext::pool_view& q : last_quantum_)
       if (q.id == v.id) util = q.utilization();
-    trace_ << t << ',' << policy_->name() << ',' << v.id << ',' << policy_->desire(v.id) << ','
-           << (roaming_.load(std::memory_order_relaxed) ? 0 : cores[v.id]) << ',' << util << ','
+    trace_ << t << ',' << policy_->name() << ',' << v.id << ',' << policy_->desire(v.id) << ',' << cores[v.id] << ',' << util << ','
            << (pool_at(v.id).has_ready_work() ? 1 : 0) << '\n';
   }
 }
@@ -512,13 +517,12 @@ runtime_stats scheduler::stats() const {
   s.decision_latency_p99_us = percentile_us(latency_ns_, 0.99);
   const bool roaming = roaming_.load(std::memory_order_relaxed);
   const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
-  std::vector<unsigned> cores(end, 0);
+  const std::vector<unsigned> cores = cores_by_pool();
   for (auto& w : workers_) {
     worker_state ws;
     ws.serving = w->serving.load(std::memory_order_relaxed);
     const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed));
     ws.assigned = roaming ? static_cast<int>(ws.serving) : a == no_pool ? -1 : static_cast<int>(a);
-    if (!roaming && a < end) ++cores[a];
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
     s.sleeping_workers += asleep ? 1 : 0;

@@ -132,6 +132,7 @@ class scheduler {
   void decide_locked(std::vector<ext::event> events);
   std::vector<ext::pool_view> view_pools_locked(bool advance);
   std::vector<ext::core_view> view_cores_locked(bool advance);
+  std::vector<unsigned> cores_by_pool() const;
   void apply_locked(const std::vector<core_assignment>& next);
   void driver_main();
   void handle_events_locked();
