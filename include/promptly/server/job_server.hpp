@@ -1,0 +1,278 @@
+// The embedded multiprogrammed job server: many parallel jobs at once on one
+// runtime, each job a pool of its own (AMCilk, "Multiprogramming with
+// Cilk-style work stealing", Sec. 3-4). Programs are registered by name with
+// an argument schema; clients submit (program, args) from any thread, and get
+// a handle to wait for, query or cancel the job. promptlyd (docs/server.md)
+// is this class behind a socket.
+//
+//   promptly::runtime rt;
+//   promptly::server::job_server srv(rt);
+//   srv.register_program("fib", fib_job, promptly::server::arg_schema{}.integer("n", {.min = 0, .max = 60}));
+//   auto job = srv.submit("fib", {{"n", 30}});
+//   promptly::server::job_info done = job.wait();   // done.result == 832040
+//
+// Guarantees: every accepted job reaches exactly one terminal state (done,
+// failed, cancelled); a submission that cannot be accepted throws
+// server::error with code rejected (never silent loss); a job that throws
+// fails alone; finished jobs stay queryable by id for `result_ttl`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "promptly/pool.hpp"
+
+namespace promptly {
+class runtime;
+}
+
+namespace promptly::server {
+
+using json = nlohmann::json;
+using job_id = std::uint64_t;
+
+// The protocol's error codes (docs/server.md, "Errors").
+enum class error_code { bad_request, unknown_op, unknown_program, bad_args, unknown_job, rejected, not_allowed };
+std::string_view to_string(error_code c) noexcept;
+
+// Every error the job server reports to a caller; code() is what the
+// protocol sends as {"ok":false,"error":{"code":...,"message":what()}}.
+class error : public std::runtime_error {
+ public:
+  error(error_code c, const std::string& message) : std::runtime_error(message), code_(c) {}
+  [[nodiscard]] error_code code() const noexcept { return code_; }
+
+ private:
+  error_code code_;
+};
+
+enum class job_state { queued, running, done, failed, cancelled, rejected };
+std::string_view to_string(job_state s) noexcept;
+[[nodiscard]] constexpr bool is_terminal(job_state s) noexcept {
+  return s == job_state::done || s == job_state::failed || s == job_state::cancelled || s == job_state::rejected;
+}
+
+// A program's arguments: named, typed, bounded, with defaults. submit()
+// checks a request's args against it before anything runs (bad_args names
+// the argument and the rule it broke; unknown arguments are refused).
+class arg_schema {
+ public:
+  struct integer_rule {
+    std::optional<std::int64_t> min, max, default_value;
+    std::string help;
+  };
+  struct number_rule {
+    std::optional<double> min, max, default_value;
+    std::string help;
+  };
+  struct string_rule {
+    std::size_t max_length = 4096;
+    std::vector<std::string> one_of;  // empty = any string
+    std::optional<std::string> default_value;
+    std::string help;
+  };
+  struct boolean_rule {
+    std::optional<bool> default_value;
+    std::string help;
+  };
+  // An argument without a default is required.
+  arg_schema& integer(std::string name, integer_rule rule = {});
+  arg_schema& number(std::string name, number_rule rule = {});
+  arg_schema& string(std::string name, string_rule rule = {});
+  arg_schema& boolean(std::string name, boolean_rule rule = {});
+
+  // The args with defaults filled in; throws error{bad_args} otherwise.
+  [[nodiscard]] json validate(const json& args) const;
+  // The schema as JSON (for `promptly programs` and docs).
+  [[nodiscard]] json describe() const;
+
+ private:
+  struct rule;
+  std::vector<std::shared_ptr<const rule>> rules_;
+};
+
+// What a running job sees: its validated args, its pool, cooperative cancel.
+class job_context {
+ public:
+  [[nodiscard]] const json& args() const noexcept;
+  [[nodiscard]] job_id id() const noexcept;
+  [[nodiscard]] promptly::pool pool() const noexcept;
+  [[nodiscard]] promptly::runtime& runtime() const noexcept;
+  // True once the job was cancelled; long programs poll it at their cutoffs.
+  [[nodiscard]] bool cancelled() const noexcept;
+  // Throws job_cancelled if cancelled() (the job then ends as cancelled).
+  void throw_if_cancelled() const;
+
+  struct impl;
+  explicit job_context(impl* i) noexcept : impl_(i) {}
+
+ private:
+  impl* impl_;
+};
+
+// Thrown by job_context::throw_if_cancelled.
+class job_cancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A program: runs as the job's root task in the job's pool (it may fork,
+// use futures and task groups; all of it stays in the pool) and returns
+// the job's result.
+using program_fn = std::function<json(job_context&)>;
+
+struct program_info {
+  std::string name;
+  std::string help;
+  json schema;  // arg_schema::describe()
+};
+
+struct job_timing {
+  double queued_us = 0;  // accepted -> root task started
+  double run_us = 0;     // root task started -> finished
+  double flow_us = 0;    // accepted -> finished
+};
+
+struct job_info {
+  job_id id = 0;
+  std::string program;
+  std::string job_class;  // "" or the submit option's class
+  job_state state = job_state::queued;
+  json result;        // done: the program's result
+  std::string error;  // failed: the exception's message; cancelled/rejected: why
+  job_timing timing;  // filled in as far as the job got
+  unsigned cores = 0;  // cores serving the job's pool now (running jobs)
+  double work_s = 0;   // worker-seconds working in the job's pool so far
+  double look_s = 0;   // worker-seconds stealing/idle in the job's pool so far
+};
+// The protocol's JSON form of a job (docs/server.md): id, program, state,
+// result / error, timing, cores.
+json to_json(const job_info& j);
+
+struct submit_options {
+  // Optional priority class (e.g. "interactive", "batch"); classes map to
+  // pool ranks through job_server_options::classes.
+  std::string job_class;
+};
+
+class job_server;
+
+// A handle to one job; copyable; valid as long as its job_server lives.
+class job_handle {
+ public:
+  [[nodiscard]] job_id id() const noexcept { return id_; }
+  [[nodiscard]] job_info status() const;
+  // Blocks the calling thread (or parks the calling task) until terminal.
+  job_info wait() const;
+  // true if the job is terminal after at most d.
+  [[nodiscard]] bool wait_for(std::chrono::nanoseconds d) const;
+  // Requests cancellation; see job_server::cancel.
+  bool cancel() const;
+
+ private:
+  friend class job_server;
+  job_handle(job_server* s, job_id id) noexcept : server_(s), id_(id) {}
+  job_server* server_;
+  job_id id_;
+};
+
+struct job_server_options {
+  // Admission control (AMCilk Sec. 4.2): at most max_running jobs run at
+  // once; up to max_queued more wait in FIFO order; beyond that submit
+  // throws error{rejected}.
+  std::size_t max_running = 64;
+  std::size_t max_queued = 1024;
+  // How long a terminal job stays queryable by id.
+  std::chrono::milliseconds result_ttl{std::chrono::minutes(10)};
+  // Priority classes by name -> pool rank (0 = most urgent); a job without
+  // a class gets default_rank. Unknown classes are bad_args.
+  std::vector<std::pair<std::string, unsigned>> classes{{"interactive", 0}, {"batch", 1}};
+  unsigned default_rank = 1;
+  // Flow-time percentiles in stats() are over the last `window` terminal jobs.
+  std::size_t window = 4096;
+};
+
+struct program_stats {
+  std::string program;
+  std::uint64_t done = 0, failed = 0, cancelled = 0;
+  double flow_mean_us = 0, flow_p50_us = 0, flow_p99_us = 0;  // over the window
+};
+
+struct server_stats {
+  std::uint64_t submitted = 0, rejected = 0, done = 0, failed = 0, cancelled = 0;
+  std::size_t running = 0, queued = 0;
+  unsigned cores_in_use = 0;  // workers serving some job's pool now
+  unsigned core_limit = 0;    // set_cores (0 = no limit)
+  bool draining = false;
+  double flow_mean_us = 0, flow_p50_us = 0, flow_p99_us = 0;  // all programs, over the window
+  std::vector<program_stats> programs;
+  std::vector<job_info> jobs;  // running jobs with cores and work/look time
+};
+json to_json(const server_stats& s);
+
+class job_server {
+ public:
+  // The runtime must outlive the server. The server creates one pool per
+  // running job and removes it when the job ends.
+  explicit job_server(promptly::runtime& rt, job_server_options opts = {});
+  // Cancels queued jobs, waits for running ones (drain(0) semantics).
+  ~job_server();
+  job_server(const job_server&) = delete;
+  job_server& operator=(const job_server&) = delete;
+
+  // Throws std::invalid_argument for an empty or duplicate name.
+  void register_program(std::string name, program_fn fn, arg_schema schema = {}, std::string help = {});
+  [[nodiscard]] std::vector<program_info> programs() const;
+
+  // Validates and admits a job; it starts at once if fewer than max_running
+  // run, else it queues. Throws error{unknown_program | bad_args | rejected}.
+  [[nodiscard]] job_handle submit(std::string_view program, const json& args, submit_options opts = {});
+
+  // By id (error{unknown_job} for an id never issued or expired):
+  [[nodiscard]] job_info status(job_id id) const;
+  job_info wait(job_id id) const;
+  [[nodiscard]] bool wait_for(job_id id, std::chrono::nanoseconds d) const;
+  // A queued job is cancelled at once; a running one is told to stop
+  // (job_context::cancelled) and ends as cancelled when its root returns.
+  // Returns false if the job was already terminal.
+  bool cancel(job_id id);
+  // Calls f(info) once when the job becomes terminal (at once if it is);
+  // f runs on the thread that finished the job and must not block.
+  void on_terminal(job_id id, std::function<void(const job_info&)> f);
+
+  [[nodiscard]] std::vector<job_info> jobs() const;  // live (queued and running)
+  [[nodiscard]] server_stats stats() const;
+
+  // Selects the runtime's core-allocation policy by name (runtime::set_policy).
+  void set_policy(const std::string& name);
+  // Occupancy control (AMCilk Sec. 4.2): use at most n cores from now on
+  // (0 = all). Throws std::invalid_argument if n exceeds the workers.
+  void set_cores(unsigned n);
+
+  // Draining: submit throws error{rejected, "draining"} from now on; queued
+  // and running jobs continue. drain(timeout) waits up to `timeout` for all
+  // jobs to finish, then cancels the rest and waits for them; returns the
+  // number of jobs it cancelled.
+  void stop_accepting();
+  std::size_t drain(std::chrono::milliseconds timeout);
+  [[nodiscard]] bool accepting() const noexcept;
+  // Whether a submit now would be admitted (running or queue space left and
+  // not draining): /readyz.
+  [[nodiscard]] bool ready() const noexcept;
+
+  struct state;
+
+ private:
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace promptly::server
