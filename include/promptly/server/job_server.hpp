@@ -61,29 +61,36 @@ std::string_view to_string(job_state s) noexcept;
   return s == job_state::done || s == job_state::failed || s == job_state::cancelled || s == job_state::rejected;
 }
 
+// The rules of one argument of an arg_schema (defined outside the class so
+// their default member initializers can serve as default arguments).
+struct integer_rule {
+  std::optional<std::int64_t> min, max, default_value;
+  std::string help;
+};
+struct number_rule {
+  std::optional<double> min, max, default_value;
+  std::string help;
+};
+struct string_rule {
+  std::size_t max_length = 4096;
+  std::vector<std::string> one_of;  // empty = any string
+  std::optional<std::string> default_value;
+  std::string help;
+};
+struct boolean_rule {
+  std::optional<bool> default_value;
+  std::string help;
+};
 // A program's arguments: named, typed, bounded, with defaults. submit()
 // checks a request's args against it before anything runs (bad_args names
 // the argument and the rule it broke; unknown arguments are refused).
 class arg_schema {
  public:
-  struct integer_rule {
-    std::optional<std::int64_t> min, max, default_value;
-    std::string help;
-  };
-  struct number_rule {
-    std::optional<double> min, max, default_value;
-    std::string help;
-  };
-  struct string_rule {
-    std::size_t max_length = 4096;
-    std::vector<std::string> one_of;  // empty = any string
-    std::optional<std::string> default_value;
-    std::string help;
-  };
-  struct boolean_rule {
-    std::optional<bool> default_value;
-    std::string help;
-  };
+  using integer_rule = server::integer_rule;
+  using number_rule = server::number_rule;
+  using string_rule = server::string_rule;
+  using boolean_rule = server::boolean_rule;
+
   // An argument without a default is required.
   arg_schema& integer(std::string name, integer_rule rule = {});
   arg_schema& number(std::string name, number_rule rule = {});
