@@ -63,23 +63,26 @@ std::string_view to_string(job_state s) noexcept;
 
 // The rules of one argument of an arg_schema (defined outside the class so
 // their default member initializers can serve as default arguments).
+// Every member has a default initializer, so designated initializers may
+// leave any of them out without -Wmissing-field-initializers warnings.
 struct integer_rule {
-  std::optional<std::int64_t> min, max, default_value;
-  std::string help;
+  std::optional<std::int64_t> min{}, max{}, default_value{};
+  std::string help{};
+  bool power_of_two = false;  // the value must be 2^k (k >= 0)
 };
 struct number_rule {
-  std::optional<double> min, max, default_value;
-  std::string help;
+  std::optional<double> min{}, max{}, default_value{};
+  std::string help{};
 };
 struct string_rule {
   std::size_t max_length = 4096;
-  std::vector<std::string> one_of;  // empty = any string
-  std::optional<std::string> default_value;
-  std::string help;
+  std::vector<std::string> one_of{};  // empty = any string
+  std::optional<std::string> default_value{};
+  std::string help{};
 };
 struct boolean_rule {
-  std::optional<bool> default_value;
-  std::string help;
+  std::optional<bool> default_value{};
+  std::string help{};
 };
 // A program's arguments: named, typed, bounded, with defaults. submit()
 // checks a request's args against it before anything runs (bad_args names
@@ -146,7 +149,14 @@ struct program_info {
 struct job_timing {
   double queued_us = 0;  // accepted -> root task started
   double run_us = 0;     // root task started -> finished
-  double flow_us = 0;    // accepted -> finished
+  double flow_us = 0;    // accepted -> finished (terminal)
+  // The server's own overheads (AMCilk Sec. 5.1, "starting a job" and
+  // "removing a job"): start_us from the start decision (the submit() call
+  // for a job admitted at once, the dequeue for a queued one) to the first
+  // instruction of the root task; remove_us the runtime::remove_pool call
+  // after the root returned. 0 until measured.
+  double start_us = 0;
+  double remove_us = 0;
 };
 
 struct job_info {
@@ -204,7 +214,8 @@ struct job_server_options {
   // a class gets default_rank. Unknown classes are bad_args.
   std::vector<std::pair<std::string, unsigned>> classes{{"interactive", 0}, {"batch", 1}};
   unsigned default_rank = 1;
-  // Flow-time percentiles in stats() are over the last `window` terminal jobs.
+  // Flow-time percentiles in stats() are over the last `window` jobs that
+  // ended done (AMCilk Sec. 6.1: flow time = arrival to completion).
   std::size_t window = 4096;
 };
 
@@ -214,6 +225,12 @@ struct program_stats {
   double flow_mean_us = 0, flow_p50_us = 0, flow_p99_us = 0;  // over the window
 };
 
+// A latency distribution over the server's sliding window (microseconds).
+struct latency_summary {
+  std::size_t samples = 0;
+  double mean_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
+};
+
 struct server_stats {
   std::uint64_t submitted = 0, rejected = 0, done = 0, failed = 0, cancelled = 0;
   std::size_t running = 0, queued = 0;
@@ -221,6 +238,8 @@ struct server_stats {
   unsigned core_limit = 0;    // set_cores (0 = no limit)
   bool draining = false;
   double flow_mean_us = 0, flow_p50_us = 0, flow_p99_us = 0;  // all programs, over the window
+  // job_timing::start_us and remove_us of the last `window` jobs that started / were removed.
+  latency_summary start, remove;
   std::vector<program_stats> programs;
   std::vector<job_info> jobs;  // running jobs with cores and work/look time
 };

@@ -1,0 +1,384 @@
+#include "server/daemon_front_end.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "server/protocol_reply.hpp"
+
+namespace promptly::server::daemon {
+
+namespace {
+
+thread_local bool on_loop_thread = false;
+
+// How job threads tell the loop that a connection has output: the
+// connection's id goes on the dirty list; the first id on an empty list
+// also writes the eventfd (the loop reads the eventfd before it swaps the
+// list, so no id is ever left behind). On the loop thread itself no write is
+// needed: the loop drains the list before every epoll_wait.
+struct wakeup {
+  int efd = -1;
+  std::mutex mu;
+  std::vector<std::uint64_t> dirty;
+
+  wakeup() : efd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    if (efd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  }
+  ~wakeup() { ::close(efd); }
+  void mark(std::uint64_t id) {
+    bool first;
+    {
+      std::lock_guard lock(mu);
+      first = dirty.empty();
+      dirty.push_back(id);
+    }
+    if (first && !on_loop_thread) ring();
+  }
+  void ring() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(efd, &one, sizeof one);  // EAGAIN: already signalled
+  }
+  std::vector<std::uint64_t> take() {
+    std::vector<std::uint64_t> out;
+    std::lock_guard lock(mu);
+    out.swap(dirty);
+    return out;
+  }
+};
+
+struct listener {
+  int fd;
+  std::optional<std::string> token;
+};
+
+struct connection {
+  int fd = -1;
+  std::shared_ptr<protocol::session> s;
+  std::string unsent;
+  std::size_t off = 0;
+  std::uint32_t events = 0;
+};
+
+// Tags in epoll's data: listeners and the eventfd below this, connections above.
+constexpr std::uint64_t first_connection_id = 1024;
+constexpr std::uint64_t wakeup_tag = 1023;
+
+}  // namespace
+
+struct front_end::loop {
+  protocol::service& svc;
+  front_end_options opts;
+  int ep = -1;
+  std::shared_ptr<wakeup> wake = std::make_shared<wakeup>();
+  std::vector<listener> listeners;
+  std::unordered_map<std::uint64_t, connection> conns;
+  std::set<std::uint64_t> streaming;
+  std::uint64_t next_id = first_connection_id;
+  std::chrono::steady_clock::time_point accept_paused_until{};
+
+  std::mutex finish_mu;
+  bool finishing = false;  // guarded by finish_mu
+  std::chrono::steady_clock::time_point finish_deadline{};
+  bool finish_seen = false;  // loop thread's copy
+  std::size_t unsent_at_close = 0;
+
+  loop(protocol::service& s, front_end_options o) : svc(s), opts(o), ep(::epoll_create1(EPOLL_CLOEXEC)) {
+    if (ep < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = wakeup_tag;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, wake->efd, &ev);
+  }
+  ~loop() {
+    for (auto& [id, c] : conns) ::close(c.fd);
+    for (auto& l : listeners)
+      if (l.fd >= 0) ::close(l.fd);
+    ::close(ep);
+  }
+
+  void set_events(std::uint64_t id, connection& c, std::uint32_t events) {
+    if (events == c.events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = id;
+    ::epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &ev);
+    c.events = events;
+  }
+
+  void close_connection(std::uint64_t id) {
+    const auto it = conns.find(id);
+    if (it == conns.end()) return;
+    ::epoll_ctl(ep, EPOLL_CTL_DEL, it->second.fd, nullptr);
+    ::close(it->second.fd);
+    conns.erase(it);
+    streaming.erase(id);
+    svc.connections.fetch_sub(1, std::memory_order_relaxed);  // statistics only
+  }
+
+  std::size_t unsent_bytes(const connection& c) const { return c.unsent.size() - c.off; }
+
+  // Moves the session's output to the socket; updates interest and the
+  // streaming set; closes the connection once it is finished. Returns false
+  // if the connection was closed.
+  bool flush(std::uint64_t id) {
+    const auto it = conns.find(id);
+    if (it == conns.end()) return false;
+    connection& c = it->second;
+    if (std::string more = c.s->take_output(); !more.empty()) {
+      if (c.off == c.unsent.size()) {
+        c.unsent = std::move(more);
+        c.off = 0;
+      } else {
+        c.unsent.append(more);
+      }
+    }
+    while (c.off < c.unsent.size()) {
+      const ssize_t n = ::send(c.fd, c.unsent.data() + c.off, c.unsent.size() - c.off, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.off += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      close_connection(id);  // the peer is gone (EPIPE, ECONNRESET)
+      return false;
+    }
+    if (c.off == c.unsent.size()) {
+      c.unsent.clear();
+      c.off = 0;
+      if (c.unsent.capacity() > (std::size_t{1} << 20)) c.unsent.shrink_to_fit();
+    }
+    if (c.s->finished() && c.unsent.empty()) {
+      close_connection(id);
+      return false;
+    }
+    if (finish_seen && c.s->pending_replies() == 0 && c.unsent.empty()) {
+      close_connection(id);
+      return false;
+    }
+    std::uint32_t events = 0;
+    if (!finish_seen && c.s->wants_input() && unsent_bytes(c) < opts.max_output_bytes) events |= EPOLLIN;
+    if (!c.unsent.empty()) events |= EPOLLOUT;
+    set_events(id, c, events);
+    if (c.s->next_stream_at()) streaming.insert(id);
+    else streaming.erase(id);
+    return true;
+  }
+
+  void on_readable(std::uint64_t id) {
+    const auto it = conns.find(id);
+    if (it == conns.end()) return;
+    connection& c = it->second;
+    char buf[64 * 1024];
+    // A bounded number of reads per event keeps one fast client from
+    // starving the others (level-triggered epoll reports the rest).
+    for (int round = 0; round < 16; ++round) {
+      if (!c.s->wants_input() || unsent_bytes(c) >= opts.max_output_bytes) break;
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        c.s->feed(std::string_view(buf, static_cast<std::size_t>(n)));
+        // Write as we go, so a long pipeline's replies stream out.
+        if (!flush(id)) return;
+        continue;
+      }
+      if (n == 0) {
+        c.s->end_input();  // half-close: replies still pending are delivered
+        break;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      close_connection(id);
+      return;
+    }
+    flush(id);
+  }
+
+  void accept_from(const listener& l) {
+    for (;;) {
+      const int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: the pending connection would make a
+          // level-triggered listener spin; try again in 100 ms.
+          accept_paused_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+          for (const auto& x : listeners) ::epoll_ctl(ep, EPOLL_CTL_DEL, x.fd, nullptr);
+        }
+        return;
+      }
+      if (conns.size() >= opts.max_connections) {
+        svc.connections_refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
+        const std::string line = protocol::error_line(
+            "rejected", "too many connections (at most " + std::to_string(opts.max_connections) + ")", nullptr) + "\n";
+        [[maybe_unused]] const auto n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+        ::close(fd);
+        continue;
+      }
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
+      const std::uint64_t id = next_id++;
+      protocol::session_options so;
+      so.token = l.token;
+      so.max_pending_replies = opts.max_pending_replies;
+      auto s = protocol::session::create(svc, std::move(so), [w = wake, id] { w->mark(id); });
+      connection& c = conns[id];
+      c.fd = fd;
+      c.s = std::move(s);
+      c.events = EPOLLIN;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = id;
+      ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+      svc.connections.fetch_add(1, std::memory_order_relaxed);        // statistics only
+      svc.connections_total.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    }
+  }
+
+  void watch_listeners() {
+    for (std::size_t i = 0; i < listeners.size(); ++i) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = i;
+      ::epoll_ctl(ep, EPOLL_CTL_ADD, listeners[i].fd, &ev);
+    }
+  }
+
+  void begin_finish() {
+    finish_seen = true;
+    for (auto& l : listeners) {
+      ::epoll_ctl(ep, EPOLL_CTL_DEL, l.fd, nullptr);
+      ::close(l.fd);
+      l.fd = -1;
+    }
+    streaming.clear();
+    std::vector<std::uint64_t> ids;
+    ids.reserve(conns.size());
+    for (auto& [id, c] : conns) ids.push_back(id);
+    for (const auto id : ids) {
+      // No more requests: a partial line gets its truncated-request reply.
+      if (auto it = conns.find(id); it != conns.end()) it->second.s->end_input();
+      flush(id);
+    }
+  }
+
+  int timeout_ms(std::chrono::steady_clock::time_point now) const {
+    std::optional<std::chrono::steady_clock::time_point> next;
+    for (const auto id : streaming)
+      if (auto it = conns.find(id); it != conns.end())
+        if (auto t = it->second.s->next_stream_at(); t && (!next || *t < *next)) next = t;
+    if (accept_paused_until != std::chrono::steady_clock::time_point{} && (!next || accept_paused_until < *next))
+      next = accept_paused_until;
+    if (finish_seen && (!next || finish_deadline < *next)) next = finish_deadline;
+    if (!next) return -1;
+    if (*next <= now) return 0;
+    return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*next - now).count());
+  }
+
+  void run() {
+    on_loop_thread = true;
+    watch_listeners();
+    epoll_event events[256];
+    for (;;) {
+      // Completions marked from this thread (synchronous replies).
+      for (const auto id : wake->take()) flush(id);
+      const int n = ::epoll_wait(ep, events, 256, timeout_ms(std::chrono::steady_clock::now()));
+      if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t tag = events[i].data.u64;
+        if (tag == wakeup_tag) {
+          std::uint64_t v;
+          [[maybe_unused]] const auto r = ::read(wake->efd, &v, sizeof v);
+          for (const auto id : wake->take()) flush(id);
+        } else if (tag < first_connection_id) {
+          if (!finish_seen && tag < listeners.size()) accept_from(listeners[tag]);
+        } else {
+          const std::uint32_t e = events[i].events;
+          if (e & EPOLLERR) {
+            close_connection(tag);
+            continue;
+          }
+          if (e & EPOLLHUP) {
+            // The peer closed both directions: requests it sent before
+            // closing still run (fire-and-forget submits), but no reply
+            // can reach it.
+            on_readable(tag);
+            close_connection(tag);
+            continue;
+          }
+          if (e & EPOLLIN) on_readable(tag);
+          if (e & EPOLLOUT) flush(tag);
+        }
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (accept_paused_until != std::chrono::steady_clock::time_point{} && now >= accept_paused_until) {
+        accept_paused_until = {};
+        if (!finish_seen) watch_listeners();
+      }
+      for (auto it = streaming.begin(); it != streaming.end();) {
+        const std::uint64_t id = *it++;  // flush may erase id
+        const auto c = conns.find(id);
+        if (c == conns.end()) continue;
+        // A subscriber that does not read loses stats lines instead of
+        // growing the server's memory.
+        if (unsent_bytes(c->second) < opts.max_output_bytes && c->second.s->stream_tick(now)) flush(id);
+      }
+      {
+        std::lock_guard lock(finish_mu);
+        if (finishing && !finish_seen) begin_finish();
+      }
+      if (finish_seen) {
+        if (conns.empty()) return;
+        if (now >= finish_deadline) {
+          for (auto& [id, c] : conns)
+            if (!c.unsent.empty() || c.s->pending_replies() > 0) ++unsent_at_close;
+          std::vector<std::uint64_t> ids;
+          for (auto& [id, c] : conns) ids.push_back(id);
+          for (const auto id : ids) close_connection(id);
+          return;
+        }
+      }
+    }
+  }
+};
+
+front_end::front_end(protocol::service& svc, front_end_options opts) : loop_(std::make_unique<loop>(svc, opts)) {}
+
+front_end::~front_end() {
+  if (thread_.joinable()) finish(std::chrono::milliseconds(0));
+}
+
+void front_end::add_listener(int fd, std::optional<std::string> token) {
+  if (thread_.joinable()) throw std::logic_error("front_end::add_listener after start()");
+  if (loop_->listeners.size() >= wakeup_tag) throw std::length_error("too many listeners");
+  loop_->listeners.push_back({fd, std::move(token)});
+}
+
+void front_end::start() {
+  thread_ = std::thread([this] { loop_->run(); });
+}
+
+std::size_t front_end::finish(std::chrono::milliseconds flush_timeout) {
+  if (!thread_.joinable()) return 0;
+  {
+    std::lock_guard lock(loop_->finish_mu);
+    loop_->finishing = true;
+    loop_->finish_deadline = std::chrono::steady_clock::now() + flush_timeout;
+  }
+  loop_->wake->ring();
+  thread_.join();
+  return loop_->unsent_at_close;
+}
+
+}  // namespace promptly::server::daemon

@@ -1,0 +1,356 @@
+// job_server: registration, admission, the job table and the waiting /
+// cancelling API (AMCilk Sec. 4.2, admission control and occupancy
+// control). The job's life after admission is in lifecycle.cpp, stats in
+// stats.cpp.
+//
+// Invariants: server_state.hpp. In short: every accepted id reaches exactly
+// one terminal state (finish_locked, under mu); a submission that cannot be
+// accepted throws error{rejected}, never drops silently; the table, the
+// queue and the windows are bounded by max_running + max_queued + the jobs
+// that ended within result_ttl.
+#include <algorithm>
+#include <stdexcept>
+
+#include "promptly/detail/worker_view.hpp"
+#include "server_state.hpp"
+
+namespace promptly::server {
+
+using detail::job_record;
+
+namespace {
+
+double us_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+// On a worker of a runtime (a task): waiting must park the task, not block
+// the worker's thread.
+bool on_a_worker() noexcept { return promptly::detail::current_worker() != nullptr; }
+
+}  // namespace
+
+// ---- job_context ----
+
+const json& job_context::args() const noexcept { return impl_->args; }
+job_id job_context::id() const noexcept { return impl_->id; }
+promptly::pool job_context::pool() const noexcept {
+  return promptly::pool(impl_->pool.load(std::memory_order_acquire));  // acquire: see start()'s store
+}
+promptly::runtime& job_context::runtime() const noexcept { return *impl_->rt; }
+bool job_context::cancelled() const noexcept {
+  return impl_->cancel_requested.load(std::memory_order_acquire);  // acquire: pairs with cancel()'s release
+}
+void job_context::throw_if_cancelled() const {
+  if (cancelled()) throw job_cancelled("job " + std::to_string(impl_->id) + " was cancelled");
+}
+
+// ---- job_handle ----
+
+job_info job_handle::status() const { return server_->status(id_); }
+job_info job_handle::wait() const { return server_->wait(id_); }
+bool job_handle::wait_for(std::chrono::nanoseconds d) const { return server_->wait_for(id_, d); }
+bool job_handle::cancel() const { return server_->cancel(id_); }
+
+// ---- the table ----
+
+void job_server::state::expire_locked(clock_type::time_point now) {
+  while (!expiry.empty() && expiry.front().first <= now) {
+    jobs.erase(expiry.front().second);
+    expiry.pop_front();
+  }
+}
+
+std::shared_ptr<job_record> job_server::state::find_locked(job_id id, clock_type::time_point now) {
+  expire_locked(now);
+  auto it = jobs.find(id);
+  if (it != jobs.end()) return it->second;
+  if (id != 0 && id < next_id)
+    throw error(error_code::unknown_job, "job " + std::to_string(id) + " ended more than " +
+                                             std::to_string(opts.result_ttl.count()) + " ms ago; its result has expired");
+  throw error(error_code::unknown_job, "no job with id " + std::to_string(id));
+}
+
+job_info job_server::state::info_locked(const job_record& r, clock_type::time_point now) const {
+  job_info i;
+  i.id = r.id;
+  i.program = r.program->name;
+  i.job_class = r.job_class;
+  i.state = r.state;
+  const std::int64_t started_ns = r.started_ns.load(std::memory_order_relaxed);  // relaxed: a timestamp, read alone
+  const clock_type::time_point started{std::chrono::nanoseconds(started_ns)};
+  if (started_ns != 0) i.timing.queued_us = us_between(r.accepted, started);
+  if (is_terminal(r.state)) {
+    if (r.state == job_state::done) i.result = r.result;
+    else i.error = r.error;
+    if (started_ns != 0) i.timing.run_us = us_between(started, r.finished);
+    i.timing.flow_us = us_between(r.accepted, r.finished);
+    i.timing.start_us = r.start_us;
+    i.timing.remove_us = r.remove_us;
+  } else {
+    if (started_ns != 0) i.timing.run_us = us_between(started, now);
+    i.timing.flow_us = us_between(r.accepted, now);
+  }
+  return i;
+}
+
+void job_server::state::publish_counts_locked() {
+  // Relaxed: ready() / accepting() promise a snapshot, nothing they order.
+  running_mirror.store(running, std::memory_order_relaxed);
+  queued_mirror.store(queue.size(), std::memory_order_relaxed);
+  draining_mirror.store(draining, std::memory_order_relaxed);
+}
+
+// ---- job_server ----
+
+job_server::job_server(promptly::runtime& rt, job_server_options opts) {
+  if (opts.max_running == 0) throw std::invalid_argument("job_server: max_running must be at least 1");
+  if (opts.window == 0) throw std::invalid_argument("job_server: window must be at least 1");
+  for (const auto& [name, rank] : opts.classes)
+    if (name.empty()) throw std::invalid_argument("job_server: a priority class needs a name");
+  s_ = std::make_unique<state>(rt, std::move(opts));
+}
+
+job_server::~job_server() {
+  drain(std::chrono::milliseconds(0));
+  s_->stop_reaper();
+}
+
+void job_server::register_program(std::string name, program_fn fn, arg_schema schema, std::string help) {
+  if (name.empty()) throw std::invalid_argument("job_server::register_program: empty program name");
+  if (!fn) throw std::invalid_argument("job_server::register_program: program '" + name + "' has no function");
+  auto entry = std::make_shared<const detail::program_entry>(
+      detail::program_entry{name, std::move(fn), std::move(schema), std::move(help)});
+  std::lock_guard lock(s_->programs_mu);
+  if (!s_->programs.emplace(name, std::move(entry)).second)
+    throw std::invalid_argument("job_server::register_program: program '" + name + "' is already registered");
+}
+
+std::vector<program_info> job_server::programs() const {
+  std::lock_guard lock(s_->programs_mu);
+  std::vector<program_info> out;
+  for (const auto& [name, p] : s_->programs) out.push_back({name, p->help, p->schema.describe()});
+  return out;
+}
+
+job_handle job_server::submit(std::string_view program, const json& args, submit_options opts) {
+  const auto t0 = clock_type::now();
+  std::shared_ptr<const detail::program_entry> prog;
+  {
+    std::lock_guard lock(s_->programs_mu);
+    auto it = s_->programs.find(program);
+    if (it == s_->programs.end()) {
+      const std::string shown(program.substr(0, std::min<std::size_t>(program.size(), 64)));
+      throw error(error_code::unknown_program, "no program named " + json(shown).dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    prog = it->second;
+  }
+  unsigned rank = s_->opts.default_rank;
+  if (!opts.job_class.empty()) {
+    auto c = std::find_if(s_->opts.classes.begin(), s_->opts.classes.end(),
+                          [&](const auto& kv) { return kv.first == opts.job_class; });
+    if (c == s_->opts.classes.end()) {
+      std::string known;
+      for (const auto& [name, r] : s_->opts.classes) known += (known.empty() ? "" : ", ") + name;
+      throw error(error_code::bad_args, "unknown job class " + json(opts.job_class).dump(-1, ' ', false, json::error_handler_t::replace) +
+                                            " (classes: " + (known.empty() ? "none" : known) + ")");
+    }
+    rank = c->second;
+  }
+  json validated;
+  try {
+    validated = prog->schema.validate(args);
+  } catch (const error& e) {
+    throw error(e.code(), prog->name + ": " + e.what());
+  }
+
+  auto r = std::make_shared<job_record>();
+  r->program = std::move(prog);
+  r->job_class = std::move(opts.job_class);
+  r->rank = rank;
+  r->context.args = std::move(validated);
+  r->context.rt = &s_->rt;
+  r->accepted = t0;
+  bool start_now = false;
+  {
+    std::lock_guard lock(s_->mu);
+    s_->expire_locked(t0);
+    if (s_->draining) {
+      ++s_->rejected;
+      throw error(error_code::rejected, "draining: the server accepts no new jobs");
+    }
+    if (s_->running < s_->opts.max_running) {
+      start_now = true;
+      r->state = job_state::running;
+      r->start_decision = t0;
+      ++s_->running;
+    } else if (s_->queue.size() < s_->opts.max_queued) {
+      s_->queue.push_back(r);
+    } else {
+      ++s_->rejected;
+      throw error(error_code::rejected, "queue full (" + std::to_string(s_->queue.size()) + " queued, " +
+                                            std::to_string(s_->running) + " running)");
+    }
+    r->id = s_->next_id++;
+    r->context.id = r->id;
+    ++s_->submitted;
+    s_->jobs.emplace(r->id, r);
+    s_->publish_counts_locked();
+  }
+  const job_id id = r->id;
+  if (start_now) s_->start(r);
+  return job_handle(this, id);
+}
+
+job_info job_server::status(job_id id) const {
+  const auto now = clock_type::now();
+  job_info i;
+  std::uint32_t pool_id = detail::no_pool_id;
+  {
+    std::lock_guard lock(s_->mu);
+    auto r = s_->find_locked(id, now);
+    i = s_->info_locked(*r, now);
+    if (i.state == job_state::running) pool_id = r->context.pool.load(std::memory_order_acquire);  // acquire: see start()
+  }
+  if (pool_id != detail::no_pool_id) {
+    const runtime_stats rs = s_->rt.stats();
+    for (const auto& p : rs.pools)
+      if (p.id == pool_id) {
+        i.work_s = p.work_s;
+        i.look_s = p.look_s;
+      }
+    for (const auto& w : rs.worker_states)
+      if (w.serving == pool_id && w.state != "sleeping") ++i.cores;
+  }
+  return i;
+}
+
+job_info job_server::wait(job_id id) const {
+  std::unique_lock lock(s_->mu);
+  auto r = s_->find_locked(id, clock_type::now());
+  if (!is_terminal(r->state)) {
+    if (on_a_worker()) {
+      // A task: park on a promise the job's end fulfils (the worker runs other work meanwhile).
+      promptly::promise<void> p;
+      promptly::future<void> f = p.get_future();
+      r->task_waiters.push_back(std::move(p));
+      lock.unlock();
+      f.wait();
+      lock.lock();
+    } else {
+      r->terminal_cv.wait(lock, [&] { return is_terminal(r->state); });
+    }
+  }
+  return s_->info_locked(*r, clock_type::now());
+}
+
+bool job_server::wait_for(job_id id, std::chrono::nanoseconds d) const {
+  const auto deadline = clock_type::now() + d;
+  std::unique_lock lock(s_->mu);
+  auto r = s_->find_locked(id, clock_type::now());
+  if (is_terminal(r->state)) return true;
+  if (d <= std::chrono::nanoseconds::zero()) return false;
+  if (on_a_worker()) {
+    auto w = std::make_shared<detail::timed_waiter>();
+    w->deadline = deadline;
+    promptly::future<void> f = w->done.get_future();
+    r->timed_waiters.push_back(w);
+    lock.unlock();
+    {
+      std::lock_guard g(s_->reap_mu);
+      s_->timers.emplace(deadline, w);
+    }
+    s_->reap_cv.notify_one();
+    f.wait();
+    lock.lock();
+    return is_terminal(r->state);
+  }
+  return r->terminal_cv.wait_until(lock, deadline, [&] { return is_terminal(r->state); });
+}
+
+bool job_server::cancel(job_id id) {
+  const auto now = clock_type::now();
+  detail::delivery d;
+  {
+    std::lock_guard lock(s_->mu);
+    auto r = s_->find_locked(id, now);
+    if (is_terminal(r->state)) return false;
+    if (r->context.cancel_requested.load(std::memory_order_relaxed)) return true;  // relaxed: written under mu, held
+    r->reason = "cancelled by request";
+    // Release: a program that sees the flag sees the reason (and all before).
+    r->context.cancel_requested.store(true, std::memory_order_release);
+    if (r->state == job_state::running) return true;  // ends cancelled when its root returns (reap)
+    // Queued: cancelled at once; it never had a pool.
+    s_->queue.erase(std::find(s_->queue.begin(), s_->queue.end(), r));
+    r->error = r->reason;
+    d = s_->finish_locked(*r, job_state::cancelled, now);
+    s_->publish_counts_locked();
+  }
+  d.run();
+  return true;
+}
+
+void job_server::on_terminal(job_id id, std::function<void(const job_info&)> f) {
+  if (!f) throw std::invalid_argument("job_server::on_terminal: empty callback");
+  job_info info;
+  {
+    std::lock_guard lock(s_->mu);
+    auto r = s_->find_locked(id, clock_type::now());
+    if (!is_terminal(r->state)) {
+      r->callbacks.push_back(std::move(f));
+      return;
+    }
+    info = s_->info_locked(*r, clock_type::now());
+  }
+  f(info);
+}
+
+void job_server::set_policy(const std::string& name) { s_->rt.set_policy(name); }
+
+void job_server::stop_accepting() {
+  std::lock_guard lock(s_->mu);
+  s_->draining = true;
+  s_->publish_counts_locked();
+}
+
+bool job_server::accepting() const noexcept {
+  return !s_->draining_mirror.load(std::memory_order_relaxed);  // relaxed: a snapshot
+}
+
+bool job_server::ready() const noexcept {
+  // Relaxed: a snapshot for /readyz; admission itself decides under the mutex.
+  return !s_->draining_mirror.load(std::memory_order_relaxed) &&
+         (s_->running_mirror.load(std::memory_order_relaxed) < s_->opts.max_running ||
+          s_->queued_mirror.load(std::memory_order_relaxed) < s_->opts.max_queued);
+}
+
+std::size_t job_server::drain(std::chrono::milliseconds timeout) {
+  stop_accepting();
+  std::unique_lock lock(s_->mu);
+  const auto idle = [&] { return s_->running == 0 && s_->queue.empty(); };
+  if (s_->idle_cv.wait_for(lock, timeout, idle)) return 0;
+  // Time is up: queued jobs are cancelled at once, running ones are told to stop.
+  const auto now = clock_type::now();
+  std::size_t n = 0;
+  std::vector<detail::delivery> ds;
+  for (auto& [id, r] : s_->jobs) {
+    if (is_terminal(r->state) || r->context.cancel_requested.load(std::memory_order_relaxed)) continue;  // relaxed: under mu
+    r->reason = "cancelled: the server drained and the job did not finish within " + std::to_string(timeout.count()) + " ms";
+    r->context.cancel_requested.store(true, std::memory_order_release);  // release: as in cancel()
+    ++n;
+  }
+  while (!s_->queue.empty()) {
+    auto r = std::move(s_->queue.front());
+    s_->queue.pop_front();
+    r->error = r->reason;
+    ds.push_back(s_->finish_locked(*r, job_state::cancelled, now));
+  }
+  s_->publish_counts_locked();
+  lock.unlock();
+  for (auto& d : ds) d.run();
+  lock.lock();
+  s_->idle_cv.wait(lock, idle);
+  return n;
+}
+
+}  // namespace promptly::server
