@@ -1,0 +1,239 @@
+// promptlyd: the multiprogrammed parallel job server (AMCilk, "Adaptive
+// Scheduling of Multiprogrammed Dynamic-Multithreading Applications",
+// Sec. 3-4) behind protocol version 1 (docs/server.md).
+//
+// Threads: the runtime's workers run jobs only; the front end's epoll thread
+// serves every connection; cpp-httplib's two threads serve /metrics,
+// /healthz and /readyz; the main thread waits for SIGTERM/SIGINT and drains.
+// Exit status: 0 after a drain, 1 if start-up failed, 2 for bad options.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+
+#include <promptly/promptly.hpp>
+#include <promptly/server/builtin_programs.hpp>
+#include <promptly/server/job_server.hpp>
+#include <promptly/server/plugin.hpp>
+#include <promptly/version.hpp>
+
+#include "server/daemon_front_end.hpp"
+#include "server/daemon_metrics.hpp"
+#include "server/daemon_socket.hpp"
+#include "server/protocol.hpp"
+
+namespace {
+
+using namespace promptly::server;
+
+struct options {
+  std::string socket = daemon::default_socket_path();
+  bool no_socket = false;
+  std::string tcp;
+  std::string token_file;
+  std::string metrics;
+  unsigned workers = 0;
+  std::string policy;
+  std::size_t max_queued = 1024;
+  std::size_t max_running = 64;
+  std::size_t max_connections = 1024;
+  std::string programs_dir;
+  double drain_timeout_s = 30;
+  double result_ttl_s = 600;
+  double flush_timeout_s = 5;
+};
+
+void say(const std::string& line) {
+  std::fputs((line + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+// The metrics endpoint: its own two threads, loopback only.
+class metrics_server {
+ public:
+  metrics_server(protocol::service& svc, unsigned workers, const std::string& spec) {
+    const auto hp = daemon::parse_host_port(spec);
+    if (!daemon::is_loopback(hp.host))
+      throw std::runtime_error("--metrics " + spec + " refused: the metrics endpoint listens on loopback only");
+    http_.new_task_queue = [] { return new httplib::ThreadPool(2); };
+    http_.Get("/metrics", [&svc, workers](const httplib::Request&, httplib::Response& res) {
+      res.set_content(daemon::render_metrics(svc, workers), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+    http_.Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {
+      const auto r = daemon::check_ready(svc);
+      res.status = r.ready ? 200 : 503;
+      res.set_content(r.reason + "\n", "text/plain");
+    });
+    const std::string host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
+    if (hp.port == 0) {
+      const int p = http_.bind_to_any_port(host);
+      if (p < 0) throw std::runtime_error("cannot bind the metrics endpoint to " + spec);
+      port_ = static_cast<std::uint16_t>(p);
+    } else {
+      if (!http_.bind_to_port(host, hp.port)) throw std::runtime_error("cannot bind the metrics endpoint to " + spec);
+      port_ = hp.port;
+    }
+    host_ = host;
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+  }
+  ~metrics_server() {
+    http_.stop();
+    thread_.join();
+  }
+  [[nodiscard]] std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
+
+ private:
+  httplib::Server http_;
+  std::string host_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+int serve(const options& o) {
+  // Block the stop signals before any thread exists, so every thread
+  // inherits the mask and only sigwait below sees them; a closed peer must
+  // not kill the daemon (send uses MSG_NOSIGNAL; httplib may not).
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  promptly::runtime_config cfg;
+  cfg.workers = o.workers;
+  if (!o.policy.empty()) cfg.policy = o.policy;
+  promptly::runtime rt(cfg);
+
+  job_server_options jo;
+  jo.max_queued = o.max_queued;
+  jo.max_running = o.max_running;
+  jo.result_ttl = std::chrono::milliseconds(static_cast<std::int64_t>(o.result_ttl_s * 1000));
+  job_server srv(rt, jo);
+  register_builtin_programs(srv);
+  if (!o.programs_dir.empty()) {
+    const auto loaded = load_program_plugins(srv, o.programs_dir);
+    std::fprintf(stderr, "promptlyd: %zu program(s) from %s\n", loaded.size(), o.programs_dir.c_str());
+  }
+
+  protocol::service svc(srv);
+  svc.workers = rt.workers();
+  daemon::front_end_options fo;
+  fo.max_connections = o.max_connections;
+  daemon::front_end fe(svc, fo);
+  std::vector<std::string> lines;
+  if (!o.no_socket) {
+    fe.add_listener(daemon::listen_unix(o.socket), std::nullopt);
+    lines.push_back("listening unix " + o.socket);
+  }
+  if (!o.tcp.empty()) {
+    const auto hp = daemon::parse_host_port(o.tcp);
+    std::string token = daemon::read_token_file(o.token_file);
+    const int fd = daemon::listen_tcp(hp.host, hp.port);
+    const std::uint16_t port = daemon::bound_port(fd);
+    fe.add_listener(fd, std::move(token));
+    lines.push_back("listening tcp " + (hp.host == "::1" ? "[::1]" : hp.host) + ":" + std::to_string(port));
+  }
+  std::optional<metrics_server> metrics;
+  if (!o.metrics.empty()) {
+    metrics.emplace(svc, rt.workers(), o.metrics);
+    lines.push_back("metrics " + metrics->url() + "/metrics");
+  }
+  fe.start();
+  for (const auto& l : lines) say(l);
+  std::fprintf(stderr, "promptlyd %s: %u workers, max %zu running + %zu queued, pid %d\n", PROMPTLY_VERSION,
+               rt.workers(), o.max_running, o.max_queued, static_cast<int>(::getpid()));
+  say("ready");
+
+  int sig = 0;
+  while (sigwait(&stop, &sig) != 0) {
+  }
+  // Drain (docs/server.md, "SIGTERM"): refuse new jobs with `rejected`
+  // ("draining") while the front end keeps answering; let the jobs finish
+  // within --drain-timeout, cancel the rest; every waiting client gets its
+  // reply; then close the connections and exit 0.
+  std::fprintf(stderr, "promptlyd: %s, draining (at most %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               o.drain_timeout_s);
+  srv.stop_accepting();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t cancelled =
+      srv.drain(std::chrono::milliseconds(static_cast<std::int64_t>(o.drain_timeout_s * 1000)));
+  const std::size_t unsent =
+      fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
+  metrics.reset();
+  const auto st = srv.stats();
+  std::fprintf(stderr,
+               "promptlyd: drained in %.3f s: %zu job(s) cancelled at the deadline; totals submitted %llu done %llu "
+               "failed %llu cancelled %llu rejected %llu; %zu connection(s) closed with replies unsent\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), cancelled,
+               static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
+               static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
+               static_cast<unsigned long long>(st.rejected), unsent);
+  if (!o.no_socket) ::unlink(o.socket.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"promptlyd: the multiprogrammed parallel job server (protocol version 1, docs/server.md)"};
+  app.set_version_flag("--version", std::string("promptlyd ") + PROMPTLY_VERSION + " (protocol 1)");
+  options o;
+  app.add_option("--socket", o.socket, "Unix socket path (created mode 0600; its directory must be owned by you)")
+      ->capture_default_str();
+  app.add_flag("--no-socket", o.no_socket, "Do not listen on a Unix socket (then --tcp is required)");
+  app.add_option("--tcp", o.tcp, "Also listen on TCP HOST:PORT (loopback only; needs --token-file; port 0 = any)");
+  app.add_option("--token-file", o.token_file, "File whose first line is the token TCP clients must send (mode 0600)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--metrics", o.metrics, "Serve /metrics, /healthz and /readyz on HOST:PORT (loopback only)");
+  app.add_option("--workers", o.workers, "Worker threads (0 = every CPU available)")->capture_default_str();
+  app.add_option("--policy", o.policy, "Core-allocation policy (default: the runtime's)");
+  app.add_option("--max-queued", o.max_queued, "Accepted jobs that may wait to start; beyond: rejected")
+      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24));
+  app.add_option("--max-running", o.max_running, "Jobs that may run at once")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  app.add_option("--max-connections", o.max_connections, "Open protocol connections at most")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--programs", o.programs_dir, "Load program plugins (*.so) from this directory")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--drain-timeout", o.drain_timeout_s, "Seconds jobs may run after SIGTERM before they are cancelled")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--result-ttl", o.result_ttl_s, "Seconds a finished job stays queryable by id")
+      ->capture_default_str()->check(CLI::Range(1.0, 30.0 * 86400));
+  app.add_option("--flush-timeout", o.flush_timeout_s,
+                 "Seconds to write the last replies to slow readers after the drain")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  try {
+    app.parse(argc, argv);
+    if (o.no_socket && o.tcp.empty()) throw CLI::ValidationError("--no-socket", "needs --tcp (nothing to listen on)");
+    if (!o.tcp.empty() && o.token_file.empty())
+      throw CLI::ValidationError("--tcp", "needs --token-file (TCP clients must authenticate)");
+    if (!o.tcp.empty()) (void)promptly::server::daemon::parse_host_port(o.tcp);
+    if (!o.metrics.empty()) (void)promptly::server::daemon::parse_host_port(o.metrics);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    (void)app.exit(e);
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "promptlyd: %s\n", e.what());
+    return 2;
+  }
+  try {
+    return serve(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "promptlyd: %s\n", e.what());
+    return 1;
+  }
+}
