@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <future>
 #include <thread>
 
@@ -38,4 +41,397 @@ TEST(JobServer, SubmitWaitReturnsTheResult) {
   EXPECT_GE(i.timing.flow_us, i.timing.run_us);
   EXPECT_EQ(s.status(h.id()).state, job_state::done);
   EXPECT_EQ(rt.stats().pools.size(), 0u) << "the job's pool was removed";
+}
+
+namespace {
+
+// A program that parks until the test opens its gate (a promise).
+struct gate {
+  promptly::promise<void> p;
+  promptly::future<void> f = p.get_future();
+  void open() { p.set_value(); }
+};
+
+
+template <class F>
+srv::error_code code_of(F&& f) {
+  try {
+    f();
+  } catch (const srv::error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "no server::error thrown";
+  return srv::error_code::not_allowed;
+}
+
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Spins (yielding) until the job is cancelled, then returns normally: it
+// ends cancelled because cancel() was called.
+json until_cancelled(srv::job_context& ctx) {
+  while (!ctx.cancelled()) std::this_thread::yield();
+  return "stopped";
+}
+
+}  // namespace
+
+TEST(JobServer, RefusesUnknownProgramsBadArgsAndUnknownClasses) {
+  promptly::runtime rt(config(1, "prompt"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  EXPECT_EQ(code_of([&] { (void)s.submit("nope", {}); }), srv::error_code::unknown_program);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", "30"}}); }), srv::error_code::bad_args);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", 1.5}}); }), srv::error_code::bad_args);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", -1}}); }), srv::error_code::bad_args);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", {}); }), srv::error_code::bad_args);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", 3}, {"m", 1}}); }), srv::error_code::bad_args);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", json::array({1, 2})); }), srv::error_code::bad_args);
+  EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", 3}}, {.job_class = "gold"}); }), srv::error_code::bad_args);
+  const std::string m = message_of([&] { (void)s.submit("fib", {{"n", 41}}); });
+  EXPECT_NE(m.find("'n'"), std::string::npos) << m;
+  EXPECT_NE(m.find("maximum 40"), std::string::npos) << m;
+  EXPECT_NE(message_of([&] { (void)s.submit("fib", {{"n", 3}}, {.job_class = "gold"}); }).find("gold"), std::string::npos);
+  const srv::server_stats st = s.stats();
+  EXPECT_EQ(st.submitted, 0u) << "nothing refused before admission is counted as submitted";
+  EXPECT_THROW(s.register_program("fib", fib_job), std::invalid_argument);
+  EXPECT_THROW(s.register_program("", fib_job), std::invalid_argument);
+  EXPECT_EQ(code_of([&] { (void)s.status(12345); }), srv::error_code::unknown_job);
+}
+
+TEST(JobServer, AdmissionRunsAtMostMaxRunningQueuesFifoAndRejectsBeyond) {
+  promptly::runtime rt(config(2, "prompt"));
+  gate g;
+  std::mutex order_mu;
+  std::vector<long> order;
+  srv::job_server s(rt, {.max_running = 1, .max_queued = 2});
+  s.register_program("gated", [&](srv::job_context& ctx) -> json {
+    {
+      std::lock_guard lock(order_mu);
+      order.push_back(static_cast<long>(ctx.id()));
+    }
+    g.f.wait();
+    return ctx.id();
+  });
+  auto a = s.submit("gated", {});
+  auto b = s.submit("gated", {});
+  auto c = s.submit("gated", {});
+  EXPECT_EQ(s.status(a.id()).state, job_state::running);
+  EXPECT_EQ(s.status(b.id()).state, job_state::queued);
+  EXPECT_EQ(s.status(c.id()).state, job_state::queued);
+  EXPECT_FALSE(s.ready());
+  const std::string full = message_of([&] { (void)s.submit("gated", {}); });
+  EXPECT_NE(full.find("queue full (2 queued"), std::string::npos) << full;
+  EXPECT_EQ(code_of([&] { (void)s.submit("gated", {}); }), srv::error_code::rejected);
+  EXPECT_EQ(s.jobs().size(), 3u);
+  g.open();
+  for (auto& h : {a, b, c}) EXPECT_EQ(h.wait().state, job_state::done);
+  EXPECT_EQ(order, (std::vector<long>{static_cast<long>(a.id()), static_cast<long>(b.id()), static_cast<long>(c.id())}));
+  const srv::server_stats st = s.stats();
+  EXPECT_EQ(st.submitted, 3u);
+  EXPECT_EQ(st.rejected, 2u);
+  EXPECT_EQ(st.done, 3u);
+  EXPECT_TRUE(s.ready());
+}
+
+TEST(JobServer, AThrowingJobFailsAloneWithItsMessage) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  s.register_program("boom", [](srv::job_context&) -> json { throw std::runtime_error("boom at 42"); });
+  s.register_program("fib", fib_job, n_schema());
+  auto bad = s.submit("boom", {});
+  auto good = s.submit("fib", {{"n", 15}});
+  const srv::job_info b = bad.wait();
+  EXPECT_EQ(b.state, job_state::failed);
+  EXPECT_EQ(b.error, "boom at 42");
+  EXPECT_TRUE(b.result.is_null());
+  EXPECT_EQ(good.wait().result.get<long>(), 610);
+  const json j = srv::to_json(b);
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["error"], "boom at 42");
+}
+
+TEST(JobServer, CancelQueuedAtOnceAndRunningCooperatively) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 1});
+  s.register_program("spin", until_cancelled);
+  s.register_program("cancel_throws", [](srv::job_context& ctx) -> json {
+    for (;;) {
+      ctx.throw_if_cancelled();
+      std::this_thread::yield();
+    }
+  });
+  auto running = s.submit("spin", {});
+  auto queued = s.submit("spin", {});
+  EXPECT_TRUE(queued.cancel());
+  const srv::job_info q = queued.status();
+  EXPECT_EQ(q.state, job_state::cancelled) << "a queued job is cancelled at once";
+  EXPECT_FALSE(queued.cancel()) << "already terminal";
+  EXPECT_TRUE(running.cancel());
+  EXPECT_EQ(running.wait().state, job_state::cancelled);
+  EXPECT_FALSE(running.cancel());
+  auto thrower = s.submit("cancel_throws", {});
+  EXPECT_TRUE(thrower.cancel());
+  EXPECT_EQ(thrower.wait().state, job_state::cancelled);
+  EXPECT_EQ(s.stats().cancelled, 3u);
+  EXPECT_EQ(rt.stats().pools.size(), 0u);
+}
+
+TEST(JobServer, CancelRacesWithStartAndFinishEndConsistently) {
+  // cancel() returns true exactly for the jobs that end cancelled, whether
+  // it lands before the start, while running, or as the root returns.
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 2});
+  s.register_program("fib", fib_job, n_schema());
+  const int rounds = 300;
+  int cancelled = 0, done = 0;
+  for (int i = 0; i < rounds; ++i) {
+    auto a = s.submit("fib", {{"n", 8}});
+    auto b = s.submit("fib", {{"n", 8}});
+    auto c = s.submit("fib", {{"n", 8}});  // often queued: cancel races with its start
+    for (auto& h : {c, a, b}) {
+      const bool cancel_won = h.cancel();
+      const srv::job_info info = h.wait();
+      EXPECT_EQ(cancel_won, info.state == job_state::cancelled) << "job " << h.id();
+      if (info.state == job_state::done) {
+        EXPECT_EQ(info.result.get<long>(), 21);
+        ++done;
+      } else {
+        ++cancelled;
+      }
+    }
+  }
+  const srv::server_stats st = s.stats();
+  EXPECT_EQ(st.done + st.cancelled + st.failed, static_cast<std::uint64_t>(3 * rounds));
+  EXPECT_EQ(st.failed, 0u);
+  EXPECT_EQ(st.running + st.queued, 0u);
+}
+
+TEST(JobServer, DrainRejectsNewJobsAndCancelsWhatIsLeftAfterTheTimeout) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 1});
+  s.register_program("spin", until_cancelled);
+  std::vector<srv::job_handle> hs;
+  for (int i = 0; i < 4; ++i) hs.push_back(s.submit("spin", {}));
+  std::atomic<int> callbacks{0};
+  for (auto& h : hs) s.on_terminal(h.id(), [&](const srv::job_info&) { callbacks.fetch_add(1); });
+  s.stop_accepting();
+  EXPECT_FALSE(s.accepting());
+  EXPECT_FALSE(s.ready());
+  const std::string m = message_of([&] { (void)s.submit("spin", {}); });
+  EXPECT_NE(m.find("draining"), std::string::npos) << m;
+  EXPECT_EQ(s.drain(std::chrono::milliseconds(20)), 4u);
+  for (auto& h : hs) {
+    const srv::job_info i = h.status();
+    EXPECT_EQ(i.state, job_state::cancelled);
+    EXPECT_NE(i.error.find("drain"), std::string::npos) << i.error;
+  }
+  EXPECT_EQ(callbacks.load(), 4);
+  EXPECT_EQ(s.stats().rejected, 1u);
+}
+
+TEST(JobServer, DrainWaitsForJobsThatFinishInTime) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 1});
+  s.register_program("fib", fib_job, n_schema());
+  std::vector<srv::job_handle> hs;
+  for (int i = 0; i < 5; ++i) hs.push_back(s.submit("fib", {{"n", 12}}));
+  EXPECT_EQ(s.drain(std::chrono::hours(1)), 0u);
+  for (auto& h : hs) EXPECT_EQ(h.status().state, job_state::done);
+}
+
+TEST(JobServer, DestructionCancelsQueuedAndStopsRunningJobs) {
+  promptly::runtime rt(config(2, "prompt"));
+  std::vector<std::pair<srv::job_id, job_state>> seen;
+  std::mutex mu;
+  {
+    srv::job_server s(rt, {.max_running = 2});
+    s.register_program("spin", until_cancelled);
+    for (int i = 0; i < 6; ++i) {
+      auto h = s.submit("spin", {});
+      s.on_terminal(h.id(), [&](const srv::job_info& i) {
+        std::lock_guard lock(mu);
+        seen.emplace_back(i.id, i.state);
+      });
+    }
+  }
+  ASSERT_EQ(seen.size(), 6u) << "every job reached exactly one terminal state";
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].first, i + 1);
+    EXPECT_EQ(seen[i].second, job_state::cancelled);
+  }
+  EXPECT_EQ(rt.stats().pools.size(), 0u);
+}
+
+TEST(JobServer, WaitFromATaskParksInsteadOfBlockingTheWorker) {
+  // One worker: if the waiting task blocked its thread, the job could never run.
+  promptly::runtime rt(config(1, "prompt"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  const long v = rt.run([&] {
+    auto h = s.submit("fib", {{"n", 18}});
+    return h.wait().result.get<long>();
+  });
+  EXPECT_EQ(v, 2584);
+}
+
+TEST(JobServer, WaitForTimesOutFromThreadsAndTasks) {
+  promptly::runtime rt(config(1, "prompt"));
+  gate g;
+  srv::job_server s(rt);
+  s.register_program("gated", [&](srv::job_context&) -> json {
+    g.f.wait();
+    return true;
+  });
+  auto h = s.submit("gated", {});
+  EXPECT_FALSE(h.wait_for(std::chrono::milliseconds(2)));
+  EXPECT_FALSE(h.wait_for(std::chrono::nanoseconds(0)));
+  EXPECT_FALSE(rt.run([&] { return h.wait_for(std::chrono::milliseconds(2)); })) << "from a task";
+  g.open();
+  EXPECT_TRUE(rt.run([&] { return h.wait_for(std::chrono::hours(1)); }));
+  EXPECT_TRUE(h.wait_for(std::chrono::nanoseconds(0)));
+}
+
+TEST(JobServer, OnTerminalFiresOnceAlsoForTerminalJobs) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  auto h = s.submit("fib", {{"n", 10}});
+  std::atomic<int> before{0}, after{0};
+  s.on_terminal(h.id(), [&](const srv::job_info& i) {
+    EXPECT_EQ(i.result.get<long>(), 55);
+    before.fetch_add(1);
+  });
+  (void)h.wait();
+  s.on_terminal(h.id(), [&](const srv::job_info& i) {
+    EXPECT_EQ(i.state, job_state::done);
+    after.fetch_add(1);
+  });
+  EXPECT_EQ(after.load(), 1) << "a terminal job's callback runs at once";
+  // The first may run on the reaper just after wait() returned: wait for it by draining.
+  (void)s.drain(std::chrono::hours(1));
+  EXPECT_EQ(before.load(), 1);
+}
+
+TEST(JobServer, ResultsExpireAfterTheirTtl) {
+  promptly::runtime rt(config(1, "prompt"));
+  srv::job_server s(rt, {.result_ttl = std::chrono::milliseconds(0)});
+  s.register_program("fib", fib_job, n_schema());
+  auto h = s.submit("fib", {{"n", 5}});
+  EXPECT_EQ(h.wait().result.get<long>(), 5) << "wait() returns the result even if it expires at once";
+  const std::string m = message_of([&] { (void)h.status(); });
+  EXPECT_NE(m.find("expired"), std::string::npos) << m;
+  EXPECT_EQ(code_of([&] { (void)s.status(h.id()); }), srv::error_code::unknown_job);
+  EXPECT_EQ(code_of([&] { (void)s.status(h.id() + 1); }), srv::error_code::unknown_job);
+}
+
+TEST(JobServer, ClassesMapToPoolRanks) {
+  promptly::runtime rt(config(1, "prompt"));
+  srv::job_server s(rt, {.classes = {{"interactive", 0}, {"batch", 5}}, .default_rank = 3});
+  s.register_program("rank", [](srv::job_context& ctx) -> json {
+    for (const auto& p : ctx.runtime().stats().pools)
+      if (p.id == ctx.pool().id) return p.rank;
+    return -1;
+  });
+  EXPECT_EQ(s.submit("rank", {}, {.job_class = "interactive"}).wait().result.get<int>(), 0);
+  EXPECT_EQ(s.submit("rank", {}, {.job_class = "batch"}).wait().result.get<int>(), 5);
+  const srv::job_info d = s.submit("rank", {}).wait();
+  EXPECT_EQ(d.result.get<int>(), 3);
+  EXPECT_EQ(d.job_class, "");
+}
+
+TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  s.register_program("boom", [](srv::job_context&) -> json { throw std::runtime_error("x"); });
+  gate g;
+  s.register_program("gated", [&](srv::job_context&) -> json {
+    g.f.wait();
+    return 1;
+  });
+  for (int i = 0; i < 20; ++i) (void)s.submit("fib", {{"n", 10}}).wait();
+  (void)s.submit("boom", {}).wait();
+  auto running = s.submit("gated", {});
+  const srv::server_stats st = s.stats();
+  EXPECT_EQ(st.submitted, 22u);
+  EXPECT_EQ(st.done, 20u);
+  EXPECT_EQ(st.failed, 1u);
+  EXPECT_EQ(st.running, 1u);
+  ASSERT_EQ(st.jobs.size(), 1u);
+  EXPECT_EQ(st.jobs[0].id, running.id());
+  EXPECT_GT(st.flow_p50_us, 0);
+  EXPECT_GE(st.flow_p99_us, st.flow_p50_us);
+  EXPECT_EQ(st.start.samples, 21u) << "one start sample per job that started and was removed";
+  EXPECT_EQ(st.remove.samples, 21u);
+  EXPECT_GT(st.start.p50_us, 0);
+  bool found = false;
+  for (const auto& p : st.programs)
+    if (p.program == "fib") {
+      found = true;
+      EXPECT_EQ(p.done, 20u);
+      EXPECT_GT(p.flow_mean_us, 0);
+    }
+  EXPECT_TRUE(found);
+  const json j = srv::to_json(st);
+  EXPECT_EQ(j["done"], 20);
+  EXPECT_EQ(j["jobs"].size(), 1u);
+  EXPECT_TRUE(j["overheads"]["start"].contains("p99_us"));
+  g.open();
+  const srv::job_info r = running.wait();
+  EXPECT_GT(r.timing.start_us, 0);
+  EXPECT_GT(r.timing.remove_us, 0);
+}
+
+TEST(JobServer, ConcurrentSubmittersAndCancellersSeeExactlyOneTerminalStatePerJob) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 4, .max_queued = 64});
+  s.register_program("fib", fib_job, n_schema());
+  std::mutex mu;
+  std::map<srv::job_id, int> terminal_calls;
+  std::atomic<std::uint64_t> rejected{0};
+  const int per_thread = 150;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        try {
+          auto h = s.submit("fib", {{"n", 6 + (i % 5)}});
+          s.on_terminal(h.id(), [&](const srv::job_info& info) {
+            std::lock_guard lock(mu);
+            ++terminal_calls[info.id];
+          });
+          if ((i + t) % 3 == 0) (void)h.cancel();
+        } catch (const srv::error& e) {
+          EXPECT_EQ(e.code(), srv::error_code::rejected);
+          rejected.fetch_add(1);
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  (void)s.drain(std::chrono::hours(1));
+  const srv::server_stats st = s.stats();
+  EXPECT_EQ(st.submitted + st.rejected, static_cast<std::uint64_t>(4 * per_thread));
+  EXPECT_EQ(st.rejected, rejected.load());
+  EXPECT_EQ(st.done + st.cancelled, st.submitted);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(terminal_calls.size(), st.submitted);
+  for (const auto& [id, n] : terminal_calls) EXPECT_EQ(n, 1) << "job " << id;
+}
+
+TEST(JobServer, SetPolicySwitchesTheRuntimesPolicy) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  s.set_policy("aps");
+  EXPECT_EQ(rt.policy(), "aps");
+  EXPECT_THROW(s.set_policy("no-such-policy"), std::invalid_argument);
+  EXPECT_THROW(s.set_cores(3), std::invalid_argument);
 }

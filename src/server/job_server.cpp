@@ -327,7 +327,7 @@ bool job_server::ready() const noexcept {
 std::size_t job_server::drain(std::chrono::milliseconds timeout) {
   stop_accepting();
   std::unique_lock lock(s_->mu);
-  const auto idle = [&] { return s_->running == 0 && s_->queue.empty(); };
+  const auto idle = [&] { return s_->idle_locked(); };
   if (s_->idle_cv.wait_for(lock, timeout, idle)) return 0;
   // Time is up: queued jobs are cancelled at once, running ones are told to stop.
   const auto now = clock_type::now();

@@ -225,12 +225,13 @@ detail::delivery job_server::state::finish_locked(job_record& r, job_state s, cl
   }
   expiry.emplace_back(now + opts.result_ttl, r.id);
   detail::delivery d;
+  d.owner = this;
+  ++deliveries;
   d.info = info_locked(r, now);
   d.task_waiters = std::move(r.task_waiters);
   d.timed_waiters = std::move(r.timed_waiters);
   d.callbacks = std::move(r.callbacks);
   r.terminal_cv.notify_all();
-  if (running == 0 && queue.empty()) idle_cv.notify_all();
   return d;
 }
 
@@ -270,6 +271,12 @@ void detail::delivery::run() {
       // A callback's exception must not stop the others or the reaper; the
       // callback contract (job_server.hpp) says it must not throw.
     }
+  }
+  if (owner != nullptr) {
+    std::lock_guard lock(owner->mu);
+    --owner->deliveries;
+    if (owner->idle_locked()) owner->idle_cv.notify_all();
+    owner = nullptr;
   }
 }
 

@@ -20,6 +20,8 @@
 //  * cancel_requested is only set under `mu` while the record is not
 //    terminal; the reaper decides the terminal state under `mu`, so
 //    cancel() returns true exactly for the jobs that end cancelled.
+//  * deliveries counts finish_locked's results whose run() has not ended;
+//    idle (drain's condition) = nothing running, queued or being delivered.
 //  * Fields the root task writes (outcome, result, error, finished) are
 //    read by others only after the record passed through the reap queue
 //    (reap_mu orders them) and, by status readers, only once terminal.
@@ -37,6 +39,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "promptly/promise.hpp"
@@ -119,10 +122,28 @@ namespace detail {
 
 // What finish_locked collected to deliver outside the mutex.
 struct delivery {
+  job_server::state* owner = nullptr;  // counts the delivery in flight until run() ends
   job_info info;
   std::vector<promptly::promise<void>> task_waiters;
   std::vector<std::shared_ptr<timed_waiter>> timed_waiters;
   std::vector<std::function<void(const job_info&)>> callbacks;
+
+  delivery() = default;
+  delivery(delivery&& o) noexcept { *this = std::move(o); }
+  delivery& operator=(delivery&& o) noexcept {
+    owner = std::exchange(o.owner, nullptr);  // exactly one copy is counted
+    info = std::move(o.info);
+    task_waiters = std::move(o.task_waiters);
+    timed_waiters = std::move(o.timed_waiters);
+    callbacks = std::move(o.callbacks);
+    return *this;
+  }
+  // A delivery never run (an exception between collecting and running it)
+  // still wakes its waiters, so no waiter and no drain() hangs.
+  ~delivery() {
+    if (owner != nullptr) run();
+  }
+  // Wakes the waiters, runs the callbacks, then uncounts itself; once.
   void run();
 };
 
@@ -154,7 +175,12 @@ struct job_server::state {
   std::uint64_t submitted = 0, rejected = 0, done = 0, failed = 0, cancelled = 0;
   detail::sample_window flow, start_lat, remove_lat;
   std::map<std::string, detail::program_counts, std::less<>> per_program;
-  std::condition_variable idle_cv;  // running + queued reached 0
+  // Deliveries (waiters, callbacks) collected by finish_locked and not yet
+  // run: drain() and the destructor wait for them too, so every callback
+  // has run when they return (promptlyd replies to waiting clients from them).
+  std::size_t deliveries = 0;
+  std::condition_variable idle_cv;  // running + queued + deliveries reached 0
+  bool idle_locked() const noexcept { return running == 0 && queue.empty() && deliveries == 0; }
   // Mirrors of running / queued / draining for the lock-free ready() and
   // accepting(); written under mu, read relaxed (a snapshot is all they promise).
   std::atomic<std::size_t> running_mirror{0}, queued_mirror{0};
