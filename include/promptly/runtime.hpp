@@ -112,6 +112,14 @@ class runtime {
   // Tells the policy that pool p asks for more cores (AMCilk's
   // request for cores; the shipped policies ignore it, job policies use it).
   void request_cores(pool p);
+  // Occupancy control (AMCilk, "Multiprogramming with work stealing",
+  // Sec. 4.2): from now on the runtime uses at most n of its workers
+  // (workers n.. sleep; the policy decides over workers 0..n-1 and is told
+  // `installed` again); 0 = all of them. Throws std::invalid_argument if
+  // n > workers(). Tasks running on a worker that loses its core finish
+  // their strand, then the worker parks them for the others.
+  void set_core_limit(unsigned n);
+  [[nodiscard]] unsigned core_limit() const noexcept;  // 0 = no limit
   // Pools alive now, levels included.
   std::size_t pool_count() const noexcept;
 

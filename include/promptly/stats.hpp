@@ -42,6 +42,7 @@ struct worker_state {
 struct runtime_stats {
   std::string policy;
   unsigned workers = 0;
+  unsigned core_limit = 0;      // runtime::set_core_limit (0 = every worker)
   std::uint64_t decisions = 0;  // policy decisions taken (quanta and events)
   std::uint64_t quanta = 0;     // quantum ticks decided (aps, fair)
   unsigned sleeping_workers = 0;  // workers asleep in the notifier now

@@ -33,6 +33,10 @@ void runtime::remove_pool(pool p) { sched_->remove_pool(p.id); }
 
 void runtime::request_cores(pool p) { sched_->request_cores(p.id); }
 
+void runtime::set_core_limit(unsigned n) { sched_->set_core_limit(n); }
+
+unsigned runtime::core_limit() const noexcept { return sched_->core_limit(); }
+
 std::size_t runtime::pool_count() const noexcept { return sched_->live_pool_count(); }
 
 runtime_stats runtime::stats() const { return sched_->stats(); }

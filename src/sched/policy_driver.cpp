@@ -179,8 +179,10 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     seen_core_look_ns_.assign(workers_.size(), 0);
   }
   const bool roaming = roaming_.load(std::memory_order_relaxed);
-  std::vector<ext::core_view> cores(workers_.size());
-  for (std::size_t c = 0; c < workers_.size(); ++c) {
+  // The policy sees the usable cores only (set_core_limit); apply_locked
+  // puts the others to sleep.
+  std::vector<ext::core_view> cores(usable_cores());
+  for (std::size_t c = 0; c < cores.size(); ++c) {
     worker& w = *workers_[c];
     const open_interval open = open_interval_of(w, now);
     const std::uint64_t work = w.work_ns.load(std::memory_order_relaxed) + (open.working ? open.ns : 0);
@@ -188,7 +190,7 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     ext::core_view& v = cores[c];
     v.index = static_cast<unsigned>(c);
     const unsigned a = assigned_pool(w.assigned.load(std::memory_order_relaxed));
-    v.target = roaming ? ext::core_target::roaming : a == no_pool ? ext::core_target::asleep : ext::core_target::pool;
+    v.target = a == no_pool ? ext::core_target::asleep : roaming ? ext::core_target::roaming : ext::core_target::pool;
     v.assigned = v.target == ext::core_target::pool ? a : ext::no_pool;
     v.serving = open.pool;
     v.work_s = seconds(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
@@ -243,17 +245,26 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
   }
 }
 
-// Publishes the resolved assignment: roaming (every core serves any pool)
-// or one pool per core, or none (the core sleeps). A change of mode wakes
-// every worker: a waiting worker took a snapshot of the mode
-// (scheduling_loop.cpp) and leaves its wait when the mode differs.
+unsigned scheduler::usable_cores() const noexcept {
+  const unsigned limit = core_limit_.load(std::memory_order_relaxed);  // relaxed: written under policy_mutex_, which the readers hold
+  return limit == 0 ? worker_count() : limit;
+}
+
+// Publishes the resolved assignment of the usable cores (the cores past
+// the limit sleep): roaming (every usable core serves any pool) or one pool
+// per core, or none (the core sleeps). A change of mode wakes every worker:
+// a waiting worker took a snapshot of the mode (scheduling_loop.cpp) and
+// leaves its wait when the mode differs. A roaming core's assignment word
+// holds the pool it serves, or no_pool when it must sleep.
 void scheduler::apply_locked(const std::vector<core_assignment>& next) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  assert(next.size() == usable_cores() && "the policy decided over the usable cores");
   const bool roam = !next.empty() && next[0].target == ext::core_target::roaming;
   const bool was_roaming = roaming_.load(std::memory_order_relaxed);
   if (roam) {
     if (!was_roaming) {
-      for (auto& w : workers_) w->assigned.store(w->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+      for (std::size_t c = 0; c < next.size(); ++c)
+        workers_[c]->assigned.store(workers_[c]->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
       roaming_.store(true, std::memory_order_seq_cst);
     }
   } else {
@@ -262,11 +273,17 @@ void scheduler::apply_locked(const std::vector<core_assignment>& next) {
   notifier::fence_before_notify();
   for (std::size_t c = 0; c < workers_.size(); ++c) {
     worker& w = *workers_[c];
-    if (roam) {
-      if (!was_roaming) notifier::notify(w.slot);
+    const bool usable = c < next.size();
+    if (roam && usable) {
+      if (!was_roaming) {
+        notifier::notify(w.slot);
+      } else if (w.assigned.load(std::memory_order_relaxed) == no_pool) {  // the limit grew: wake it roaming
+        w.assigned.store(w.serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+        notifier::notify(w.slot);
+      }
       continue;
     }
-    const unsigned target = next[c].target == ext::core_target::pool ? next[c].pool : no_pool;
+    const unsigned target = usable && next[c].target == ext::core_target::pool ? next[c].pool : no_pool;
     if (assigned_pool(w.assigned.load(std::memory_order_relaxed)) == target && !was_roaming) continue;
     // Seq-cst: a worker about to sleep re-reads its assignment after
     // preparing to wait, and notify() below then finds it waiting.
@@ -459,6 +476,27 @@ void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
   cfg_.policy = name;
 }
 
+void scheduler::set_core_limit(unsigned n) {
+  if (n > worker_count())
+    throw std::invalid_argument("promptly: set_core_limit(" + std::to_string(n) + ") exceeds the runtime's " +
+                                std::to_string(worker_count()) + " workers (0 = no limit)");
+  std::lock_guard lock(policy_mutex_);
+  const unsigned previous = core_limit_.load(std::memory_order_relaxed);
+  if (previous == n) return;
+  core_limit_.store(n, std::memory_order_relaxed);  // relaxed: readers hold policy_mutex_ (stats reads a setting)
+  // The policy decides again from scratch over the new set of cores, as
+  // when it was installed (docs/policies.md, "Core limit").
+  try {
+    decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
+  } catch (...) {
+    core_limit_.store(previous, std::memory_order_relaxed);
+    throw;
+  }
+  next_quantum_.reset();
+  nonempty_since_tick_.clear();
+  poke_driver();
+}
+
 void scheduler::set_fairness(std::vector<long long> weights) {
   (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
@@ -509,6 +547,7 @@ runtime_stats scheduler::stats() const {
   runtime_stats s;
   s.policy = std::string(policy_->name());
   s.workers = worker_count();
+  s.core_limit = core_limit();
   s.decisions = decisions_;
   s.quanta = quanta_;
   s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
@@ -522,7 +561,7 @@ runtime_stats scheduler::stats() const {
     worker_state ws;
     ws.serving = w->serving.load(std::memory_order_relaxed);
     const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed));
-    ws.assigned = roaming ? static_cast<int>(ws.serving) : a == no_pool ? -1 : static_cast<int>(a);
+    ws.assigned = a == no_pool ? -1 : roaming ? static_cast<int>(ws.serving) : static_cast<int>(a);
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
     s.sleeping_workers += asleep ? 1 : 0;

@@ -80,6 +80,11 @@ class scheduler {
   void set_policy(const std::string& name);
   void set_policy(std::unique_ptr<ext::policy> p);
   void set_fairness(std::vector<long long> weights);
+  // Occupancy control (AMCilk, Sec. 4.2): the policy decides over cores
+  // 0..n-1 only and the others sleep; 0 = every core. Throws
+  // std::invalid_argument if n exceeds the workers.
+  void set_core_limit(unsigned n);
+  unsigned core_limit() const noexcept { return core_limit_.load(std::memory_order_relaxed); }  // relaxed: a setting read for stats
   std::string policy_name() const;
   runtime_stats stats() const;
 
@@ -134,6 +139,7 @@ class scheduler {
   std::vector<ext::core_view> view_cores_locked(bool advance);
   std::vector<unsigned> cores_by_pool() const;
   void apply_locked(const std::vector<core_assignment>& next);
+  unsigned usable_cores() const noexcept;
   void driver_main();
   void handle_events_locked();
   void decide_at_loop_top() noexcept;
@@ -175,7 +181,8 @@ class scheduler {
   mutable checked_mutex policy_mutex_;
   std::unique_ptr<ext::policy> policy_;
   std::chrono::microseconds quantum_{0};
-  std::atomic<bool> roaming_{false};  // every core roams (the policy said so)
+  std::atomic<bool> roaming_{false};  // every usable core roams (the policy said so); cores past the limit sleep
+  std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
   std::vector<ext::pool_view> last_quantum_;  // the pools as the last quantum tick saw them (stats)
   std::vector<std::uint64_t> latency_ns_;  // event posted -> decision applied, the most recent decisions

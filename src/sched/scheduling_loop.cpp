@@ -47,7 +47,8 @@ void scheduler::run_scheduling_loop() {
     if (became_nonempty_.any()) [[unlikely]]
       decide_at_loop_top();
     const unsigned target = assigned_pool(w.assigned.load(std::memory_order_acquire));
-    if (target != w.pool && !roaming_.load(std::memory_order_relaxed)) {
+    // A roaming core follows its work, but sleeps when told (a core limit).
+    if (target == no_pool || (target != w.pool && !roaming_.load(std::memory_order_relaxed))) {
       become_inactive(w);
       if (target == no_pool) {
         leave_pool(w);  // hand over what the deque holds before sleeping
@@ -133,7 +134,8 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   if (was_active) become_active(w);
 }
 
-// Wakes one waiting worker assigned to `pool` (any worker when roaming).
+// Wakes one waiting worker assigned to `pool` (any roaming worker when
+// roaming; never one the policy put to sleep).
 void scheduler::notify_pool(std::uint32_t pool) noexcept {
   notifier::fence_before_notify();
   const bool roaming = roaming_.load(std::memory_order_relaxed);
@@ -142,7 +144,8 @@ void scheduler::notify_pool(std::uint32_t pool) noexcept {
   const unsigned start = rotor++;
   for (std::size_t k = 0; k < n; ++k) {
     worker& v = *workers_[(start + k) % n];
-    if ((roaming || assigned_pool(v.assigned.load(std::memory_order_seq_cst)) == pool) && notifier::notify(v.slot)) return;
+    const unsigned a = assigned_pool(v.assigned.load(std::memory_order_seq_cst));
+    if ((roaming ? a != no_pool : a == pool) && notifier::notify(v.slot)) return;
   }
 }
 
@@ -154,7 +157,8 @@ void scheduler::notify_pool(std::uint32_t pool) noexcept {
 bool scheduler::moved(const worker& w, bool roaming) const noexcept {
   if (became_nonempty_.any()) return true;
   if (roaming_.load(std::memory_order_seq_cst) != roaming) return true;
-  return !roaming && w.assigned.load(std::memory_order_seq_cst) != w.pool;
+  const unsigned word = w.assigned.load(std::memory_order_seq_cst);
+  return roaming ? word == no_pool : word != w.pool;
 }
 
 // One steal attempt (Algorithm 4, lines 4-9): a random victim serving the
