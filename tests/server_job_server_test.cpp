@@ -8,13 +8,42 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <new>
 #include <map>
 #include <mutex>
 #include <future>
+#include <iostream>
 #include <thread>
 
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
+
+// Bytes allocated with operator new and not yet freed, by this process:
+// the memory a queued job costs is the growth of this while jobs queue.
+// Every block carries its size in a 16-byte header (keeps the alignment).
+namespace {
+std::atomic<std::int64_t> live_heap_bytes{0};
+constexpr std::size_t heap_header = 16;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  void* p = std::malloc(n + heap_header);
+  if (p == nullptr) throw std::bad_alloc();
+  *static_cast<std::size_t*>(p) = n;
+  live_heap_bytes.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);  // relaxed: a statistic
+  return static_cast<char*>(p) + heap_header;
+}
+void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  void* base = static_cast<char*>(p) - heap_header;
+  live_heap_bytes.fetch_sub(static_cast<std::int64_t>(*static_cast<std::size_t*>(base)), std::memory_order_relaxed);  // relaxed: a statistic
+  std::free(base);
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete[](void* p) noexcept { operator delete(p); }
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { operator delete(p); }
 
 namespace srv = promptly::server;
 using srv::json;
@@ -434,4 +463,31 @@ TEST(JobServer, SetPolicySwitchesTheRuntimesPolicy) {
   EXPECT_EQ(rt.policy(), "aps");
   EXPECT_THROW(s.set_policy("no-such-policy"), std::invalid_argument);
   EXPECT_THROW(s.set_cores(3), std::invalid_argument);
+}
+
+TEST(JobServer, AnIdleQueuedJobCostsAtMostTwoKibibytes) {
+  // The record, its validated args (two small arguments), its table entry
+  // and its queue slot, measured as heap growth over 1000 queued jobs.
+  promptly::runtime rt(config(1, "prompt"));
+  gate g;
+  const std::size_t jobs = 1000;
+  srv::job_server s(rt, {.max_running = 1, .max_queued = jobs});
+  s.register_program("gated", [&](srv::job_context&) -> json {
+    g.f.wait();
+    return 0;
+  }, srv::arg_schema{}.integer("n", {.min = 0, .max = 1000000}).string("tag", {.max_length = 16, .default_value = "x"}));
+  auto first = s.submit("gated", {{"n", 1}});  // runs and parks: the rest queue
+  std::vector<srv::job_handle> hs;
+  hs.reserve(jobs);
+  const json args = {{"n", 123456}, {"tag", "queued"}};
+  const std::int64_t before = live_heap_bytes.load();
+  for (std::size_t i = 0; i < jobs; ++i) hs.push_back(s.submit("gated", args));
+  const std::int64_t per_job = (live_heap_bytes.load() - before) / static_cast<std::int64_t>(jobs);
+  EXPECT_EQ(s.stats().queued, jobs);
+  std::cout << "[ measured ] an idle queued job costs " << per_job << " bytes of heap\n";
+  EXPECT_LE(per_job, 2048);
+  EXPECT_GT(per_job, 0);
+  g.open();
+  for (auto& h : hs) EXPECT_EQ(h.wait().state, job_state::done);
+  EXPECT_EQ(first.wait().state, job_state::done);
 }
