@@ -21,17 +21,20 @@ void render(const json& s, bool tty) {
               s.value("draining", false) ? "  DRAINING" : "");
   std::printf("submitted %s  done %s  failed %s  cancelled %s  rejected %s\n", u("submitted").c_str(),
               u("done").c_str(), u("failed").c_str(), u("cancelled").c_str(), u("rejected").c_str());
-  auto ms = [&](const json& o, const char* k) { return o.value(k, 0.0) / 1000.0; };
-  std::printf("flow time (window): mean %.2f ms  p50 %.2f ms  p99 %.2f ms\n", ms(s, "flow_mean_us"),
-              ms(s, "flow_p50_us"), ms(s, "flow_p99_us"));
+  // Flow times are {"flow":{"mean_us","p50_us","p99_us"}} in stats and per program.
+  auto ms = [&](const json& o, const char* k) {
+    return o.contains("flow") && o["flow"].is_object() ? o["flow"].value(k, 0.0) / 1000.0 : 0.0;
+  };
+  std::printf("flow time (window): mean %.2f ms  p50 %.2f ms  p99 %.2f ms\n", ms(s, "mean_us"),
+              ms(s, "p50_us"), ms(s, "p99_us"));
   if (s.contains("programs") && s["programs"].is_array() && !s["programs"].empty()) {
     std::printf("\n%-12s %8s %8s %9s %10s %10s %10s\n", "program", "done", "failed", "cancelled", "mean ms", "p50 ms",
                 "p99 ms");
     for (const auto& p : s["programs"])
       std::printf("%-12s %8s %8s %9s %10.2f %10.2f %10.2f\n", p.value("program", std::string()).c_str(),
                   p.value("done", json(0)).dump().c_str(), p.value("failed", json(0)).dump().c_str(),
-                  p.value("cancelled", json(0)).dump().c_str(), ms(p, "flow_mean_us"), ms(p, "flow_p50_us"),
-                  ms(p, "flow_p99_us"));
+                  p.value("cancelled", json(0)).dump().c_str(), ms(p, "mean_us"), ms(p, "p50_us"),
+                  ms(p, "p99_us"));
   }
   if (s.contains("jobs") && s["jobs"].is_array()) {
     std::printf("\n%-8s %-12s %-9s %6s %9s %9s\n", "job", "program", "state", "cores", "work s", "look s");

@@ -122,7 +122,7 @@ int serve(const options& o) {
   register_builtin_programs(srv);
   if (!o.programs_dir.empty()) {
     const auto loaded = load_program_plugins(srv, o.programs_dir);
-    std::fprintf(stderr, "promptlyd: %zu program(s) from %s\n", loaded.size(), o.programs_dir.c_str());
+    std::fprintf(stderr, "promptlyd: %zu plugin(s) loaded from %s\n", loaded, o.programs_dir.c_str());
   }
 
   protocol::service svc(srv);
