@@ -465,6 +465,21 @@ TEST(JobServer, SetPolicySwitchesTheRuntimesPolicy) {
   EXPECT_THROW(s.set_cores(3), std::invalid_argument);
 }
 
+TEST(JobServer, SetCoresLimitsTheRuntimeAndJobsStillFinish) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  s.set_cores(1);
+  EXPECT_EQ(rt.core_limit(), 1u);
+  EXPECT_EQ(s.stats().core_limit, 1u);
+  std::vector<srv::job_handle> hs;
+  for (int i = 0; i < 4; ++i) hs.push_back(s.submit("fib", {{"n", 18}}));
+  for (auto& h : hs) EXPECT_EQ(h.wait().result.get<long>(), 2584);
+  s.set_cores(0);
+  EXPECT_EQ(rt.core_limit(), 0u);
+  EXPECT_EQ(to_json(s.stats())["core_limit"], 0);
+}
+
 TEST(JobServer, AnIdleQueuedJobCostsAtMostTwoKibibytes) {
   // The record, its validated args (two small arguments), its table entry
   // and its queue slot, measured as heap growth over 1000 queued jobs.

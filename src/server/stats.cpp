@@ -110,26 +110,12 @@ server_stats job_server::stats() const {
 
 namespace promptly::server {
 
-namespace {
-
-// runtime::set_core_limit is being added to the core library at the same
-// time as this file; until it is there, set_cores reports that it cannot.
-template <class R>
-void apply_core_limit(R& rt, unsigned n) {
-  if constexpr (requires { rt.set_core_limit(n); })
-    rt.set_core_limit(n);
-  else
-    throw std::logic_error("set_cores: this runtime has no core limit (runtime::set_core_limit)");
-}
-
-}  // namespace
-
 void job_server::set_cores(unsigned n) {
   const unsigned workers = s_->rt.workers();
   if (n > workers)
     throw std::invalid_argument("set_cores: " + std::to_string(n) + " cores asked, the runtime has " + std::to_string(workers) +
                                 " workers (0 = all)");
-  apply_core_limit(s_->rt, n);
+  s_->rt.set_core_limit(n);
   std::lock_guard lock(s_->mu);
   s_->core_limit = n;
 }
