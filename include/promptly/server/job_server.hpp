@@ -268,11 +268,14 @@ class job_server {
   job_info wait(job_id id) const;
   [[nodiscard]] bool wait_for(job_id id, std::chrono::nanoseconds d) const;
   // A queued job is cancelled at once; a running one is told to stop
-  // (job_context::cancelled) and ends as cancelled when its root returns.
-  // Returns false if the job was already terminal.
+  // (job_context::cancelled) and ends as cancelled when its root returns
+  // (whatever it returns) or throws. Returns true exactly for the jobs that
+  // end cancelled, false if the job was already terminal.
   bool cancel(job_id id);
   // Calls f(info) once when the job becomes terminal (at once if it is);
-  // f runs on the thread that finished the job and must not block.
+  // f runs on the thread that finished the job (the server's reaper thread,
+  // or the caller of cancel / drain for a queued job) and must not block or
+  // wait for jobs; an exception it throws is dropped.
   void on_terminal(job_id id, std::function<void(const job_info&)> f);
 
   [[nodiscard]] std::vector<job_info> jobs() const;  // live (queued and running)
@@ -287,7 +290,8 @@ class job_server {
   // Draining: submit throws error{rejected, "draining"} from now on; queued
   // and running jobs continue. drain(timeout) waits up to `timeout` for all
   // jobs to finish, then cancels the rest and waits for them; returns the
-  // number of jobs it cancelled.
+  // number of jobs it cancelled. When it returns every job is terminal and
+  // every on_terminal callback has run. Call it from a plain thread.
   void stop_accepting();
   std::size_t drain(std::chrono::milliseconds timeout);
   [[nodiscard]] bool accepting() const noexcept;
