@@ -5,13 +5,21 @@
 //   switch                n times, on one worker, under `prompt`: a task in a less urgent pool
 //                         touches a future computed in a more urgent one, so the worker moves
 //                         to the urgent pool and back (two moves, each decided by the policy)
+//   realloc               n times, on two workers busy in a background pool: a policy gives
+//                         core 1 to a job pool that just became non-empty (AMCilk's core
+//                         reallocation) and back when it empties; op_us = from the decision
+//                         (the policy's on_event) to the job's task running on the moved core
 // Per operation: p50/p99 of create_us, remove_us, op_us (one whole iteration), and the
 // runtime's own event-to-decision latency (decision_p50_us/p99_us, runtime_stats).
+#include <promptly/ext/policy.hpp>
 #include <promptly/promptly.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -36,6 +44,76 @@ struct samples {
     std::vector<double> create, remove, op;
 };
 
+// The reallocation probe: every core serves the background pool, except that
+// core 1 goes to the job pool while it has work (AMCilk: give_core_to_container).
+class realloc_probe final : public promptly::ext::policy {
+  public:
+    realloc_probe(promptly::pool background, promptly::pool job) : background_(background.id), job_(job.id) {}
+    std::string_view name() const noexcept override { return "realloc-probe"; }
+    void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+        if (ev.kind == promptly::ext::event_kind::became_nonempty && ev.pool == job_) {
+            decided_ns.store(now_ns(), std::memory_order_release);  // release: read by the job's task
+            d.give_core(1, job_);
+        } else if (ev.kind == promptly::ext::event_kind::became_empty && ev.pool == job_) {
+            d.give_core(1, background_);
+            returned.fetch_add(1, std::memory_order_release);  // release: the driver's next round
+        } else if (ev.kind == promptly::ext::event_kind::installed || ev.kind == promptly::ext::event_kind::pool_added) {
+            for (unsigned c = 0; c < d.core_count(); ++c)
+                if (d.find(background_) != nullptr) d.give_core(c, background_);
+        }
+    }
+    static std::int64_t now_ns() {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+    }
+    std::atomic<std::int64_t> decided_ns{0};
+    std::atomic<long> returned{0};
+
+  private:
+    promptly::ext::pool_id background_, job_;
+};
+
+// Keeps every worker of the background pool busy with short strands (a
+// fork-join tree of ~1 us leaves, again and again) until told to stop.
+long busy_tree(int depth, const std::atomic<bool>& stop) {
+    if (depth == 0 || stop.load(std::memory_order_relaxed)) {  // relaxed: a stop hint
+        volatile long x = 0;
+        for (int i = 0; i < 200; ++i) x = x + i;
+        return 1;
+    }
+    auto [a, b] = promptly::join([&] { return busy_tree(depth - 1, stop); }, [&] { return busy_tree(depth - 1, stop); });
+    return a + b;
+}
+
+// n reallocations: returns the decision -> running latencies in us.
+std::vector<double> measure_realloc(promptly::runtime& rt, long n) {
+    const promptly::pool background = rt.create_pool({.rank = 1});
+    const promptly::pool job = rt.create_pool({.rank = 0});
+    auto owned = std::make_unique<realloc_probe>(background, job);
+    realloc_probe& probe = *owned;
+    rt.set_policy(std::move(owned));
+    std::atomic<bool> stop{false};
+    auto load = rt.submit(background, [&] {
+        long trees = 0;
+        while (!stop.load(std::memory_order_relaxed)) trees += busy_tree(10, stop);  // relaxed: a stop hint
+        return trees;
+    });
+    std::vector<double> lat;
+    lat.reserve(static_cast<std::size_t>(n));
+    for (long i = 0; i < n; ++i) {
+        const std::int64_t ran = rt.submit(job, [] { return realloc_probe::now_ns(); }).get();
+        lat.push_back(static_cast<double>(ran - probe.decided_ns.load(std::memory_order_acquire)) / 1000.0);
+        // The next round needs the policy to have seen the job pool empty
+        // (else its work would raise no event): wait for the core's return.
+        while (probe.returned.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+    }
+    stop.store(true, std::memory_order_relaxed);  // relaxed: a stop hint
+    (void)load.get();
+    rt.set_policy("prompt");
+    rt.remove_pool(job);
+    rt.remove_pool(background);
+    return lat;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,8 +123,9 @@ int main(int argc, char** argv) {
     promptly::runtime_config cfg = bench::promptly_config(a);
     long warmup = a.get_long("warmup", 1), reps = a.get_long("reps", 3);
     a.finish();
-    if (what != "create-remove-empty" && what != "create-remove-task" && what != "switch")
-        bench::args::fail("--what must be create-remove-empty, create-remove-task or switch");
+    if (what != "create-remove-empty" && what != "create-remove-task" && what != "switch" && what != "realloc")
+        bench::args::fail("--what must be create-remove-empty, create-remove-task, switch or realloc");
+    if (what == "realloc" && cfg.workers < 2) bench::args::fail("--what realloc needs --workers >= 2");
     cfg.policy = "prompt";
     cfg.levels = 2;
 
@@ -55,7 +134,10 @@ int main(int argc, char** argv) {
     auto [answer, stats] = bench::measure(warmup, reps, [&] {
         samples s;
         long done = 0;
-        if (what == "switch") {
+        if (what == "realloc") {
+            s.op = measure_realloc(rt, n);
+            done = n;
+        } else if (what == "switch") {
             // Level 1 loops; each iteration needs a value computed at level 0.
             s.op.reserve(static_cast<std::size_t>(n));
             done = rt.run(promptly::level{1}, [&] {

@@ -176,6 +176,9 @@ SUITE = {
               "decision_p50_us", "decision_p99_us"]),
             ("switch", "a worker moved between two pools and back, 10^5 times (prompt, 1 worker)", [1],
              ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"]),
+            ("realloc", "core reallocation: a policy gives a busy core to a job pool and back, 10^5 times; "
+             "op = decision to the job's task running on the moved core (2 workers)", [2],
+             ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"]),
         ]],
         _reduce_bench("reduce-sum-1e8", "parallel_reduce: sum of 10^8 uint32 values (memory-bound, 400 MB)",
                       {"kind": "sum", "n": 100_000_000, "rounds": 0, "grain": 16_384}, 10_000_000,

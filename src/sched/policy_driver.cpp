@@ -73,14 +73,20 @@ void scheduler::request_decision_from_a_worker() noexcept {
   }
 }
 
-void scheduler::note_maybe_empty(std::uint32_t pool) noexcept {
-  if (roaming_.load(std::memory_order_seq_cst)) return;
+bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
+  if (roaming_.load(std::memory_order_seq_cst)) return false;
   pool_record& p = pool_at(pool);
-  if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return;
-  post_event(maybe_empty_, pool);
+  if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return false;
+  post_event(maybe_empty_, pool, who);
+  return true;
 }
 
-void scheduler::post_event(event_bitmap& events, std::uint32_t pool) noexcept {
+// An event's poster either wakes the policy thread or decides itself at its
+// loop top (decider::poster): then decide_at_loop_top either takes the
+// event bits under the policy lock, or, finding the lock held, wakes the
+// thread, which re-reads the bits before it sleeps. No event waits for a
+// decision nobody will take.
+void scheduler::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
   // The first event since the thread last decided starts the latency clock
   // (relaxed: a measurement; the event itself is ordered below).
   std::uint64_t none = 0;
@@ -89,6 +95,7 @@ void scheduler::post_event(event_bitmap& events, std::uint32_t pool) noexcept {
   // Seq-cst (event_bitmap), then the notifier's fence: the thread's
   // prepare_wait/re-check either sees the bit or is woken (notifier.hpp).
   events.set(pool);
+  if (who == decider::poster) return;
   notifier::fence_before_notify();
   notifier::notify(driver_slot_);
 }
@@ -370,7 +377,11 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
 // when quanta may have to start.
 void scheduler::decide_at_loop_top() noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
-  if (!lock.owns_lock() || stopping_.load(std::memory_order_relaxed)) return;
+  if (!lock.owns_lock()) {
+    if (maybe_empty_.any()) poke_driver();  // maybe posted by us without waking the thread (post_event)
+    return;
+  }
+  if (stopping_.load(std::memory_order_relaxed)) return;
   try {
     handle_events_locked();
   } catch (...) {

@@ -44,8 +44,10 @@ void scheduler::run_scheduling_loop() {
     // event bits it announces are visible below.
     if (unsigned word = w.assigned.load(std::memory_order_acquire); word != no_pool && (word & decide_request))
       [[unlikely]] w.assigned.compare_exchange_strong(word, word & ~decide_request, std::memory_order_relaxed);  // a new assignment clears it anyway
-    if (became_nonempty_.any()) [[unlikely]]
+    if (became_nonempty_.any() || w.decide_pending) [[unlikely]] {
+      w.decide_pending = false;
       decide_at_loop_top();
+    }
     const unsigned target = assigned_pool(w.assigned.load(std::memory_order_acquire));
     // A roaming core follows its work, but sleeps when told (a core limit).
     if (target == no_pool || (target != w.pool && !roaming_.load(std::memory_order_relaxed))) {
@@ -283,8 +285,15 @@ task* scheduler::wait_for_task(worker& w) {
       continue;
     }
     // Nobody works at this pool any more: it may have become empty, which
-    // the policy hears about (it may move this worker).
-    if (!roaming) note_maybe_empty(d);
+    // the policy hears about (it may move this worker). This worker is idle,
+    // so it decides itself at its loop top instead of waking the policy
+    // thread, which on a machine whose cores all run workers preempts one
+    // (a worker moved to an urgent pool and back: bench/results/core/pools/).
+    if (!roaming && note_maybe_empty(d, decider::poster)) {
+      notifier::cancel_wait(w.slot);
+      w.decide_pending = true;
+      return nullptr;
+    }
     chaos::point();
     if (moved(w, roaming)) {
       notifier::cancel_wait(w.slot);

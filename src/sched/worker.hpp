@@ -53,6 +53,7 @@ struct worker : worker_view {
   fiber_record* exited = nullptr;        // a fiber that just ended (annotation cleanup)
 
   bool active = false;
+  bool decide_pending = false;           // it posted an event it decides itself at its loop top
   pool_record* active_domain = nullptr;  // the pool whose num_actives counts this worker while active
   std::uint64_t rng_state = 0;
   std::thread thread;
