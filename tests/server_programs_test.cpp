@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
@@ -166,8 +167,8 @@ TEST_F(BuiltinPrograms, SchemasBoundEverySize) {
 }
 
 TEST_F(BuiltinPrograms, LongProgramsStopWhenCancelled) {
-  // Each would run for minutes; cancelled while running (they start at
-  // once: fewer than max_running run), each ends cancelled at its next cutoff.
+  // Each would run for minutes; cancelled while its program runs, each ends
+  // cancelled at its next cutoff.
   const std::vector<std::pair<std::string, json>> long_jobs = {
       {"fib", {{"n", 50}}},
       {"nqueens", {{"n", 16}}},
@@ -177,6 +178,9 @@ TEST_F(BuiltinPrograms, LongProgramsStopWhenCancelled) {
   for (const auto& [program, args] : long_jobs) {
     auto h = s.submit(program, args);
     EXPECT_EQ(h.status().state, job_state::running) << program;
+    // Cancel once the root task runs (a job cancelled before its root starts
+    // never calls the program, which would test nothing here).
+    while (h.status().timing.queued_us == 0) std::this_thread::yield();
     EXPECT_TRUE(h.cancel()) << program;
     EXPECT_EQ(h.wait().state, job_state::cancelled) << program;
   }

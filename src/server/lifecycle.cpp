@@ -45,7 +45,9 @@ void job_server::state::start(const std::shared_ptr<job_record>& r) {
   promptly::pool p;
   bool have_pool = false;
   try {
-    p = rt.create_pool({.rank = r->rank});
+    promptly::pool_options po;
+    po.rank = r->rank;  // AMCilk Sec. 4.2: the job's class decides its priority among jobs
+    p = rt.create_pool(po);
     have_pool = true;
     // Release: the reaper and stats readers that load the id see the pool made.
     r->context.pool.store(p.id, std::memory_order_release);
