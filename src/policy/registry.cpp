@@ -2,6 +2,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "job_policies.hpp"
 #include "promptly/ext/policy.hpp"
 
 namespace promptly::policy_impl {
@@ -13,7 +14,11 @@ std::unique_ptr<ext::policy> make_fair_policy(const ext::fair_params& p);
 
 namespace promptly::ext {
 
-std::vector<std::string> policy_names() { return {"oblivious", "prompt", "aps", "fair"}; }
+// The job policies (equi, drep, drep-steal-boundary, asteal) are the job server's core allocation
+// between jobs (docs/job-policies.md); any runtime may use them.
+std::vector<std::string> policy_names() {
+  return {"oblivious", "prompt", "aps", "fair", "equi", "drep", "drep-steal-boundary", "asteal"};
+}
 
 std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps, const fair_params& fair) {
   if (name == "oblivious") return policy_impl::make_oblivious_policy();
@@ -29,8 +34,13 @@ std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps
     if (fair.round.count() <= 0) throw std::invalid_argument("promptly: fair round must be > 0");
     return policy_impl::make_fair_policy(fair);
   }
+  if (name == "equi") return policy_impl::make_equi_policy();
+  if (name == "drep") return policy_impl::make_drep_policy();
+  if (name == "drep-steal-boundary") return policy_impl::make_drep_steal_boundary_policy();
+  if (name == "asteal") return policy_impl::make_asteal_policy();
   throw std::invalid_argument("promptly: unknown policy '" + std::string(name) +
-                              "' (expected oblivious, prompt, aps or fair)");
+                              "' (expected oblivious, prompt, aps, fair, equi, drep, drep-steal-boundary or "
+                              "asteal)");
 }
 
 }  // namespace promptly::ext

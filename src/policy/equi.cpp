@@ -1,0 +1,39 @@
+// The `equi` policy: equal partition (the CFS-like baseline of AMCilk
+// Sec. 6.3's "Eql-partition"). The pools with ready work of the most urgent
+// class split every core evenly; the cores left after the even part go one
+// each to the oldest of them. There is no cap: a pool alone gets every core,
+// so a class with work takes all cores and the next class waits (the class
+// rule of job_classes.hpp). Re-evaluated on every pool event (added,
+// removed, non-empty, empty); no quantum, so between events nothing moves.
+// With more pools than cores the oldest get one core each and the newest
+// wait for a pool to finish.
+//
+// Invariants
+//  * Stateless: a decision depends only on the pools of its view.
+//  * Every core goes to a pool with work whenever one exists.
+#include <vector>
+
+#include "job_classes.hpp"
+#include "job_policies.hpp"
+
+namespace promptly::policy_impl {
+namespace {
+
+class equi_policy final : public ext::policy {
+ public:
+  std::string_view name() const noexcept override { return "equi"; }
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    if (ev.kind == ext::event_kind::installed) d.set_quantum(std::chrono::microseconds{0});
+    const auto pools = d.pools();
+    const std::vector<unsigned> counts = serve_by_rank(
+        pools, d.core_count(),
+        [](std::span<const std::size_t> members, unsigned left) { return equal_split(members.size(), left); });
+    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, counts[i]);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ext::policy> make_equi_policy() { return std::make_unique<equi_policy>(); }
+
+}  // namespace promptly::policy_impl
