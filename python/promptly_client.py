@@ -1,0 +1,155 @@
+"""A small client of promptlyd, the Promptly job server (protocol version 1, docs/server.md).
+
+For the benchmark harness and scripts; standard library only.
+
+    from promptly_client import Client
+    with Client() as c:                       # the default Unix socket
+        job = c.submit("fib", {"n": 30}, wait=True)
+        print(job["result"], job["timing"]["flow_us"])
+        print(c.stats()["flow"]["p99_us"])
+        for line in c.subscribe(interval_ms=100, count=5):
+            print(line["cores_in_use"], line["queued"])
+
+Every request is one JSON line; replies come back one line per request, in order. `pipeline()`
+sends many requests before reading their replies. An error reply raises PromptlyError with the
+protocol's code (bad_request, unknown_op, unknown_program, bad_args, unknown_job, rejected,
+not_allowed).
+"""
+
+import json
+import os
+import socket
+
+PROTOCOL_VERSION = 1
+
+
+class PromptlyError(Exception):
+    """An error reply: .code is the protocol's error code, .message its message."""
+
+    def __init__(self, code, message, reply=None):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.reply = reply
+
+
+def default_socket_path():
+    """$XDG_RUNTIME_DIR/promptly/promptlyd.sock, else /tmp/promptly-<uid>/promptlyd.sock (as promptlyd)."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "promptly", "promptlyd.sock")
+    return f"/tmp/promptly-{os.getuid()}/promptlyd.sock"
+
+
+class Client:
+    """One connection to promptlyd: a Unix socket path, or tcp=("127.0.0.1", port) with a token."""
+
+    def __init__(self, path=None, tcp=None, token=None, token_file=None, timeout=None):
+        if token_file is not None:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.readline().strip()
+        self.token = token
+        if tcp is not None:
+            self.sock = socket.create_connection(tcp, timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        else:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(path or default_socket_path())
+        self._buf = b""
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _encode(self, request):
+        if self.token is not None:
+            request = dict(request, token=self.token)
+        return (json.dumps(request, separators=(",", ":")) + "\n").encode()
+
+    def send(self, request):
+        """Send one request without reading its reply (pipelining)."""
+        self.sock.sendall(self._encode(request))
+
+    def receive(self):
+        """The next line from the server as a dict (a reply, or a stream line after subscribe)."""
+        while b"\n" not in self._buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                if self._buf:
+                    raise ConnectionError("promptlyd closed the connection in the middle of a line")
+                raise ConnectionError("promptlyd closed the connection")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    @staticmethod
+    def _check(reply):
+        if not reply.get("ok", False):
+            err = reply.get("error", {})
+            raise PromptlyError(err.get("code", "?"), err.get("message", ""), reply)
+        return reply
+
+    def call(self, request):
+        """Send one request and return its reply; raises PromptlyError for an error reply."""
+        self.send(request)
+        return self._check(self.receive())
+
+    def pipeline(self, requests, check=True):
+        """Send all requests, then read their replies (in request order). With check=False error
+        replies are returned instead of raised."""
+        data = b"".join(self._encode(r) for r in requests)
+        self.sock.sendall(data)
+        replies = [self.receive() for _ in requests]
+        return [self._check(r) for r in replies] if check else replies
+
+    # -- ops ------------------------------------------------------------------------------------
+    def submit(self, program, args=None, wait=False, job_class=None):
+        req = {"op": "submit", "program": program, "args": args or {}, "wait": wait}
+        if job_class:
+            req["class"] = job_class
+        return self.call(req)
+
+    def wait(self, job_id):
+        return self.call({"op": "wait", "id": job_id})
+
+    def status(self, job_id):
+        return self.call({"op": "status", "id": job_id})
+
+    def cancel(self, job_id):
+        return self.call({"op": "cancel", "id": job_id})
+
+    def jobs(self):
+        return self.call({"op": "jobs"})["jobs"]
+
+    def stats(self):
+        return self.call({"op": "stats"})
+
+    def programs(self):
+        return self.call({"op": "programs"})["programs"]
+
+    def version(self):
+        return self.call({"op": "version"})
+
+    def set_policy(self, policy):
+        return self.call({"op": "set_policy", "policy": policy})
+
+    def set_cores(self, cores):
+        return self.call({"op": "set_cores", "cores": cores})
+
+    def subscribe(self, interval_ms=1000, count=None):
+        """Yield stats lines (dicts with "stream": "stats") every interval_ms; stops after count
+        lines if given. The connection should be used for nothing else meanwhile."""
+        self.call({"op": "subscribe", "interval_ms": interval_ms})
+        n = 0
+        while count is None or n < count:
+            line = self.receive()
+            if line.get("stream") == "stats":
+                n += 1
+                yield line

@@ -1,0 +1,88 @@
+"""Test of python/promptly_client.py against a real promptlyd (run by CTest: server_python_client).
+
+Starts the daemon given by --promptlyd on a Unix socket in a private temporary directory, then
+checks submit (waiting and not), wait, status, cancel, jobs, stats, programs, version, error
+replies, pipelining and subscribe; stops the daemon with SIGTERM and expects exit status 0.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from promptly_client import Client, PromptlyError  # noqa: E402
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--promptlyd", required=True)
+    opts = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="promptly-py-")
+    sock = os.path.join(tmp, "promptlyd.sock")
+    proc = subprocess.Popen([opts.promptlyd, "--socket", sock, "--workers", "2", "--max-running", "2",
+                             "--max-queued", "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:  # start-up lines end with "ready"
+            if line.strip() == "ready":
+                break
+        else:
+            raise AssertionError("promptlyd exited before it was ready")
+        with Client(sock) as c:
+            expect(c.version()["protocol"] == 1, "protocol version 1")
+            names = {p["name"] for p in c.programs()}
+            expect({"fib", "nqueens", "matmul", "cilksort", "bing", "stream"} <= names, f"built-ins in {names}")
+            r = c.submit("fib", {"n": 20}, wait=True)
+            expect(r["state"] == "done" and r["result"] == 6765, f"fib(20): {r}")
+            expect(set(r["timing"]) >= {"queued_us", "run_us", "flow_us"}, "timing fields")
+            r = c.submit("nqueens", {"n": 6})
+            expect(r["state"] in ("queued", "running", "done"), f"no-wait submit: {r}")
+            w = c.wait(r["id"])
+            expect(w["result"]["solutions"] == 4, f"nqueens(6): {w}")
+            expect(c.status(r["id"])["state"] == "done", "status after wait")
+            long_job = c.submit("bing", {"work_ms": 5000})
+            cancel = c.cancel(long_job["id"])
+            expect(cancel["cancelled"] is True, f"cancel: {cancel}")
+            expect(c.wait(long_job["id"])["state"] == "cancelled", "cancelled job")
+            expect(c.jobs() == [], "no live jobs")
+            for bad, code in [({"op": "nope"}, "unknown_op"),
+                              ({"op": "submit", "program": "nope"}, "unknown_program"),
+                              ({"op": "submit", "program": "fib", "args": {"n": "x"}}, "bad_args"),
+                              ({"op": "status", "id": 10**9}, "unknown_job"),
+                              ({"op": "status"}, "bad_request")]:
+                try:
+                    c.call(bad)
+                    raise AssertionError(f"{bad} did not fail")
+                except PromptlyError as e:
+                    expect(e.code == code, f"{bad}: {e.code} != {code}")
+            replies = c.pipeline([{"op": "submit", "program": "fib", "args": {"n": i}, "wait": True, "tag": i}
+                                  for i in range(12)], check=False)
+            expect([r["tag"] for r in replies] == list(range(12)), "pipelined replies in order")
+            expect(all(r["ok"] or r["error"]["code"] == "rejected" for r in replies), "done or rejected")
+            s = c.stats()
+            expect(s["submitted"] >= 3 and "flow" in s, f"stats: {s}")
+        with Client(sock) as sub:
+            lines = list(sub.subscribe(interval_ms=10, count=3))
+            expect([l["seq"] for l in lines] == [0, 1, 2], "three stream lines")
+            expect(all("cores_in_use" in l and "queued" in l for l in lines), "stream fields")
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        expect(rc == 0, f"promptlyd exit status {rc}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("python client: ok")
+
+
+if __name__ == "__main__":
+    main()

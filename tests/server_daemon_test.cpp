@@ -1,0 +1,463 @@
+// promptlyd end to end (docs/server.md): the daemon runs as a child process
+// on a Unix socket in a private temporary directory; clients talk protocol
+// version 1 to it. Pipelined mixed jobs from 8 clients with checked results
+// and exactly one terminal state per id; 10^5 requests on one connection;
+// malformed input and half-closed sockets; a client leaving while its jobs
+// run; SIGTERM with 50 queued long jobs; tokens on TCP; socket mode 0600;
+// the metrics and health endpoints. Every wait is on a reply, a pipe or the
+// child's exit, never a sleep.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/daemon_client.hpp"
+#include "server/daemon_socket.hpp"
+#include "watchdog.hpp"
+
+using nlohmann::json;
+using promptly::server::daemon::client;
+using promptly::server::daemon::endpoint;
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+#else
+constexpr bool sanitized = false;
+#endif
+
+// Release does the full counts; the sanitizer builds a tenth.
+constexpr int scaled(int n) { return sanitized ? n / 10 : n; }
+
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    char tmpl[] = "/tmp/promptlyd-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
+
+// The daemon as a child process; its stdout lines up to "ready" are kept.
+class daemon_process {
+ public:
+  explicit daemon_process(std::vector<std::string> args) {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
+      ::dup2(out[1], STDOUT_FILENO);
+      std::vector<char*> argv;
+      static std::string exe = PROMPTLYD_PATH;
+      argv.push_back(exe.data());
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(exe.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    out_ = ::fdopen(out[0], "r");
+    char line[4096];
+    while (std::fgets(line, sizeof line, out_) != nullptr) {
+      std::string l(line);
+      if (!l.empty() && l.back() == '\n') l.pop_back();
+      lines_.push_back(l);
+      if (l == "ready") return;
+    }
+    exit_status_ = wait_exit();  // it stopped before "ready"
+  }
+  ~daemon_process() {
+    if (pid_ > 0 && !exit_status_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (out_) std::fclose(out_);
+  }
+  [[nodiscard]] bool ready() const { return !exit_status_.has_value(); }
+  // The value after "<prefix> " in a start-up line, e.g. "listening tcp".
+  [[nodiscard]] std::string line_value(const std::string& prefix) const {
+    for (const auto& l : lines_)
+      if (l.rfind(prefix + " ", 0) == 0) return l.substr(prefix.size() + 1);
+    return "";
+  }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  // The exit status (or 128 + signal), waiting for it.
+  int wait_exit() {
+    if (exit_status_) return *exit_status_;
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return *exit_status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  std::vector<std::string> lines_;
+  std::optional<int> exit_status_;
+};
+
+std::string code_of(const json& r) { return r.at("error").at("code").get<std::string>(); }
+
+long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+// A raw HTTP GET (status line and body) on loopback.
+std::pair<int, std::string> http_get(const std::string& host_port, const std::string& path) {
+  const auto hp = promptly::server::daemon::parse_host_port(host_port);
+  client c(promptly::server::daemon::connect_tcp(hp.host, hp.port));
+  c.send_raw("GET " + path + " HTTP/1.1\r\nHost: " + host_port + "\r\nConnection: close\r\n\r\n");
+  std::string all;
+  while (auto l = c.receive_line()) all += *l + "\n";
+  const int status = std::stoi(all.substr(9, 3));
+  const auto body = all.find("\r\n\r\n");
+  return {status, body == std::string::npos ? "" : all.substr(body + 4)};
+}
+
+// The value of an unlabelled sample in a Prometheus text exposition, or -1.
+double metric(const std::string& text, const std::string& name) {
+  const auto at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+}
+
+class Daemon : public ::testing::Test {
+ protected:
+  temp_dir dir_;
+  std::string sock_ = dir_.path + "/promptlyd.sock";
+  watchdog dog_{std::chrono::seconds(sanitized ? 280 : 120), "server_daemon_test"};
+
+  std::vector<std::string> base_args(std::vector<std::string> more = {}) const {
+    std::vector<std::string> a{"--socket", sock_, "--workers", "2"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  endpoint ep() const { return endpoint{sock_, "", ""}; }
+};
+
+TEST_F(Daemon, EightClientsPipelineMixedJobs) {
+  daemon_process d(base_args({"--max-queued", "100000", "--max-running", "64"}));
+  ASSERT_TRUE(d.ready());
+  const int clients = 8, per_client = scaled(10000) / clients;
+  const std::map<int, long> queens{{1, 1}, {2, 0}, {3, 0}, {4, 2}, {5, 10}, {6, 4}, {7, 40}, {8, 92}};
+  std::mutex mu;
+  std::map<std::uint64_t, std::string> state_by_id;  // every id, exactly once
+  std::vector<std::string> problems;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      client cl(ep());
+      // Request i of client c and its expected result, computed on both
+      // sides (the sender and the reply checker share nothing but the socket).
+      auto make = [&](int i) {
+        const int kind = (i + c) % 4, k = (i * 7 + c) % 8;
+        json req{{"op", "submit"}, {"wait", true}, {"tag", i}};
+        json want;
+        if (kind == 0) {
+          req["program"] = "fib";
+          req["args"] = {{"n", 10 + k}};
+          want = fib(10 + k);
+        } else if (kind == 1) {
+          req["program"] = "nqueens";
+          req["args"] = {{"n", k + 1}};
+          want = {{"n", k + 1}, {"solutions", queens.at(k + 1)}};
+        } else if (kind == 2) {
+          req["program"] = "cilksort";
+          req["args"] = {{"n", 100 + 37 * k}, {"seed", i}};
+          want = "sorted";
+        } else {
+          req["program"] = "matmul";
+          req["args"] = {{"n", 1 << (k % 4 + 1)}};
+          want = "verified";
+        }
+        return std::pair{req, want};
+      };
+      std::thread sender([&] {
+        for (int i = 0; i < per_client; ++i) cl.send(make(i).first);
+      });
+      std::vector<std::string> local_problems;
+      std::vector<std::pair<std::uint64_t, std::string>> seen;
+      for (int i = 0; i < per_client; ++i) {
+        const json r = cl.receive();
+        if (r.value("tag", -1) != i) local_problems.push_back("client " + std::to_string(c) + ": reply out of order: " + r.dump());
+        if (!r.value("ok", false) || r.value("state", "") != "done") {
+          local_problems.push_back("not done: " + r.dump());
+          continue;
+        }
+        const json want = make(i).second;
+        const json& got = r["result"];
+        bool ok;
+        if (want == "sorted") ok = got.value("sorted", false);
+        else if (want == "verified") ok = got.value("verified", false);
+        else if (want.is_object()) ok = got.value("solutions", -1L) == want["solutions"].get<long>();
+        else ok = got == want;
+        if (!ok) local_problems.push_back("wrong result " + r.dump() + ", expected " + want.dump());
+        seen.emplace_back(r["id"].get<std::uint64_t>(), r["state"].get<std::string>());
+      }
+      sender.join();
+      std::lock_guard lock(mu);
+      problems.insert(problems.end(), local_problems.begin(), local_problems.end());
+      for (const auto& [id, st] : seen)
+        if (!state_by_id.emplace(id, st).second) problems.push_back("id " + std::to_string(id) + " replied twice");
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < std::min<std::size_t>(problems.size(), 10); ++i) ADD_FAILURE() << problems[i];
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems";
+  EXPECT_EQ(state_by_id.size(), static_cast<std::size_t>(clients * per_client));
+  // Each id is in exactly one terminal state, also when asked again (pipelined).
+  client cl(ep());
+  std::thread sender([&] {
+    for (const auto& [id, st] : state_by_id) cl.send({{"op", "status"}, {"id", id}});
+  });
+  for (const auto& [id, st] : state_by_id) {
+    const json r = cl.receive();
+    ASSERT_EQ(r["id"], id);
+    ASSERT_EQ(r["state"], st);
+  }
+  sender.join();
+  const json s = cl.call({{"op", "stats"}});
+  EXPECT_EQ(s["submitted"], clients * per_client);
+  EXPECT_EQ(s["done"], clients * per_client);
+  EXPECT_EQ(s["rejected"], 0);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Daemon, HundredThousandRequestsOnOneConnection) {
+  daemon_process d(base_args());
+  ASSERT_TRUE(d.ready());
+  const int n = scaled(100000);
+  client cl(ep());
+  std::thread sender([&] {
+    std::string batch;
+    for (int i = 0; i < n; ++i) {
+      batch += i % 3 == 0   ? json{{"op", "version"}, {"tag", i}}.dump()
+               : i % 3 == 1 ? json{{"op", "status"}, {"id", 1u << 30}, {"tag", i}}.dump()
+                            : json{{"op", "submit"}, {"program", "fib"}, {"args", {{"n", 5}}}, {"tag", i}}.dump();
+      batch += '\n';
+      if (batch.size() > 60000) {
+        cl.send_raw(batch);
+        batch.clear();
+      }
+    }
+    cl.send_raw(batch);
+    cl.shutdown_write();
+  });
+  int got = 0, wrong = 0;
+  while (auto line = cl.receive_line()) {
+    const json r = json::parse(*line);
+    // Fire-and-forget submits beyond the admission limits are rejected, never lost.
+    const bool right = r["tag"] == got && (got % 3 == 0   ? r["ok"].get<bool>()
+                                           : got % 3 == 1 ? code_of(r) == "unknown_job"
+                                                          : r["ok"].get<bool>() || code_of(r) == "rejected");
+    if (!right && wrong++ < 5) ADD_FAILURE() << "reply " << got << ": " << r;
+    ++got;
+  }
+  sender.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(got, n);  // then the server closed the half-closed connection
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Daemon, MalformedInputAndHalfClosedSockets) {
+  daemon_process d(base_args());
+  ASSERT_TRUE(d.ready());
+  {
+    client cl(ep());
+    cl.send_raw(std::string(2 << 20, 'x') + "\n");
+    EXPECT_EQ(code_of(cl.receive()), "bad_request");
+    cl.send_raw("{not json\n[1]\n{\"op\":\"nope\"}\n{\"op\":\"submit\",\"program\":\"fib\",\"args\":{\"n\":\"ten\"}}\n"
+                "{\"op\":\"submit\",\"program\":\"cilksort\",\"args\":{\"n\":-3}}\n{\"op\":\"submit\",\"program\":\"x\"}\n");
+    EXPECT_EQ(code_of(cl.receive()), "bad_request");
+    EXPECT_EQ(code_of(cl.receive()), "bad_request");
+    EXPECT_EQ(code_of(cl.receive()), "unknown_op");
+    EXPECT_EQ(code_of(cl.receive()), "bad_args");
+    EXPECT_EQ(code_of(cl.receive()), "bad_args");
+    EXPECT_EQ(code_of(cl.receive()), "unknown_program");
+    // A truncated last line, then half-close: a reply for it, then the server closes.
+    cl.send_raw("{\"op\":\"version\"}\n{\"op\":\"vers");
+    cl.shutdown_write();
+    EXPECT_TRUE(cl.receive()["ok"].get<bool>());
+    EXPECT_NE(cl.receive()["error"]["message"].get<std::string>().find("truncated"), std::string::npos);
+    EXPECT_FALSE(cl.receive_line().has_value());
+  }
+  {
+    // Half-closed after waiting submits: every reply still comes.
+    client cl(ep());
+    for (int i = 0; i < 10; ++i) cl.send({{"op", "submit"}, {"program", "fib"}, {"args", {{"n", 18 + i % 3}}}, {"wait", true}});
+    cl.shutdown_write();
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(cl.receive()["state"], "done");
+    EXPECT_FALSE(cl.receive_line().has_value());
+  }
+  // The server is fine.
+  client cl(ep());
+  EXPECT_TRUE(cl.call({{"op", "stats"}})["ok"].get<bool>());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Daemon, ClientDisconnectingWhileItsJobsRun) {
+  daemon_process d(base_args());
+  ASSERT_TRUE(d.ready());
+  std::vector<std::uint64_t> ids;
+  {
+    client gone(ep());
+    for (int i = 0; i < 4; ++i) {
+      const json r = gone.call({{"op", "submit"}, {"program", "bing"}, {"args", {{"work_ms", 30}, {"seed", i}}}});
+      ASSERT_TRUE(r["ok"].get<bool>()) << r;
+      ids.push_back(r["id"].get<std::uint64_t>());
+    }
+    for (const auto id : ids) gone.send({{"op", "wait"}, {"id", id}});
+  }  // closed with waits pending
+  client cl(ep());
+  for (const auto id : ids) {
+    const json r = cl.call({{"op", "wait"}, {"id", id}});
+    EXPECT_EQ(r["state"], "done") << r;
+    EXPECT_EQ(r["result"]["work_ms"], 30.0);
+  }
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Daemon, SigtermWithFiftyQueuedLongJobs) {
+  daemon_process d(base_args({"--max-running", "2", "--drain-timeout", "0.3", "--metrics", "127.0.0.1:0"}));
+  ASSERT_TRUE(d.ready());
+  const std::string metrics = d.line_value("metrics");  // http://127.0.0.1:PORT/metrics
+  ASSERT_FALSE(metrics.empty());
+  const std::string host_port = metrics.substr(7, metrics.find('/', 7) - 7);
+  EXPECT_EQ(http_get(host_port, "/healthz").first, 200);
+  EXPECT_EQ(http_get(host_port, "/readyz").first, 200);
+  const int jobs = 52;  // 2 running + 50 queued
+  client waiter(ep());
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < jobs; ++i) {
+    const json r = waiter.call({{"op", "submit"}, {"program", "bing"}, {"args", {{"work_ms", 2000}, {"seed", i}}}});
+    ASSERT_TRUE(r["ok"].get<bool>()) << r;
+    ids.push_back(r["id"].get<std::uint64_t>());
+  }
+  for (const auto id : ids) waiter.send({{"op", "wait"}, {"id", id}});
+  client submitter(ep());
+  submitter.send({{"op", "submit"}, {"program", "bing"}, {"args", {{"work_ms", 2000}}}, {"wait", true}});
+  const auto [code, text] = http_get(host_port, "/metrics");
+  EXPECT_EQ(code, 200);
+  EXPECT_GE(metric(text, "promptly_jobs_submitted_total"), jobs) << text.substr(0, 600);
+  EXPECT_GE(metric(text, "promptly_jobs_queued"), jobs - 2);
+  EXPECT_NE(text.find("promptly_flow_time_seconds"), std::string::npos);
+  d.signal(SIGTERM);
+  // Draining: new jobs are rejected; /readyz says so.
+  client late(ep());
+  for (;;) {
+    const json s = late.call({{"op", "stats"}});
+    if (s.value("draining", false)) break;
+  }
+  const json r = late.call({{"op", "submit"}, {"program", "fib"}, {"args", {{"n", 3}}}});
+  EXPECT_EQ(code_of(r), "rejected");
+  const auto ready = http_get(host_port, "/readyz");
+  EXPECT_EQ(ready.first, 503);
+  EXPECT_NE(ready.second.find("draining"), std::string::npos);
+  // Every waiting client gets a terminal reply.
+  std::set<std::uint64_t> answered;
+  for (int i = 0; i < jobs; ++i) {
+    const json w = waiter.receive();
+    const std::string st = w.value("state", "");
+    EXPECT_TRUE(st == "done" || st == "cancelled") << w;
+    answered.insert(w["id"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(answered.size(), static_cast<std::size_t>(jobs));
+  const json s = submitter.receive();
+  EXPECT_TRUE(s.value("state", "") == "cancelled" || s.value("state", "") == "done") << s;
+  EXPECT_EQ(d.wait_exit(), 0);
+  EXPECT_FALSE(waiter.receive_line().has_value());  // closed after its replies
+}
+
+TEST_F(Daemon, TcpNeedsLoopbackAndToken) {
+  const std::string token_file = dir_.path + "/token";
+  {
+    std::ofstream(token_file) << "s3cret-token-0123456789\n";
+  }
+  ::chmod(token_file.c_str(), 0600);
+  EXPECT_EQ(daemon_process(base_args({"--tcp", "127.0.0.1:0"})).wait_exit(), 2);  // no token file
+  EXPECT_NE(daemon_process(base_args({"--tcp", "0.0.0.0:0", "--token-file", token_file})).wait_exit(), 0);
+  daemon_process d(base_args({"--tcp", "127.0.0.1:0", "--token-file", token_file}));
+  ASSERT_TRUE(d.ready());
+  const auto hp = promptly::server::daemon::parse_host_port(d.line_value("listening tcp"));
+  {
+    client anon(promptly::server::daemon::connect_tcp(hp.host, hp.port));
+    EXPECT_EQ(code_of(anon.call({{"op", "stats"}})), "not_allowed");
+    EXPECT_EQ(code_of(anon.call({{"op", "submit"}, {"program", "fib"}, {"args", {{"n", 3}}}})), "not_allowed");
+    EXPECT_EQ(code_of(anon.call({{"op", "auth"}, {"token", "guess-guess-guess"}})), "not_allowed");
+    EXPECT_TRUE(anon.call({{"op", "auth"}, {"token", "s3cret-token-0123456789"}})["ok"].get<bool>());
+    EXPECT_EQ(anon.call({{"op", "submit"}, {"program", "fib"}, {"args", {{"n", 10}}}, {"wait", true}})["result"], 55);
+  }
+  client with_token(endpoint{"", d.line_value("listening tcp"), "s3cret-token-0123456789"});
+  EXPECT_TRUE(with_token.call({{"op", "stats"}})["ok"].get<bool>());
+  // The Unix socket needs no token.
+  client local(ep());
+  EXPECT_TRUE(local.call({{"op", "stats"}})["ok"].get<bool>());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Daemon, SocketIsPrivate) {
+  daemon_process d(base_args());
+  ASSERT_TRUE(d.ready());
+  struct stat st{};
+  ASSERT_EQ(::lstat(sock_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, ::getuid());
+  // A second daemon on the same socket refuses to start.
+  EXPECT_EQ(daemon_process(base_args()).wait_exit(), 1);
+  // A directory others may write to is refused.
+  const std::string open_dir = dir_.path + "/open";
+  ::mkdir(open_dir.c_str(), 0777);
+  ::chmod(open_dir.c_str(), 0777);
+  EXPECT_EQ(daemon_process({"--socket", open_dir + "/s.sock", "--workers", "1"}).wait_exit(), 1);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+  EXPECT_NE(::access(sock_.c_str(), F_OK), 0);  // removed on exit
+}
+
+TEST_F(Daemon, CliExitCodes) {
+  daemon_process d(base_args());
+  ASSERT_TRUE(d.ready());
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(PROMPTLY_CLI_PATH) + " --socket " + sock_ + " " + args + " >/dev/null 2>&1";
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  EXPECT_EQ(run("submit fib n=12 --wait"), 0);
+  EXPECT_EQ(run("submit fib n=-1"), 1);       // bad_args from the server
+  EXPECT_EQ(run("status 99999"), 1);          // unknown_job
+  EXPECT_EQ(run("submit"), 2);                // usage
+  EXPECT_EQ(run("frobnicate"), 2);
+  EXPECT_EQ(run("stats"), 0);
+  EXPECT_EQ(run("watch --count 2 --interval 10"), 0);
+  EXPECT_EQ(run("load --workload fixed --program fib --arg n=5 --rate 200 --duration 0.2 --no-progress"), 0);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+}  // namespace
