@@ -16,6 +16,8 @@
 // all pools with work, oldest first, so no core sleeps while a pool has
 // work (a surplus core's look time lowers its pool's utilisation, which
 // lowers the desire: the feedback still converges to the parallelism).
+// With asteal_params::share_surplus = false they sleep instead, as A-STEAL's
+// analysis assumes (no job is allotted more than it desires).
 // Pool events (added, removed, non-empty, empty) reallocate at once with
 // the current desires; only quantum ticks change desires.
 //
@@ -87,7 +89,7 @@ class asteal_policy final : public ext::policy {
     std::vector<std::size_t> busy;
     for (std::size_t i = 0; i < pools.size(); ++i)
       if (pools[i].has_ready_work) busy.push_back(i);
-    const std::vector<unsigned> surplus = equal_split(busy.size(), cores - used);
+    const std::vector<unsigned> surplus = equal_split(busy.size(), params_.share_surplus ? cores - used : 0);
     for (std::size_t k = 0; k < busy.size(); ++k) counts[busy[k]] += surplus[k];
     for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, counts[i]);
   }

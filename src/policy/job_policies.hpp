@@ -29,9 +29,12 @@ std::unique_ptr<ext::policy> make_drep_steal_boundary_policy(const drep_params& 
 
 // --- asteal (asteal.cpp) -----------------------------------------------------
 struct asteal_params {
-  std::chrono::microseconds quantum{2000};  // the adaptation period (AMCilk Sec. 6.3 uses 1 ms, the issue 1-4 ms)
+  std::chrono::microseconds quantum{2000};  // the adaptation period (AMCilk Sec. 6.3 tried 0.5-10 ms, used 1 ms)
   double delta = 0.95;                      // utilisation threshold: a quantum below it is inefficient, in (0, 1]
   double rho = 2.0;                         // desire growth / shrink factor, > 1
+  // Cores no pool desires go to the pools with work (true), or sleep as in
+  // A-STEAL's analysis, which assumes no job gets more than it desires.
+  bool share_surplus = true;
 };
 
 // Which branch of A-STEAL's desire rule decided (for tests and traces).
