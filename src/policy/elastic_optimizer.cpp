@@ -42,6 +42,8 @@ void check(const elastic_task& t, std::size_t i) {
   auto bad = [&](const std::string& what) {
     throw std::invalid_argument("promptly: elastic task " + std::to_string(i) + ": " + what);
   };
+  for (double v : {t.work_ms, t.span_ms, t.period_min_ms, t.period_max_ms, t.elasticity})
+    if (!std::isfinite(v)) bad("every parameter must be finite (one is " + std::to_string(v) + ")");
   // Written as negations so that NaN fails every test.
   if (!(t.work_ms > 0)) bad("work_ms = " + std::to_string(t.work_ms) + " must be > 0");
   if (!(t.span_ms > 0 && t.span_ms <= t.work_ms))

@@ -61,7 +61,8 @@ struct elastic_allotment {
 };
 
 // The allotment described above. Throws std::invalid_argument naming the
-// task and the field if a task breaks 0 < L <= C, 0 < T_min <= T_max, E > 0.
+// task and the field if a task breaks 0 < L <= C, 0 < T_min <= T_max, E > 0
+// or has a parameter that is not finite.
 elastic_allotment elastic_optimise(std::span<const elastic_task> tasks, unsigned cores);
 
 }  // namespace promptly::policy_impl
