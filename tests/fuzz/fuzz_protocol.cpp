@@ -26,6 +26,7 @@ struct fixture {
                                      promptly::server::job_server_options o;
                                      o.max_running = 2;
                                      o.max_queued = 4;
+                                     o.result_ttl = std::chrono::seconds(1);  // bounded memory over a long run
                                      return o;
                                    }()};
   promptly::server::protocol::service svc{srv};
