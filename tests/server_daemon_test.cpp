@@ -342,7 +342,7 @@ TEST_F(Daemon, ClientDisconnectingWhileItsJobsRun) {
 }
 
 TEST_F(Daemon, SigtermWithFiftyQueuedLongJobs) {
-  daemon_process d(base_args({"--max-running", "2", "--drain-timeout", "0.3", "--metrics", "127.0.0.1:0"}));
+  daemon_process d(base_args({"--max-running", "2", "--drain-timeout", "1", "--metrics", "127.0.0.1:0"}));
   ASSERT_TRUE(d.ready());
   const std::string metrics = d.line_value("metrics");  // http://127.0.0.1:PORT/metrics
   ASSERT_FALSE(metrics.empty());
