@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   CLI::App app{"promptly: client of the promptlyd job server (docs/server.md)"};
   app.set_version_flag("--version", std::string("promptly ") + PROMPTLY_VERSION + " (protocol 1)");
   app.require_subcommand(1);
+  app.fallthrough();  // --socket etc. may also follow the command
   connection_options conn;
   app.add_option("--socket", conn.socket, "promptlyd's Unix socket (default " +
                                               promptly::server::daemon::default_socket_path() + ")");
