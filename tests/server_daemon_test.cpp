@@ -440,6 +440,22 @@ TEST_F(Daemon, SocketIsPrivate) {
   EXPECT_NE(::access(sock_.c_str(), F_OK), 0);  // removed on exit
 }
 
+TEST_F(Daemon, ProgramPluginsFromTheOperatorsDirectory) {
+  daemon_process d(base_args({"--programs", PROMPTLYD_TEST_PLUGIN_DIR}));
+  ASSERT_TRUE(d.ready());
+  client cl(ep());
+  // The plugin binds to the daemon's own runtime: its fork-join tasks run in the job's pool.
+  const json r = cl.call({{"op", "submit"}, {"program", "plugin_sum"}, {"args", {{"n", 1000}}}, {"wait", true}});
+  ASSERT_EQ(r["state"], "done") << r;
+  EXPECT_EQ(r["result"]["sum"], 499500);
+  EXPECT_EQ(r["result"]["in_pool"], true);
+  EXPECT_EQ(code_of(cl.call({{"op", "submit"}, {"program", "plugin_square"}, {"args", {{"x", "two"}}}})), "bad_args");
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+  // A directory that does not exist is refused as an option.
+  EXPECT_EQ(daemon_process(base_args({"--programs", dir_.path + "/none"})).wait_exit(), 2);
+}
+
 TEST_F(Daemon, CliExitCodes) {
   daemon_process d(base_args());
   ASSERT_TRUE(d.ready());
