@@ -456,6 +456,22 @@ TEST_F(Daemon, ProgramPluginsFromTheOperatorsDirectory) {
   EXPECT_EQ(daemon_process(base_args({"--programs", dir_.path + "/none"})).wait_exit(), 2);
 }
 
+TEST_F(Daemon, ConnectionLimit) {
+  daemon_process d(base_args({"--max-connections", "2"}));
+  ASSERT_TRUE(d.ready());
+  client a(ep()), b(ep());
+  ASSERT_TRUE(a.call({{"op", "version"}})["ok"].get<bool>());  // both accepted by now
+  ASSERT_TRUE(b.call({{"op", "version"}})["ok"].get<bool>());
+  client c(ep());
+  const json r = c.receive();
+  EXPECT_EQ(code_of(r), "rejected");
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("too many connections"), std::string::npos);
+  EXPECT_FALSE(c.receive_line().has_value());
+  EXPECT_TRUE(a.call({{"op", "stats"}})["ok"].get<bool>());  // the others go on
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
 TEST_F(Daemon, CliExitCodes) {
   daemon_process d(base_args());
   ASSERT_TRUE(d.ready());
