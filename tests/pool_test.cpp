@@ -278,3 +278,50 @@ TEST(Pools, DecisionLatencyIsReported) {
   EXPECT_GT(s.decision_latency_p99_us, 0.0);
   EXPECT_GE(s.decision_latency_p99_us, s.decision_latency_p50_us);
 }
+
+// Elastic real-time parameters (for the elastic policy): checked at
+// creation, naming the field, and shown to the policy in its pool view.
+namespace {
+class elastic_recorder final : public promptly::ext::policy {
+ public:
+  std::string_view name() const noexcept override { return "elastic-recorder"; }
+  void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
+    for (const auto& p : d.pools())
+      if (p.elastic) seen_work_ms.store(p.elastic->work_ms);
+    const promptly::ext::pool_view* target = &d.pools().front();
+    for (const auto& p : d.pools())
+      if (p.has_ready_work) {
+        target = &p;
+        break;
+      }
+    d.allot(target->id, d.core_count());
+  }
+  std::atomic<double> seen_work_ms{0};
+};
+}  // namespace
+
+TEST(Pools, ElasticParametersAreCheckedAndShownToThePolicy) {
+  promptly::runtime rt(config(2, "prompt", 2));
+  auto expect_error = [&](promptly::elastic_params e, const std::string& field) {
+    try {
+      (void)rt.create_pool({.rank = 1, .weight = 1, .elastic = e});
+      ADD_FAILURE() << "no exception for " << field;
+    } catch (const std::invalid_argument& ex) {
+      EXPECT_NE(std::string(ex.what()).find(field), std::string::npos) << ex.what();
+    }
+  };
+  expect_error({.work_ms = 0, .span_ms = 1, .period_min_ms = 1, .period_max_ms = 2, .elasticity = 1}, "work_ms");
+  expect_error({.work_ms = 4, .span_ms = 5, .period_min_ms = 1, .period_max_ms = 2, .elasticity = 1}, "span_ms");
+  expect_error({.work_ms = 4, .span_ms = 1, .period_min_ms = 0, .period_max_ms = 2, .elasticity = 1}, "period_min_ms");
+  expect_error({.work_ms = 4, .span_ms = 1, .period_min_ms = 3, .period_max_ms = 2, .elasticity = 1}, "period_max_ms");
+  expect_error({.work_ms = 4, .span_ms = 1, .period_min_ms = 1, .period_max_ms = 2, .elasticity = 0}, "elasticity");
+  EXPECT_EQ(rt.pool_count(), 2u);  // nothing was created
+  auto owned = std::make_unique<elastic_recorder>();
+  elastic_recorder& policy = *owned;
+  rt.set_policy(std::move(owned));
+  const promptly::pool p =
+      rt.create_pool({.rank = 1, .weight = 1, .elastic = promptly::elastic_params{.work_ms = 8, .span_ms = 2, .period_min_ms = 10, .period_max_ms = 20, .elasticity = 1}});
+  EXPECT_EQ(rt.submit(p, [] { return fib(12); }).get(), fib_serial(12));
+  EXPECT_EQ(policy.seen_work_ms.load(), 8.0);
+  rt.remove_pool(p);
+}

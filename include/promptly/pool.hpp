@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "promptly/level.hpp"
 
@@ -28,6 +29,19 @@ struct pool {
   friend bool operator==(pool, pool) = default;
 };
 
+// A job's elastic real-time parameters (AMCilk, Sec. 6.2, after the elastic
+// task model of Buttazzo et al.): with m cores one instance takes
+// T(m) = (work - span) / m + span; its period may stretch from period_min
+// to period_max, and elasticity says how willingly (larger = stretches
+// first). The `elastic` policy allots cores from them; others ignore them.
+struct elastic_params {
+  double work_ms = 0;        // C: total work of one instance, > 0
+  double span_ms = 0;        // L: its critical path, 0 < L <= C
+  double period_min_ms = 0;  // T_min > 0
+  double period_max_ms = 0;  // T_max >= T_min
+  double elasticity = 1;     // E > 0
+};
+
 struct pool_options {
   // 0 = most urgent. Levels have rank = level; among pools of equal rank the
   // older comes first. Rank-ordered policies (prompt, aps) use it.
@@ -35,6 +49,9 @@ struct pool_options {
   // Share weight for weight-based policies (fair): the pool's share is its
   // weight over the sum of the weights of all pools. Must be >= 0.
   double weight = 1;
+  // For the elastic policy; create_pool throws std::invalid_argument naming
+  // the field that breaks the constraints above.
+  std::optional<elastic_params> elastic;
 };
 
 }  // namespace promptly

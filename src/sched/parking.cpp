@@ -120,6 +120,12 @@ void park_current_fiber(publish_fn publish, void* event) {
 // this fiber there. Without a fiber to switch to, the boundary is skipped:
 // the worker moves at its next boundary or when the task ends.
 worker_view* switch_pool_at_boundary() {
+  worker_view* self = reload_current_worker();
+  // The steal-boundary baseline: a reassigned core keeps running its own
+  // work, and moves at its loop top once its deque is empty. A decision
+  // request still parks (the loop top takes it).
+  if (self->sched->switches_when_out_of_work() && !(self->assigned.load(std::memory_order_relaxed) & decide_request))
+    return self;
   try_park(
       [](void*, waiter* w) noexcept {
         worker_view& self = *reload_current_worker();

@@ -159,6 +159,7 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
     v.look_s = seconds(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
     v.cores = cores[id];
     v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
+    v.elastic = p.elastic;
     if (advance) {
       p.seen_work_ns = work;
       p.seen_look_ns = look;
@@ -527,11 +528,15 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   const auto previous_quantum = quantum_;
   policy_ = std::move(p);
   quantum_ = std::chrono::microseconds{0};
+  const bool previous_switch = switch_when_out_of_work_.load(std::memory_order_relaxed);
+  // Relaxed: a mode the workers read at their next boundary (see switches_when_out_of_work).
+  switch_when_out_of_work_.store(policy_->switches_only_when_out_of_work(), std::memory_order_relaxed);
   try {
     decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
   } catch (...) {
     policy_ = std::move(previous);
     quantum_ = previous_quantum;
+    switch_when_out_of_work_.store(previous_switch, std::memory_order_relaxed);
     throw;
   }
   next_quantum_.reset();

@@ -27,7 +27,10 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
+
+#include "promptly/pool.hpp"
 
 #include "injection_queue.hpp"
 #include "promptly/detail/waiting.hpp"
@@ -48,6 +51,7 @@ struct pool_record {
   std::uint64_t created_ns = 0;
   std::uint64_t creation_seq = 0;  // ties in rank: older pools first
   bool fixed = false;              // a priority level: never removed
+  std::optional<elastic_params> elastic;
   std::atomic<pool_phase> phase{pool_phase::free};
 
   injection_queue injection;

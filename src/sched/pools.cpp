@@ -65,9 +65,27 @@ pool_record& scheduler::make_pool_record_locked(std::uint32_t id) {
   return *p;
 }
 
+namespace {
+void check_elastic(const elastic_params& e) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("promptly: pool_options::elastic: " + what); };
+  auto finite = [](double v) { return v == v && v != std::numeric_limits<double>::infinity(); };
+  if (!(e.work_ms > 0) || !finite(e.work_ms)) fail("work_ms = " + std::to_string(e.work_ms) + " must be finite and > 0");
+  if (!(e.span_ms > 0) || e.span_ms > e.work_ms)
+    fail("span_ms = " + std::to_string(e.span_ms) + " must be > 0 and <= work_ms = " + std::to_string(e.work_ms));
+  if (!(e.period_min_ms > 0) || !finite(e.period_min_ms))
+    fail("period_min_ms = " + std::to_string(e.period_min_ms) + " must be finite and > 0");
+  if (!(e.period_max_ms >= e.period_min_ms) || !finite(e.period_max_ms))
+    fail("period_max_ms = " + std::to_string(e.period_max_ms) + " must be finite and >= period_min_ms = " +
+         std::to_string(e.period_min_ms));
+  if (!(e.elasticity > 0) || !finite(e.elasticity))
+    fail("elasticity = " + std::to_string(e.elasticity) + " must be finite and > 0");
+}
+}  // namespace
+
 std::uint32_t scheduler::create_pool(const pool_options& opts) {
   if (!(opts.weight >= 0) || opts.weight == std::numeric_limits<double>::infinity())
     throw std::invalid_argument("promptly: pool weight " + std::to_string(opts.weight) + " must be finite and >= 0");
+  if (opts.elastic) check_elastic(*opts.elastic);
   if (!accepting_.load(std::memory_order_seq_cst))
     throw runtime_stopped("promptly::runtime is shutting down; no pool was created");
   std::uint32_t id;
@@ -85,6 +103,7 @@ std::uint32_t scheduler::create_pool(const pool_options& opts) {
     pool_record& p = make_pool_record_locked(id);  // may throw bad_alloc: the id was not taken yet
     p.rank = opts.rank;
     p.weight = opts.weight;
+    p.elastic = opts.elastic;
     p.created_ns = now_ns();
     p.creation_seq = next_creation_seq_++;
     p.fixed = false;

@@ -85,6 +85,10 @@ class scheduler {
   // std::invalid_argument if n exceeds the workers.
   void set_core_limit(unsigned n);
   unsigned core_limit() const noexcept { return core_limit_.load(std::memory_order_relaxed); }  // relaxed: a setting read for stats
+  // The installed policy's ext::policy::switches_only_when_out_of_work.
+  bool switches_when_out_of_work() const noexcept {
+    return switch_when_out_of_work_.load(std::memory_order_relaxed);  // relaxed: a mode; a stale read only delays or hastens one move
+  }
   std::string policy_name() const;
   runtime_stats stats() const;
 
@@ -187,6 +191,7 @@ class scheduler {
   std::chrono::microseconds quantum_{0};
   std::atomic<bool> roaming_{false};  // every usable core roams (the policy said so); cores past the limit sleep
   std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
+  std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
   std::vector<ext::pool_view> last_quantum_;  // the pools as the last quantum tick saw them (stats)
   std::vector<std::uint64_t> latency_ns_;  // event posted -> decision applied, the most recent decisions

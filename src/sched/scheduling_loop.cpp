@@ -50,7 +50,9 @@ void scheduler::run_scheduling_loop() {
     }
     const unsigned target = assigned_pool(w.assigned.load(std::memory_order_acquire));
     // A roaming core follows its work, but sleeps when told (a core limit).
-    if (target == no_pool || (target != w.pool && !roaming_.load(std::memory_order_relaxed))) {
+    // Under a steal-boundary policy a core leaves only once out of local work.
+    if ((target == no_pool || (target != w.pool && !roaming_.load(std::memory_order_relaxed))) &&
+        (!switches_when_out_of_work() || (w.continuation == nullptr && w.deque->empty()))) {
       become_inactive(w);
       if (target == no_pool) {
         leave_pool(w);  // hand over what the deque holds before sleeping
@@ -215,6 +217,9 @@ task* scheduler::explore_task(worker& w, bool roaming) {
 // Mugging first (AMCilk, Sec. 3.5): a deque left with work at this pool is
 // taken whole, then Algorithm 5.
 task* scheduler::find_work(worker& w) {
+  // Reassigned under a steal-boundary policy: out of local work now, so the
+  // loop top moves it (it must not mug its old pool first).
+  if (!roaming_.load(std::memory_order_relaxed) && w.assigned.load(std::memory_order_relaxed) != w.pool) return nullptr;
   if (!roaming_.load(std::memory_order_relaxed)) {
     while (task_deque* m = w.at->take_muggable()) {
       adopt_deque(w, m);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "promptly/policy_params.hpp"
+#include "promptly/pool.hpp"
 
 namespace promptly::ext {
 
@@ -52,6 +53,7 @@ struct pool_view {
   double look_s = 0;                    // worker-seconds spent looking for work in it
   unsigned cores = 0;                   // cores the previous decision gave it
   bool wants_more_cores = false;        // the pool asked for more cores (runtime::request_cores)
+  std::optional<elastic_params> elastic;  // pool_options::elastic (elastic real-time jobs)
   double utilization() const noexcept { return work_s + look_s > 0 ? work_s / (work_s + look_s) : 0.0; }
 };
 
@@ -129,6 +131,11 @@ class policy {
   virtual double desire(pool_id /*pool*/) const noexcept { return 0; }
   // Fairness accounting per pool, for stats (policies without a criterion return zeros).
   virtual fair_account fairness(pool_id /*pool*/) const noexcept { return {}; }
+  // When this is true, a core given to another pool does not move at its
+  // next strand boundary: it finishes the work of its own deque and moves
+  // when it would next steal (AMCilk's steal-boundary baseline, Sec. 5).
+  // Read once at installation.
+  virtual bool switches_only_when_out_of_work() const noexcept { return false; }
 };
 
 using aps_params = promptly::aps_params;
