@@ -131,6 +131,8 @@ class drep_steal_boundary_policy final : public drep_policy {
  public:
   using drep_policy::drep_policy;
   std::string_view name() const noexcept override { return "drep-steal-boundary"; }
+  // AMCilk Sec. 3.4: the baseline moves a core only when its deque is empty.
+  bool switches_only_when_out_of_work() const noexcept override { return true; }
 };
 
 }  // namespace

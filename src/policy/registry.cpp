@@ -14,10 +14,10 @@ std::unique_ptr<ext::policy> make_fair_policy(const ext::fair_params& p);
 
 namespace promptly::ext {
 
-// The job policies (equi, drep, drep-steal-boundary, asteal) are the job server's core allocation
+// The job policies (equi .. elastic) are the job server's core allocation
 // between jobs (docs/job-policies.md); any runtime may use them.
 std::vector<std::string> policy_names() {
-  return {"oblivious", "prompt", "aps", "fair", "equi", "drep", "drep-steal-boundary", "asteal"};
+  return {"oblivious", "prompt", "aps", "fair", "equi", "drep", "drep-steal-boundary", "asteal", "elastic"};
 }
 
 std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps, const fair_params& fair) {
@@ -38,9 +38,10 @@ std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps
   if (name == "drep") return policy_impl::make_drep_policy();
   if (name == "drep-steal-boundary") return policy_impl::make_drep_steal_boundary_policy();
   if (name == "asteal") return policy_impl::make_asteal_policy();
+  if (name == "elastic") return policy_impl::make_elastic_policy();
   throw std::invalid_argument("promptly: unknown policy '" + std::string(name) +
-                              "' (expected oblivious, prompt, aps, fair, equi, drep, drep-steal-boundary or "
-                              "asteal)");
+                              "' (expected oblivious, prompt, aps, fair, equi, drep, drep-steal-boundary, asteal "
+                              "or elastic)");
 }
 
 }  // namespace promptly::ext

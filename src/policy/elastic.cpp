@@ -1,0 +1,93 @@
+// The `elastic` policy: elastic parallel real-time scheduling (AMCilk
+// Sec. 6.2). Pools that carry elastic parameters (pool_options::elastic)
+// get the core counts of elastic_optimise (elastic_optimizer.hpp); the
+// others share what is left.
+//
+// Per class (job_classes.hpp), most urgent first, among its pools with work:
+//  1. the elastic pools, in list order, get the optimiser's counts over the
+//     cores left for the class (they take no core that lowers no term);
+//  2. the other pools of the class, and elastic pools the optimiser could
+//     not admit (their T_max cannot be met), split the rest evenly, oldest
+//     first, without a cap (equi's rule).
+// Cores left after every class (every elastic pool saturated, no other pool
+// with work) go to the elastic pools with work evenly: extra cores shorten
+// their instances and nobody else can use them.
+// Decisions are re-evaluated on every pool event; the parameters of a pool
+// never change, so a change of period is a new pool (a job server releases
+// each instance as a job). desire(pool) reports the optimiser's count.
+//
+// Invariants
+//  * Stateless between decisions except wanted_ (for stats): a decision
+//    depends only on its view.
+#include <algorithm>
+#include <vector>
+
+#include "elastic_optimizer.hpp"
+#include "job_classes.hpp"
+#include "job_policies.hpp"
+
+namespace promptly::policy_impl {
+namespace {
+
+class elastic_policy final : public ext::policy {
+ public:
+  std::string_view name() const noexcept override { return "elastic"; }
+  double desire(ext::pool_id pool) const noexcept override { return pool < wanted_.size() ? wanted_[pool] : 0.0; }
+
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    if (ev.kind == ext::event_kind::installed) d.set_quantum(std::chrono::microseconds{0});
+    const auto pools = d.pools();
+    const unsigned cores = d.core_count();
+    std::uint32_t end = 0;
+    for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
+    wanted_.assign(end, 0.0);
+
+    std::vector<unsigned> counts = serve_by_rank(pools, cores, [&](std::span<const std::size_t> members, unsigned left) {
+      std::vector<elastic_task> tasks;
+      std::vector<std::size_t> elastic_at;  // position in members
+      for (std::size_t k = 0; k < members.size(); ++k)
+        if (const auto& e = pools[members[k]].elastic) {
+          tasks.push_back({e->work_ms, e->span_ms, e->period_min_ms, e->period_max_ms, e->elasticity});
+          elastic_at.push_back(k);
+        }
+      std::vector<unsigned> got(members.size(), 0);
+      std::vector<bool> shares_rest(members.size(), true);
+      if (!tasks.empty()) {
+        // create_pool validated the parameters, so this does not throw; if
+        // it did, on_event's exception leaves the cores as they were.
+        const elastic_allotment a = elastic_optimise(tasks, left);
+        for (std::size_t j = 0; j < tasks.size(); ++j) {
+          const std::size_t k = elastic_at[j];
+          got[k] = a.cores[j];
+          left -= a.cores[j];
+          shares_rest[k] = !a.admitted[j];
+          wanted_[pools[members[k]].id] = a.cores[j];
+        }
+      }
+      std::vector<std::size_t> rest;
+      for (std::size_t k = 0; k < members.size(); ++k)
+        if (shares_rest[k]) rest.push_back(k);
+      const std::vector<unsigned> split = equal_split(rest.size(), left);
+      for (std::size_t j = 0; j < rest.size(); ++j) got[rest[j]] += split[j];
+      return got;
+    });
+
+    unsigned used = 0;
+    for (unsigned c : counts) used += c;
+    std::vector<std::size_t> elastic_busy;
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      if (pools[i].has_ready_work && pools[i].elastic) elastic_busy.push_back(i);
+    const std::vector<unsigned> extra = equal_split(elastic_busy.size(), cores - used);
+    for (std::size_t j = 0; j < elastic_busy.size(); ++j) counts[elastic_busy[j]] += extra[j];
+    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, counts[i]);
+  }
+
+ private:
+  std::vector<double> wanted_;  // by pool id: the optimiser's count at the last decision
+};
+
+}  // namespace
+
+std::unique_ptr<ext::policy> make_elastic_policy() { return std::make_unique<elastic_policy>(); }
+
+}  // namespace promptly::policy_impl
