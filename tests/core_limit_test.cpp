@@ -130,7 +130,8 @@ TEST_P(CoreLimit, FlippingTheLimitUnderLoadLosesNoTask) {
   rendezvous(rt, promptly::level{2});
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, CoreLimit, ::testing::Values("oblivious", "prompt", "aps", "fair"));
+INSTANTIATE_TEST_SUITE_P(Policies, CoreLimit, ::testing::Values("oblivious", "prompt", "aps", "fair", "equi", "drep",
+                                                                 "drep-steal-boundary", "asteal", "elastic"));
 
 TEST(CoreLimitUserPolicy, APolicySeesOnlyTheUsableCores) {
   promptly::runtime rt(config(3, "prompt", 2));

@@ -93,7 +93,8 @@ TEST_P(PoolsUnderPolicy, HundredPoolsComeAndGoAndEveryTaskCompletes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, PoolsUnderPolicy,
-                         ::testing::Values("prompt", "aps", "fair", "oblivious", "round-robin"),
+                         ::testing::Values("prompt", "aps", "fair", "oblivious", "round-robin", "equi", "drep",
+                                           "drep-steal-boundary", "asteal", "elastic"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

@@ -48,8 +48,9 @@ struct runtime_config {
   // ignored), "prompt" (winner takes all), "aps" (Adaptive Priority
   // Scheduling of I-Cilk, "Priority Scheduling for Interactive Applications",
   // SPAA 2020) or "fair" (the fairly prompt scheduler of "Fairness in
-  // Responsive Parallelism", ICFP 2019). Changeable at run time with
-  // runtime::set_policy.
+  // Responsive Parallelism", ICFP 2019); for pools that are jobs, "equi",
+  // "drep", "drep-steal-boundary", "asteal" or "elastic"
+  // (docs/job-policies.md). Changeable at run time with runtime::set_policy.
   std::string policy = "prompt";
   // Parameters of "aps": delta, rho, quantum L.
   aps_params aps{};

@@ -76,8 +76,9 @@ class runtime {
     return submit(at, std::forward<F>(f)).get_consuming();
   }
 
-  // Switches the policy by name ("oblivious", "prompt", "aps", "fair")
-  // while the runtime runs. Throws std::invalid_argument for an unknown name.
+  // Switches the policy by name ("oblivious", "prompt", "aps", "fair", or a
+  // job policy: "equi", "drep", "drep-steal-boundary", "asteal", "elastic";
+  // docs/job-policies.md) while the runtime runs. Throws std::invalid_argument for an unknown name.
   void set_policy(const std::string& name);
   // Installs a policy object (the extension tier, promptly/ext/policy.hpp,
   // docs/policies.md): the runtime calls it on its policy thread, on pool

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   auto* version = app.add_subcommand("version", "Print the server's version and protocol version");
   std::string policy;
   auto* set_policy = app.add_subcommand("set-policy", "Select the core-allocation policy");
-  set_policy->add_option("policy", policy, "Policy name (e.g. oblivious, prompt, aps, fair)")->required();
+  set_policy->add_option("policy", policy, "Policy name: oblivious, prompt, aps, fair, equi, drep, drep-steal-boundary, asteal, elastic")->required();
   unsigned cores = 0;
   auto* set_cores = app.add_subcommand("set-cores", "Occupancy control: use at most N cores (0 = all)");
   set_cores->add_option("cores", cores, "Cores")->required();

@@ -1,5 +1,6 @@
 // The policy interface (extension tier): how a policy decides which pools
-// the cores serve. The shipped policies (oblivious, prompt, aps, fair) and
+// the cores serve. The shipped policies (priority policies oblivious, prompt,
+// aps, fair; job policies equi, drep, drep-steal-boundary, asteal, elastic) and
 // policies written by users implement the same interface; install one with
 // runtime::set_policy(std::make_unique<my_policy>(...)). Guide and example:
 // docs/policies.md, examples/round_robin_policy.cpp.
@@ -147,7 +148,8 @@ using fair_params = promptly::fair_params;
 std::vector<double> fair_shares(std::span<const long long> weights, std::size_t pools);
 
 // The policies shipped with Promptly, by name: "oblivious", "prompt", "aps",
-// "fair". Throws std::invalid_argument naming the unknown policy or bad parameter.
+// "fair", and the job policies "equi", "drep", "drep-steal-boundary",
+// "asteal", "elastic" (docs/job-policies.md). Throws std::invalid_argument naming the unknown policy or bad parameter.
 std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps = {}, const fair_params& fair = {});
 std::vector<std::string> policy_names();
 
