@@ -158,8 +158,8 @@ SUITE = {
         *[{
             "name": f"pools-{what}",
             "title": title,
-            "params": {"what": what, "n": 100_000},
-            "quick_params": {"n": 10_000},
+            "params": {"what": what, "n": n},
+            "quick_params": {"n": n // 10},
             "workers": workers,
             "args": ["--what", "{what}", "--n", "{n}"],
             "inner": [1, 3],
@@ -168,17 +168,17 @@ SUITE = {
             "expected": lambda p: p["n"],
             "show": show,
             "timeout_s": 300,
-        } for what, title, workers, show in [
+        } for what, title, workers, show, n in [
             ("create-remove-empty", "create + remove 10^5 empty pools", [2],
-             ["create_p50_us", "create_p99_us", "remove_p50_us", "remove_p99_us"]),
+             ["create_p50_us", "create_p99_us", "remove_p50_us", "remove_p99_us"], 100_000),
             ("create-remove-task", "create a pool, run one task in it, remove it; 10^5 times", [2],
              ["create_p50_us", "create_p99_us", "remove_p50_us", "remove_p99_us", "op_p50_us", "op_p99_us",
-              "decision_p50_us", "decision_p99_us"]),
+              "decision_p50_us", "decision_p99_us"], 100_000),
             ("switch", "a worker moved between two pools and back, 10^5 times (prompt, 1 worker)", [1],
-             ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"]),
-            ("realloc", "core reallocation: a policy gives a busy core to a job pool and back, 10^5 times; "
+             ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"], 100_000),
+            ("realloc", "core reallocation: a policy gives a busy core to a job pool and back, 10^4 times; "
              "op = decision to the job's task running on the moved core (2 workers)", [2],
-             ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"]),
+             ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"], 10_000),
         ]],
         _reduce_bench("reduce-sum-1e8", "parallel_reduce: sum of 10^8 uint32 values (memory-bound, 400 MB)",
                       {"kind": "sum", "n": 100_000_000, "rounds": 0, "grain": 16_384}, 10_000_000,

@@ -46,6 +46,9 @@ struct runtime_stats {
   std::uint64_t decisions = 0;  // policy decisions taken (quanta and events)
   std::uint64_t quanta = 0;     // quantum ticks decided (aps, fair)
   unsigned sleeping_workers = 0;  // workers asleep in the notifier now
+  // Fibers made so far (each owns a stack); bounded by the most tasks ever
+  // parked at once plus a few idle ones per worker.
+  std::size_t fibers = 0;
   // Waits that blocked a worker's thread because no fiber stack could be
   // mapped (vm.max_map_count or the address-space limit reached); see
   // src/sched/README.md, "Waiting when no stack can be mapped".

@@ -55,7 +55,10 @@ struct fiber_waiter final : waiter {
     fiber_record& loop_fiber = *w.current;
     fiber_record& parked = self->fiber;  // *self ends when the parked fiber continues
     w.current = &parked;
-    switch_fiber(loop_fiber, parked, [&loop_fiber] { worker::of(*reload_current_worker()).idle.push_back(&loop_fiber); });
+    switch_fiber(loop_fiber, parked, [&loop_fiber] {
+      worker& now = worker::of(*reload_current_worker());
+      now.sched->make_fiber_idle(now, loop_fiber);
+    });
   }
 
   struct resume_task : task {

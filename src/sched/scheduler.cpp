@@ -123,6 +123,20 @@ void scheduler::shutdown() {
   });
 }
 
+namespace {
+constexpr std::size_t idle_fibers_kept = 16;  // per worker; beyond it half go to the shared spares
+}  // namespace
+
+void scheduler::make_fiber_idle(worker& w, fiber_record& f) {
+  w.idle.push_back(&f);
+  if (w.idle.size() <= idle_fibers_kept) return;
+  std::lock_guard lock(fibers_mutex_);
+  while (w.idle.size() > idle_fibers_kept / 2) {
+    spare_fibers_.push_back(w.idle.back());
+    w.idle.pop_back();
+  }
+}
+
 fiber_record& scheduler::take_idle_fiber(worker& w) {
   if (!w.idle.empty()) {
     fiber_record* f = w.idle.back();
@@ -133,6 +147,11 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
   fiber_record* rec;
   {
     std::lock_guard lock(fibers_mutex_);
+    if (!spare_fibers_.empty()) {
+      fiber_record* f = spare_fibers_.back();
+      spare_fibers_.pop_back();
+      return *f;
+    }
     fibers_.push_back(std::make_unique<fiber_record>());
     rec = fibers_.back().get();
   }
@@ -186,12 +205,21 @@ void scheduler::worker_main(worker& w) {
   fiber_record& first = *w.current;  // made by the constructor
   switch_fiber(w.main_fiber, first, [] {});
   finish_exited();
-  // Wake every pooled fiber so that each leaves its loop and ends.
-  while (!w.idle.empty()) {
-    fiber_record& f = *w.idle.back();
-    w.idle.pop_back();
-    w.current = &f;
-    switch_fiber(w.main_fiber, f, [] {});
+  // Wake every pooled fiber so that each leaves its loop and ends: this
+  // worker's, then any left in the shared spares (every worker helps).
+  for (;;) {
+    fiber_record* f = nullptr;
+    if (!w.idle.empty()) {
+      f = w.idle.back();
+      w.idle.pop_back();
+    } else {
+      std::lock_guard lock(fibers_mutex_);
+      if (spare_fibers_.empty()) break;
+      f = spare_fibers_.back();
+      spare_fibers_.pop_back();
+    }
+    w.current = f;
+    switch_fiber(w.main_fiber, *f, [] {});
     finish_exited();
   }
   tls_worker = nullptr;

@@ -95,6 +95,12 @@ class scheduler {
   // ---- used by the scheduling loop and parking (same library) ----
   void run_scheduling_loop();
   fiber_record& take_idle_fiber(worker& w);
+  // A fiber suspended in the loop becomes idle on worker w. Fibers migrate
+  // (a fiber parked on one worker resumes on another, whose loop fiber then
+  // idles there), so past a small bound a worker's idle fibers go to a
+  // shared spare list that take_idle_fiber uses before it makes a new one:
+  // the fibers made stay bounded by the most ever parked at once.
+  void make_fiber_idle(worker& w, fiber_record& f);
   // As take_idle_fiber, but null (and a one-time warning) when no new fiber
   // stack can be mapped: the caller falls back to a mode that cannot fail.
   fiber_record* try_take_idle_fiber(worker& w) noexcept;
@@ -175,8 +181,9 @@ class scheduler {
 
   std::mutex deques_mutex_;
   std::vector<std::unique_ptr<task_deque>> deques_;   // owns every deque
-  std::mutex fibers_mutex_;
+  mutable std::mutex fibers_mutex_;
   std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record
+  std::vector<fiber_record*> spare_fibers_;            // idle fibers no worker keeps (fibers_mutex_)
 
   // Pool events posted to the policy thread.
   event_bitmap became_nonempty_, maybe_empty_, pools_added_, pools_removed_, cores_requested_;
