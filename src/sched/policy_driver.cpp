@@ -241,15 +241,28 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
         if (pool_record* p = find_pool(ev.pool)) p->wants_more_cores.store(false, std::memory_order_relaxed);
     ++decisions_;
     trace_locked(pools);
-    events.clear();
+    // The belief follows the view. A flip the policy was not told of by an
+    // event of this batch becomes an event of the next one: a pool seen
+    // empty here is no news to the worker that reports it a moment later
+    // (handle_events_locked drops it), so an event-driven policy would
+    // never hear that the pool emptied (or, symmetrically, filled).
+    auto told = [&](ext::event_kind kind, ext::pool_id id) {
+      return std::any_of(events.begin(), events.end(), [&](const ext::event& e) { return e.kind == kind && e.pool == id; });
+    };
+    std::vector<ext::event> next;
     for (const ext::pool_view& v : pools) {
       pool_record& p = pool_at(v.id);
-      p.believed_nonempty.store(v.has_ready_work, std::memory_order_seq_cst);
+      const bool was = p.believed_nonempty.exchange(v.has_ready_work, std::memory_order_seq_cst);
       if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
         p.believed_nonempty.store(true, std::memory_order_seq_cst);
-        events.push_back({ext::event_kind::became_nonempty, v.id, {}});
+        next.push_back({ext::event_kind::became_nonempty, v.id, {}});
+      } else if (was && !v.has_ready_work && !told(ext::event_kind::became_empty, v.id)) {
+        next.push_back({ext::event_kind::became_empty, v.id, {}});
+      } else if (!was && v.has_ready_work && !told(ext::event_kind::became_nonempty, v.id)) {
+        next.push_back({ext::event_kind::became_nonempty, v.id, {}});
       }
     }
+    events = std::move(next);
   }
 }
 
