@@ -38,7 +38,7 @@ def main() -> int:
         series = defaultdict(lambda: ([], []))
         with open(trace) as f:
             for row in csv.DictReader(f):
-                t, level = float(row["t_s"]), row["level"]
+                t, level = float(row["t_s"]), row["pool"]  # a level is a pool (docs/policies.md)
                 series[level][0].append(t)
                 series[level][1].append(int(row["allotted"]))
         fig, ax = plt.subplots(figsize=(7, 3))
