@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "resctrl/resctrl.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace promptly::resctrl;
@@ -72,16 +73,6 @@ class fake_resctrl {
  private:
   fs::path root_;
 };
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 }  // namespace
 
@@ -143,24 +134,24 @@ TEST(Resctrl, BadAllocationsAreNamed) {
   c.create_group("g");
   fake.kernel_populates("g");
   const std::string before = get(fake.root() / "g" / "schemata");
-  EXPECT_NE(error_of<std::invalid_argument>([&] { c.set_allocation("g", {.l3_mask = 0x1000}); }).find("outside the cache's 7ff"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { c.set_allocation("g", {.l3_mask = 0x1000}); }).find("outside the cache's 7ff"),
             std::string::npos);
-  EXPECT_NE(error_of<std::invalid_argument>([&] { c.set_allocation("g", {.l3_mask = 0x5}); }).find("not contiguous"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { c.set_allocation("g", {.l3_mask = 0x5}); }).find("not contiguous"),
             std::string::npos);
-  EXPECT_NE(error_of<std::invalid_argument>([&] { c.set_allocation("g", {.l3_mask = 0}); }).find("no cache way"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { c.set_allocation("g", {.l3_mask = 0}); }).find("no cache way"),
             std::string::npos);
-  EXPECT_NE(error_of<std::invalid_argument>([&] { c.set_allocation("g", {.mb_percent = 5}); }).find("5% is outside [10, 100]"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { c.set_allocation("g", {.mb_percent = 5}); }).find("5% is outside [10, 100]"),
             std::string::npos);
-  EXPECT_NE(error_of<std::invalid_argument>([&] { c.set_allocation("g", {.mb_percent = 101}); }).find("outside"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { c.set_allocation("g", {.mb_percent = 101}); }).find("outside"),
             std::string::npos);
   EXPECT_EQ(get(fake.root() / "g" / "schemata"), before) << "a refused allocation writes nothing";
   // Minimum ways, and a machine without MBA.
   put(fake.root() / "info" / "L3" / "min_cbm_bits", "2\n");
   fs::remove_all(fake.root() / "info" / "MB");
   controller strict(fake.root());
-  EXPECT_NE(error_of<std::invalid_argument>([&] { strict.set_allocation("g", {.l3_mask = 0x1}); }).find("minimum 2 ways"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { strict.set_allocation("g", {.l3_mask = 0x1}); }).find("minimum 2 ways"),
             std::string::npos);
-  EXPECT_NE(error_of<std::invalid_argument>([&] { strict.set_allocation("g", {.mb_percent = 50}); }).find("no memory-bandwidth"),
+  EXPECT_NE(what_of<std::invalid_argument>([&] { strict.set_allocation("g", {.mb_percent = 50}); }).find("no memory-bandwidth"),
             std::string::npos);
 }
 
@@ -170,24 +161,24 @@ TEST(Resctrl, BadGroupsAndFileSystemErrorsNameThePathAndErrno) {
   for (const char* bad : {"", ".", "..", "a/b", "info", "mon_groups", "mon_data"})
     EXPECT_THROW(c.create_group(bad), std::invalid_argument) << "'" << bad << "'";
   // Writing to a group that does not exist: the path and ENOENT's text.
-  const std::string missing = error_of<std::runtime_error>([&] { c.assign_cpus("ghost", std::vector<unsigned>{0}); });
+  const std::string missing = what_of<std::runtime_error>([&] { c.assign_cpus("ghost", std::vector<unsigned>{0}); });
   EXPECT_NE(missing.find((fake.root() / "ghost" / "cpus_list").string()), std::string::npos) << missing;
   EXPECT_NE(missing.find("No such file or directory"), std::string::npos) << missing;
-  const std::string gone = error_of<std::runtime_error>([&] { c.remove_group("ghost"); });
+  const std::string gone = what_of<std::runtime_error>([&] { c.remove_group("ghost"); });
   EXPECT_NE(gone.find("No such file or directory"), std::string::npos) << gone;
   c.create_group("twice");
-  const std::string again = error_of<std::runtime_error>([&] { c.create_group("twice"); });
+  const std::string again = what_of<std::runtime_error>([&] { c.create_group("twice"); });
   EXPECT_NE(again.find("File exists"), std::string::npos) << again;
   // Every class of service in use: 4 in all, the default group holds one.
   c.create_group("third");
   c.create_group("fourth");
-  const std::string full = error_of<std::runtime_error>([&] { c.create_group("fifth"); });
+  const std::string full = what_of<std::runtime_error>([&] { c.create_group("fifth"); });
   EXPECT_NE(full.find("all 4 classes of service are in use"), std::string::npos) << full;
   // A refused write reports the kernel's last_cmd_status (a directory
   // where the file should be makes open fail; the status is read when a
   // write fails, so here only the errno text and path appear).
   fs::create_directories(fake.root() / "twice" / "schemata");
-  const std::string refused = error_of<std::runtime_error>([&] { c.set_allocation("twice", {.mb_percent = 50}); });
+  const std::string refused = what_of<std::runtime_error>([&] { c.set_allocation("twice", {.mb_percent = 50}); });
   EXPECT_NE(refused.find((fake.root() / "twice" / "schemata").string()), std::string::npos) << refused;
   EXPECT_NE(refused.find("Is a directory"), std::string::npos) << refused;
 }
@@ -196,18 +187,18 @@ TEST(Resctrl, AMissingOrForeignRootIsAClearErrorAtStartUp) {
   fake_resctrl fake;
   const fs::path nowhere = fake.root() / "not-mounted";
   EXPECT_FALSE(available(nowhere));
-  const std::string missing = error_of<std::runtime_error>([&] { controller c(nowhere); });
+  const std::string missing = what_of<std::runtime_error>([&] { controller c(nowhere); });
   EXPECT_NE(missing.find(nowhere.string() + ": No such file or directory"), std::string::npos) << missing;
   EXPECT_NE(missing.find("mount -t resctrl"), std::string::npos) << missing;
 
   const fs::path plain = fake.root() / "plain";
   fs::create_directories(plain);
   EXPECT_FALSE(available(plain));
-  const std::string foreign = error_of<std::runtime_error>([&] { controller c(plain); });
+  const std::string foreign = what_of<std::runtime_error>([&] { controller c(plain); });
   EXPECT_NE(foreign.find("is not a resctrl file system"), std::string::npos) << foreign;
 
   put(fake.root() / "info" / "L3" / "cbm_mask", "zz\n");
-  const std::string garbled = error_of<std::runtime_error>([&] { controller c(fake.root()); });
+  const std::string garbled = what_of<std::runtime_error>([&] { controller c(fake.root()); });
   EXPECT_NE(garbled.find("cbm_mask holds 'zz'"), std::string::npos) << garbled;
 }
 
@@ -218,7 +209,7 @@ TEST(Resctrl, TheRealRootIsEitherUsableOrAClearError) {
     controller c;
     EXPECT_GT(c.caps().closids, 0u);
   } else {
-    const std::string e = error_of<std::runtime_error>([] { controller c; });
+    const std::string e = what_of<std::runtime_error>([] { controller c; });
     EXPECT_NE(e.find("/sys/fs/resctrl"), std::string::npos) << e;
   }
 }

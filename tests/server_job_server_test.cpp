@@ -18,6 +18,7 @@
 
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
+#include "test_support.hpp"
 
 // Bytes allocated with operator new and not yet freed, by this process:
 // the memory a queued job costs is the growth of this while jobs queue.
@@ -93,16 +94,6 @@ srv::error_code code_of(F&& f) {
   return srv::error_code::not_allowed;
 }
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Spins (yielding) until the job is cancelled, then returns normally: it
 // ends cancelled because cancel() was called.
 json until_cancelled(srv::job_context& ctx) {
@@ -124,10 +115,10 @@ TEST(JobServer, RefusesUnknownProgramsBadArgsAndUnknownClasses) {
   EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", 3}, {"m", 1}}); }), srv::error_code::bad_args);
   EXPECT_EQ(code_of([&] { (void)s.submit("fib", json::array({1, 2})); }), srv::error_code::bad_args);
   EXPECT_EQ(code_of([&] { (void)s.submit("fib", {{"n", 3}}, {.job_class = "gold"}); }), srv::error_code::bad_args);
-  const std::string m = message_of([&] { (void)s.submit("fib", {{"n", 41}}); });
+  const std::string m = what_of([&] { (void)s.submit("fib", {{"n", 41}}); });
   EXPECT_NE(m.find("'n'"), std::string::npos) << m;
   EXPECT_NE(m.find("maximum 40"), std::string::npos) << m;
-  EXPECT_NE(message_of([&] { (void)s.submit("fib", {{"n", 3}}, {.job_class = "gold"}); }).find("gold"), std::string::npos);
+  EXPECT_NE(what_of([&] { (void)s.submit("fib", {{"n", 3}}, {.job_class = "gold"}); }).find("gold"), std::string::npos);
   const srv::server_stats st = s.stats();
   EXPECT_EQ(st.submitted, 0u) << "nothing refused before admission is counted as submitted";
   EXPECT_THROW(s.register_program("fib", fib_job), std::invalid_argument);
@@ -156,7 +147,7 @@ TEST(JobServer, AdmissionRunsAtMostMaxRunningQueuesFifoAndRejectsBeyond) {
   EXPECT_EQ(s.status(b.id()).state, job_state::queued);
   EXPECT_EQ(s.status(c.id()).state, job_state::queued);
   EXPECT_FALSE(s.ready());
-  const std::string full = message_of([&] { (void)s.submit("gated", {}); });
+  const std::string full = what_of([&] { (void)s.submit("gated", {}); });
   EXPECT_NE(full.find("queue full (2 queued"), std::string::npos) << full;
   EXPECT_EQ(code_of([&] { (void)s.submit("gated", {}); }), srv::error_code::rejected);
   EXPECT_EQ(s.jobs().size(), 3u);
@@ -254,7 +245,7 @@ TEST(JobServer, DrainRejectsNewJobsAndCancelsWhatIsLeftAfterTheTimeout) {
   s.stop_accepting();
   EXPECT_FALSE(s.accepting());
   EXPECT_FALSE(s.ready());
-  const std::string m = message_of([&] { (void)s.submit("spin", {}); });
+  const std::string m = what_of([&] { (void)s.submit("spin", {}); });
   EXPECT_NE(m.find("draining"), std::string::npos) << m;
   EXPECT_EQ(s.drain(std::chrono::milliseconds(20)), 4u);
   for (auto& h : hs) {
@@ -356,7 +347,7 @@ TEST(JobServer, ResultsExpireAfterTheirTtl) {
   s.register_program("fib", fib_job, n_schema());
   auto h = s.submit("fib", {{"n", 5}});
   EXPECT_EQ(h.wait().result.get<long>(), 5) << "wait() returns the result even if it expires at once";
-  const std::string m = message_of([&] { (void)h.status(); });
+  const std::string m = what_of([&] { (void)h.status(); });
   EXPECT_NE(m.find("expired"), std::string::npos) << m;
   EXPECT_EQ(code_of([&] { (void)s.status(h.id()); }), srv::error_code::unknown_job);
   EXPECT_EQ(code_of([&] { (void)s.status(h.id() + 1); }), srv::error_code::unknown_job);
