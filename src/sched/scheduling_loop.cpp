@@ -217,10 +217,11 @@ task* scheduler::explore_task(worker& w, bool roaming) {
 // Mugging first (AMCilk, Sec. 3.5): a deque left with work at this pool is
 // taken whole, then Algorithm 5.
 task* scheduler::find_work(worker& w) {
-  // Reassigned under a steal-boundary policy: out of local work now, so the
-  // loop top moves it (it must not mug its old pool first).
-  if (!roaming_.load(std::memory_order_relaxed) && w.assigned.load(std::memory_order_relaxed) != w.pool) return nullptr;
   if (!roaming_.load(std::memory_order_relaxed)) {
+    // Reassigned (under a steal-boundary policy, or since the loop top): out
+    // of local work now, so the loop top moves it; it must not mug its old
+    // pool first.
+    if (w.assigned.load(std::memory_order_relaxed) != w.pool) return nullptr;
     while (task_deque* m = w.at->take_muggable()) {
       adopt_deque(w, m);
       if (task* t = m->pop()) return t;
@@ -292,8 +293,7 @@ task* scheduler::wait_for_task(worker& w) {
     // Nobody works at this pool any more: it may have become empty, which
     // the policy hears about (it may move this worker). This worker is idle,
     // so it decides itself at its loop top instead of waking the policy
-    // thread, which on a machine whose cores all run workers preempts one
-    // (a worker moved to an urgent pool and back: bench/results/core/pools/).
+    // thread, which on a machine whose cores all run workers preempts one.
     if (!roaming && note_maybe_empty(d, decider::poster)) {
       notifier::cancel_wait(w.slot);
       w.decide_pending = true;
