@@ -177,3 +177,31 @@ TEST(Runtime, LateParallelismIsDiscovered) {
     EXPECT_TRUE(met) << "round " << round << ": the second branch was never stolen";
   }
 }
+
+// A thread that is no worker (here a user thread fulfilling a promise; in the
+// apps the I/O reactor completing a timer) wakes a parked task, which then
+// finishes, and the runtime is destroyed at once: the waker may still be
+// inside the runtime's make-ready path. The destructor must wait for it
+// (ThreadSanitizer reported the waker reading a deleted worker's sleep slot
+// in apps_jserver_test before it did).
+TEST(Runtime, DestroyedRightAfterAForeignWakeDoesNotRaceTheWaker) {
+  for (int round = 0; round < static_cast<int>(scaled(400, 4)); ++round) {
+    promptly::promise<void> p;
+    promptly::future<void> awaited = p.get_future();
+    std::thread waker;
+    {
+      promptly::runtime_config cfg;
+      cfg.workers = 2;
+      promptly::runtime rt(cfg);
+      std::atomic<bool> waiting{false};
+      auto f = rt.submit([&] {
+        waiting.store(true);
+        awaited.get();  // parks: the waker's set_value makes it ready
+      });
+      while (!waiting.load()) std::this_thread::yield();
+      waker = std::thread([&] { p.set_value(); });
+      f.get();
+    }  // destroyed while the waker may still be leaving the wake path
+    waker.join();
+  }
+}

@@ -206,7 +206,30 @@ void scheduler::count_finished(std::uint32_t id) noexcept {
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);  // acq_rel: shutdown sees the task's effects
 }
 
+// A thread that is not one of our workers (an I/O reactor completing an
+// operation, a user thread fulfilling a promise or submitting) may still be
+// inside inject when the task it made ready has already run and finished,
+// and the runtime is being destroyed: it holds the scheduler in
+// foreign_injectors_, which the destructor waits to see at zero. Counted
+// before the push, so the task's completion, which shutdown waits for,
+// happens after the count (seq-cst both).
+class scheduler::foreign_injection {
+ public:
+  explicit foreign_injection(scheduler& s) noexcept : s_(s.owns(reload_current_worker()) ? nullptr : &s) {
+    if (s_ != nullptr) s_->foreign_injectors_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~foreign_injection() {
+    if (s_ != nullptr) s_->foreign_injectors_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  foreign_injection(const foreign_injection&) = delete;
+  foreign_injection& operator=(const foreign_injection&) = delete;
+
+ private:
+  scheduler* s_;
+};
+
 void scheduler::inject(task* t, bool resumed) noexcept {
+  const foreign_injection held(*this);
   const std::uint32_t id = t->pool;
   pool_record& p = pool_at(id);
   if (resumed)
@@ -227,6 +250,7 @@ void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept
 
 void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_t pool) noexcept {
   if (count == 0) return;
+  const foreign_injection held(*this);
   for (std::size_t i = 0; i < count; ++i) tasks[i]->pool = pool;
   pool_at(pool).injection.push_batch(tasks, count);
   note_nonempty(pool);

@@ -98,7 +98,12 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   }
 }
 
-scheduler::~scheduler() { shutdown(); }
+scheduler::~scheduler() {
+  shutdown();
+  // A waker from another thread may still be leaving inject (pools.cpp,
+  // foreign_injection); the window is a few instructions, so yield.
+  while (foreign_injectors_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+}
 
 void scheduler::shutdown() {
   std::call_once(shutdown_once_, [this] {

@@ -73,6 +73,7 @@ class scheduler {
   void inject(task* t, bool resumed = false) noexcept;
   void make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept;
   void inject_batch(task* const* tasks, std::size_t count, std::uint32_t pool) noexcept;
+  class foreign_injection;  // pools.cpp: a non-worker thread inside inject
   // Shutdown: stop accepting, wait for accepted work, stop the workers.
   void shutdown();
 
@@ -165,6 +166,7 @@ class scheduler {
   std::vector<std::unique_ptr<worker>> workers_;
   alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished counted tasks (all pools)
   std::atomic<bool> accepting_{true};
+  std::atomic<int> foreign_injectors_{0};  // non-worker threads inside inject (pools.cpp)
   std::atomic<bool> stopping_{false};
   std::once_flag shutdown_once_;
 

@@ -272,15 +272,19 @@ task* scheduler::wait_for_task(worker& w) {
       }
       break;
     }
+    // Line 23, condition #2, checked before a move: once stopping, no policy
+    // decides any more, so an event posted late (a foreign thread's wake-up
+    // during shutdown) would keep `moved` true and the worker would go
+    // round its loop forever instead of stopping.
+    if (found == nullptr && stopping_.load(std::memory_order_seq_cst)) {
+      notifier::cancel_wait(w.slot);
+      p.num_thieves.fetch_sub(1, std::memory_order_seq_cst);
+      return &stop_marker;
+    }
     if (found != nullptr || moved(w, roaming)) {
       notifier::cancel_wait(w.slot);
       stop_thieving(found != nullptr);
       return found;
-    }
-    if (stopping_.load(std::memory_order_seq_cst)) {  // line 23: condition #2
-      notifier::cancel_wait(w.slot);
-      p.num_thieves.fetch_sub(1, std::memory_order_seq_cst);
-      return &stop_marker;
     }
     // Line 29: condition #3. The last thief must not leave active workers
     // of its pool without a thief. The paper re-explores at once; we nap
