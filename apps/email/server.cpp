@@ -85,9 +85,11 @@ struct server::state {
     f(counters);
   }
   void begin_request() { update([](server_counters& c) { ++c.in_flight; }); }
-  void end_request(std::uint64_t server_counters::*what) {
+  // Counted before its DONE line is written, so a client that read DONE and then asks STATS sees
+  // its request counted; in_flight drops only after the write (stop() waits for the reply).
+  void count_done(std::uint64_t server_counters::*what) { update([&](server_counters& c) { ++(c.*what); }); }
+  void end_request() {
     std::lock_guard lock(mutex);
-    ++(counters.*what);
     if (--counters.in_flight == 0) answered.notify_all();
   }
 };
@@ -122,8 +124,9 @@ void send_task(ctx<sending>, std::shared_ptr<state> s, std::shared_ptr<connectio
   } else {
     reply += " ERR no such user '" + to + "'";
   }
+  s->count_done(&server_counters::sends);
   write_line(*s, *conn, std::move(reply));
-  s->end_request(&server_counters::sends);
+  s->end_request();
 }
 
 // ---- sort --------------------------------------------------------------------------------
@@ -177,8 +180,9 @@ void sort_task(ctx<sorting>, std::shared_ptr<state> s, std::shared_ptr<connectio
     reply += ':';
     reply += key == sort_key::date ? std::to_string(e.id) : key == sort_key::sender ? *e.from : std::to_string(e.size);
   }
+  s->count_done(&server_counters::sorts);
   write_line(*s, *conn, std::move(reply));
-  s->end_request(&server_counters::sorts);
+  s->end_request();
 }
 
 // ---- print and compress: one message at a time through its cell --------------------------
@@ -205,14 +209,14 @@ int message_op(ctx<archiving> c, std::shared_ptr<state> s, std::shared_ptr<messa
     status = -1;
   }
   prev = {};
+  std::string reply;  // a print's DONE line, written after the print is counted
   try {
     if (print) {
       if (m->compressed.load(std::memory_order_relaxed)) {  // relaxed: ordered by the chain
         m->body = huffman_decompress(m->body, m->size);
         m->compressed.store(false, std::memory_order_relaxed);
       }
-      std::string reply = "DONE " + std::to_string(print->seq) + " PRINT " + std::to_string(m->id) + " " + m->body;
-      write_line(*s, *print->conn, std::move(reply));
+      reply = "DONE " + std::to_string(print->seq) + " PRINT " + std::to_string(m->id) + " " + m->body;
     } else if (!m->compressed.load(std::memory_order_relaxed)) {
       m->body = huffman_compress(m->body);
       m->compressed.store(true, std::memory_order_relaxed);
@@ -221,9 +225,13 @@ int message_op(ctx<archiving> c, std::shared_ptr<state> s, std::shared_ptr<messa
   } catch (const std::exception& e) {
     std::fprintf(stderr, "email server: message %llu: %s\n", static_cast<unsigned long long>(m->id), e.what());
     status = -1;
-    if (print) write_line(*s, *print->conn, "DONE " + std::to_string(print->seq) + " ERR " + e.what());
+    if (print) reply = "DONE " + std::to_string(print->seq) + " ERR " + e.what();
   }
-  if (print) s->end_request(&server_counters::prints);
+  if (print) {
+    s->count_done(&server_counters::prints);
+    write_line(*s, *print->conn, std::move(reply));
+    s->end_request();
+  }
   return status;
 }
 
