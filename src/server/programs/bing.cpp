@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "promptly/fork_join.hpp"
+#include "bing_unit.hpp"
 #include "programs.hpp"
 
 namespace promptly::server::programs {
@@ -29,23 +30,8 @@ namespace promptly::server::programs {
 namespace {
 
 constexpr std::uint64_t piece_units = 64;
-constexpr int unit_rounds = 256;  // about 1 us of dependent multiply-xorshift rounds
 
 constexpr std::array<double, 20> finance_weights{2, 6, 12, 16, 16, 13, 10, 7.5, 5.5, 4, 3, 2.2, 1.6, 1.2, 0.9, 0.7, 0.5, 0.4, 0.3, 0.2};
-
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// The value of one work unit: a dependent chain the compiler cannot fold.
-std::uint64_t unit(std::uint64_t i) {
-  std::uint64_t x = i | 1;
-  for (int r = 0; r < unit_rounds; ++r) x = (x ^ (x >> 13)) * 0xff51afd7ed558ccdULL + static_cast<std::uint64_t>(r);
-  return x;
-}
 
 // Draws a work amount (ms) from the workload's table with u in [0, 1).
 double draw_ms(bool finance, double u) {
@@ -70,10 +56,7 @@ double draw_ms(bool finance, double u) {
 std::uint64_t sum_units(std::uint64_t lo, std::uint64_t hi, std::uint64_t units, std::uint64_t seed, const job_context& ctx) {
   if (ctx.cancelled() || hi <= lo) return 0;
   if (hi - lo == 1) {
-    std::uint64_t s = 0;
-    const std::uint64_t end = std::min(units, hi * piece_units);
-    for (std::uint64_t i = lo * piece_units; i < end; ++i) s += unit(seed * 0x100000001b3ULL + i);
-    return s;
+    return bing_piece(lo * piece_units, std::min(units, hi * piece_units), seed);
   }
   const std::uint64_t mid = lo + (hi - lo) / 2;
   auto [a, b] = promptly::join([&] { return sum_units(lo, mid, units, seed, ctx); },
@@ -87,7 +70,7 @@ json run(job_context& ctx) {
   const auto seed = args["seed"].get<std::uint64_t>();
   const double given = args["work_ms"].get<double>();
   const double scale = args["scale"].get<double>();
-  const double u = static_cast<double>(mix(seed) >> 11) * 0x1.0p-53;
+  const double u = static_cast<double>(bing_mix(seed) >> 11) * 0x1.0p-53;
   const double work_ms = given > 0 ? given : draw_ms(finance, u);
   const auto units = static_cast<std::uint64_t>(std::llround(work_ms * 1000.0 * scale));
   const std::uint64_t pieces = (units + piece_units - 1) / piece_units;

@@ -1,0 +1,101 @@
+// Suite `jobs`, Promptly: the trace's jobs submitted online to the embedded job server
+// (promptly::server::job_server, the engine of promptlyd) on one runtime whose core-allocation
+// policy is --policy (equi, drep, drep-steal-boundary, asteal, ...). Each job is a pool; its
+// root task is the Bing-like parallel-for (halving recursion with promptly::join down to pieces
+// of the trace's piece_units units), and records its end time as its last action.
+// Driver and metrics: jobs_common.hpp.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jobs_common.hpp"
+#include "promptly/fork_join.hpp"
+#include "promptly/runtime.hpp"
+#include "promptly/server/job_server.hpp"
+
+namespace {
+
+std::uint64_t sum_pieces(std::uint64_t lo, std::uint64_t hi, std::uint64_t units, std::uint64_t piece, std::uint64_t seed) {
+  if (hi - lo == 1) return jobs::bing_piece(lo * piece, std::min(units, hi * piece), seed);
+  const std::uint64_t mid = lo + (hi - lo) / 2;
+  auto [a, b] = promptly::join([&] { return sum_pieces(lo, mid, units, piece, seed); },
+                               [&] { return sum_pieces(mid, hi, units, piece, seed); });
+  return a + b;
+}
+
+struct replay_state {
+  const jobs::plan* plan = nullptr;
+  std::vector<std::atomic<std::int64_t>> end_ns;
+  std::vector<std::uint64_t> checksum;
+  explicit replay_state(std::size_t n) : end_ns(n), checksum(n) {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string policy = "drep";
+  return jobs::main(
+      argc, argv, [&](bench::args& a) { policy = a.get_string("policy", policy); },
+      [&](unsigned workers) -> jobs::run_trace_fn {
+        promptly::runtime_config cfg;
+        cfg.workers = workers;
+        cfg.policy = policy;
+        auto rt = std::make_shared<promptly::runtime>(cfg);
+        promptly::server::job_server_options o;
+        o.max_running = 4096;  // the policy shares the cores; no admission queue in the way
+        o.max_queued = 1 << 20;
+        auto srv = std::make_shared<promptly::server::job_server>(*rt, o);
+        auto current = std::make_shared<std::atomic<replay_state*>>(nullptr);
+        srv->register_program("job", [current](promptly::server::job_context& ctx) -> promptly::server::json {
+          const auto& args = ctx.args();
+          const auto i = args["i"].get<std::size_t>();
+          const auto units = args["units"].get<std::uint64_t>();
+          const auto seed = args["seed"].get<std::uint64_t>();
+          replay_state* st = current->load(std::memory_order_acquire);  // acquire: the state's vectors
+          const std::uint64_t piece = st ? st->plan->tr->piece_units : 10;
+          const std::uint64_t sum = units ? sum_pieces(0, (units + piece - 1) / piece, units, piece, seed) : 0;
+          if (st) {
+            st->checksum[i] = sum;
+            st->end_ns[i].store(jobs::now_ns(), std::memory_order_release);  // release: checksum before end
+          }
+          return nullptr;
+        }, promptly::server::arg_schema{}.integer("i", {.min = 0}).integer("units", {.min = 0}).integer("seed", {.min = 0}));
+        // Warm-up: fiber stacks, pools and the reaper thread exist before the first replay.
+        for (int k = 0; k < 20; ++k) srv->submit("job", {{"i", 0}, {"units", 200}, {"seed", k}}).wait();
+        return [rt, srv, current](const jobs::plan& p, std::int64_t& t0) {
+          replay_state st(p.count);
+          st.plan = &p;
+          current->store(&st, std::memory_order_release);  // release: publishes st to the jobs
+          std::vector<promptly::server::job_handle> handles;
+          handles.reserve(p.count);
+          t0 = jobs::replay(p, [&](std::size_t i) {
+            const jobs::job& j = p.tr->jobs[i];
+            handles.push_back(srv->submit("job", {{"i", i}, {"units", j.units}, {"seed", j.seed}}));
+          });
+          jobs::outcome o;
+          for (auto& h : handles) {
+            const auto info = h.wait();
+            if (info.state != promptly::server::job_state::done)
+              bench::args::fail("job " + std::to_string(h.id()) + " ended " + std::string(to_string(info.state)) +
+                                ": " + info.error);
+          }
+          current->store(nullptr, std::memory_order_release);
+          // AMCilk Sec. 5.1's overheads, measured by the server and the runtime during this
+          // replay (the server's windows hold the last 4096 jobs: this replay's and the warm-up's).
+          const auto ss = srv->stats();
+          const auto rs = rt->stats();
+          o.extra_metrics = {{"start_us_p50", ss.start.p50_us},   {"start_us_p99", ss.start.p99_us},
+                             {"start_us_max", ss.start.max_us},   {"remove_us_p50", ss.remove.p50_us},
+                             {"remove_us_p99", ss.remove.p99_us}, {"remove_us_max", ss.remove.max_us},
+                             {"decision_us_p50", rs.decision_latency_p50_us},
+                             {"decision_us_p99", rs.decision_latency_p99_us}};
+          o.end_ns.resize(p.count);
+          for (std::size_t i = 0; i < p.count; ++i) {
+            o.end_ns[i] = st.end_ns[i].load(std::memory_order_acquire);  // acquire: pairs with the job's release
+            o.checksum += st.checksum[i];
+          }
+          return o;
+        };
+      });
+}

@@ -1,0 +1,123 @@
+"""Suite `jobs`: a multiprogrammed job server (AMCilk Sec. 6): parallel jobs arrive online, each
+runtime shares the 2 cores between the running jobs, and the metric is each job's flow time
+(intended arrival -> end). Programs: bench/jobs/ (driver: jobs_common.hpp) and bench/go/jobs.
+
+Trace: bench/jobs/traces/{bing,finance}.trace, written once by bench/jobs/make_trace.py from a
+fixed seed and replayed by every runtime open-loop (a job is released at its intended time
+whatever is still running: no coordinated omission). Job sizes follow the Bing request-work
+distribution (heavy tail, mean 2.79x a base job) and a lighter-tailed finance stand-in with a 3x
+larger base job; a base job is ~640 us of work in strands of ~10 us: the paper's segment of
+~1280 strands scaled by 1/20 for 2 cores instead of 40. Load rho = lambda * E[work] / P; each
+program measures its own work-unit cost at start (metric unit_ns) and sets its arrival rate from
+it, so every runtime is offered the same utilisation (rate_per_s shows the resulting rate).
+
+bing-60 / bing-75 / bing-90 / finance-75: the first `jobs` jobs of the trace at that load.
+Metrics flow_ms_mean / _p50 / _p99 / _max; region_s is the mean flow time in seconds, so the
+Summary's ratio compares mean flow times against promptly-drep-steal-boundary (the baseline
+DREP is measured against in AMCilk Fig. 7). Promptly's runs also report the server's start
+(start decision -> root task running) and remove (pool removal) latency and the runtime's
+event-to-decision latency: start_us_*, remove_us_*, decision_us_* (AMCilk Sec. 5.1's overheads,
+here under the bench's load; `overheads` is bing-75's Promptly rows).
+
+bing-sweep: the same runtimes replay `jobs` jobs at loads 0.5, 0.6, ... in turn until one is not
+sustained: mean flow time above 20 x E[work] / P (beyond it, clients wait for the queue, not for
+their job). max_rate_per_s is the arrival rate of the highest sustained load, max_rho that load;
+region_s = 1 / max_rate_per_s (lower is better, like every other region_s).
+
+asteal-phases (AMCilk Sec. 6.3): bench/jobs/promptly_phases.cpp, two jobs at once, each
+alternating 20 phases between one wide parallel loop and 4000 narrow ones, in opposite phase;
+completion_s_a (starts wide) and completion_s_b (starts narrow); promptly-oblivious is "no
+partition" (every core serves both jobs), equi the equal split, asteal parallelism feedback.
+
+Runtimes: promptly-<policy> (bench/jobs/promptly_jobs.cpp: the embedded job server of promptlyd
+with runtime_config::policy; each job a pool), tbb-process-per-job (bench/jobs/tbb_process_per_job.cpp:
+one OS process per job running its own oneTBB runtime with all cores, the kernel sharing the
+cores; flow_ms_* include the process start, flow_excl_start_ms_* exclude it), tbb-arenas
+(bench/jobs/tbb_arenas.cpp: one process, a oneTBB task_arena per job, oneTBB's market sharing
+its threads), go (bench/go/jobs: a goroutine tree per job in one process, GOMAXPROCS = workers).
+"""
+from pathlib import Path
+
+_TRACES = Path(__file__).resolve().parents[1] / "jobs" / "traces"
+_POLICIES = ["equi", "drep", "drep-steal-boundary", "asteal"]
+
+
+def _runtimes():
+    rts = {f"promptly-{p}": {"exe": "cmake:bench_jobs_promptly", "args": ["--policy", p], "params": {"policy": p}}
+           for p in _POLICIES}
+    rts["tbb-process-per-job"] = {"exe": "cmake:bench_jobs_tbb_process"}
+    rts["tbb-arenas"] = {"exe": "cmake:bench_jobs_tbb_arenas"}
+    rts["go"] = {"exe": "go:jobs", "env": {"GOMAXPROCS": "{workers}"}}
+    return rts
+
+
+_SHOW = ["flow_ms_mean", "flow_ms_p50", "flow_ms_p99", "flow_ms_max", "rate_per_s", "unit_ns",
+         "flow_excl_start_ms_mean", "flow_excl_start_ms_p99",
+         "start_us_p50", "start_us_p99", "remove_us_p50", "remove_us_p99", "decision_us_p50", "decision_us_p99"]
+
+
+def _load_bench(workload, load, jobs=1200):
+    return {
+        "name": f"{workload}-{load}",
+        "title": f"{workload} trace, first {jobs} jobs, Poisson arrivals at {load}% utilisation of the workers",
+        "params": {"trace": workload, "rho": load / 100, "jobs": jobs},
+        "quick_params": {"jobs": 150},
+        "workers": [2],
+        "args": ["--trace", str(_TRACES) + "/{trace}.trace", "--rho", "{rho}", "--jobs", "{jobs}"],
+        "inner": [0, 1],
+        "quick_inner": [0, 1],
+        "runtimes": _runtimes(),
+        "baseline": "promptly-drep-steal-boundary",
+        "show": _SHOW,
+        "plot": ["flow_ms_p99"],
+        "timeout_s": 180,
+        "quick_timeout_s": 60,
+    }
+
+
+SUITE = {
+    "name": "jobs",
+    "title": "Multiprogrammed job server: flow time of online parallel jobs under core-allocation policies and peers",
+    "runtime_order": [f"promptly-{p}" for p in _POLICIES] + ["tbb-process-per-job", "tbb-arenas", "go"],
+    "benches": [
+        _load_bench("bing", 60),
+        _load_bench("bing", 75),
+        _load_bench("bing", 90),
+        _load_bench("finance", 75),
+        {
+            "name": "bing-sweep",
+            "title": "bing trace, 500 jobs per load, loads 0.5, 0.6, ... 1.1 until one is not sustained",
+            "params": {"trace": "bing", "jobs": 500, "sweep": "0.5,0.6,0.7,0.8,0.85,0.9,0.95,1.0,1.1"},
+            "quick_params": {"jobs": 100, "sweep": "0.5,0.9"},
+            "workers": [2],
+            "args": ["--trace", str(_TRACES) + "/{trace}.trace", "--sweep", "{sweep}", "--jobs", "{jobs}"],
+            "inner": [0, 1],
+            "quick_inner": [0, 1],
+            "runtimes": _runtimes(),
+            "baseline": "promptly-drep-steal-boundary",
+            "show": ["max_rate_per_s", "max_rho", "unit_ns"],
+            "plot": ["max_rate_per_s"],
+            "timeout_s": 300,
+            "quick_timeout_s": 90,
+        },
+        {
+            "name": "asteal-phases",
+            "title": "two jobs alternating 20 phases of one wide loop (640k iterations) and 4000 narrow loops "
+                     "(5 iterations), in opposite phase; completion time of each",
+            "params": {"phases": 20, "rounds": 64},
+            "quick_params": {"phases": 4},
+            "workers": [2],
+            "args": ["--phases", "{phases}", "--rounds", "{rounds}"],
+            "inner": [0, 1],
+            "quick_inner": [0, 1],
+            "runtimes": {f"promptly-{p}": {"exe": "cmake:bench_jobs_phases_promptly", "args": ["--policy", p],
+                                           "params": {"policy": p}}
+                         for p in ["asteal", "equi", "oblivious"]},
+            "baseline": "promptly-equi",
+            "show": ["completion_s_a", "completion_s_b"],
+            "plot": ["completion_s_a", "completion_s_b"],
+            "timeout_s": 120,
+            "quick_timeout_s": 60,
+        },
+    ],
+}
