@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <new>
 #include <map>
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <thread>
 
+#include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
 #include "test_support.hpp"
@@ -366,6 +368,55 @@ TEST(JobServer, ClassesMapToPoolRanks) {
   const srv::job_info d = s.submit("rank", {}).wait();
   EXPECT_EQ(d.result.get<int>(), 3);
   EXPECT_EQ(d.job_class, "");
+}
+
+// The elastic parameters a job is submitted with reach its pool, as the policy sees it. The
+// recording policy lets every core roam (so jobs run) and remembers each pool's parameters; the
+// job waits until the policy has seen its pool, so no timing decides the outcome.
+class elastic_recorder final : public promptly::ext::policy {
+ public:
+  std::string_view name() const noexcept override { return "elastic-recorder"; }
+  void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
+    for (unsigned c = 0; c < d.core_count(); ++c) d.roam(c);
+    std::lock_guard lock(mu);
+    for (const auto& p : d.pools())
+      if (p.elastic) seen[p.id] = *p.elastic;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<promptly::ext::pool_id, promptly::elastic_params> seen;
+};
+
+TEST(JobServer, ElasticParametersReachTheJobsPoolAndBadOnesAreRefused) {
+  promptly::runtime rt(config(2, "oblivious"));
+  auto owned = std::make_unique<elastic_recorder>();
+  elastic_recorder* rec = owned.get();
+  rt.set_policy(std::move(owned));
+  srv::job_server s(rt);
+  s.register_program("declared", [rec](srv::job_context& ctx) -> json {
+    std::unique_lock lock(rec->mu);
+    if (!rec->cv.wait_for(lock, hang_guard, [&] { return rec->seen.count(ctx.pool().id) > 0; }))
+      return "the policy never saw the pool's elastic parameters";
+    const auto& e = rec->seen.at(ctx.pool().id);
+    return json::array({e.work_ms, e.span_ms, e.period_min_ms, e.period_max_ms, e.elasticity});
+  });
+  const promptly::elastic_params e{.work_ms = 40, .span_ms = 2, .period_min_ms = 25, .period_max_ms = 60, .elasticity = 3};
+  const srv::job_info done = s.submit("declared", {}, {.elastic = e}).wait();
+  ASSERT_EQ(done.state, job_state::done) << done.error;
+  EXPECT_EQ(done.result, json::array({40.0, 2.0, 25.0, 60.0, 3.0}));
+
+  promptly::elastic_params bad = e;
+  bad.period_max_ms = 10;  // below period_min_ms
+  const auto submitted = s.stats().submitted;
+  try {
+    (void)s.submit("declared", {}, {.elastic = bad});
+    ADD_FAILURE() << "an inconsistent elastic declaration was accepted";
+  } catch (const srv::error& err) {
+    EXPECT_EQ(err.code(), srv::error_code::bad_args);
+    EXPECT_NE(std::string(err.what()).find("period_max_ms"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(s.stats().submitted, submitted);  // refused before it got an id
 }
 
 TEST(JobServer, StatsCountEveryJobAndReportOverheads) {

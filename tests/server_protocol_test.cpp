@@ -234,6 +234,10 @@ TEST_F(Protocol, BadRequests) {
       "{\"op\":\"submit\",\"program\":7}",
       "{\"op\":\"submit\",\"program\":\"add\",\"wait\":\"yes\"}",
       "{\"op\":\"submit\",\"program\":\"add\",\"class\":3}",
+      "{\"op\":\"submit\",\"program\":\"add\",\"elastic\":5}",
+      "{\"op\":\"submit\",\"program\":\"add\",\"elastic\":{\"work_ms\":4,\"span_ms\":1,\"period_min_ms\":5}}",
+      "{\"op\":\"submit\",\"program\":\"add\",\"elastic\":{\"work_ms\":\"4\",\"span_ms\":1,\"period_min_ms\":5,\"period_max_ms\":9}}",
+      "{\"op\":\"submit\",\"program\":\"add\",\"elastic\":{\"work_ms\":4,\"span_ms\":1,\"period_min_ms\":5,\"period_max_ms\":9,\"deadline\":2}}",
       "{\"op\":\"version\",\"extra\":1}",             // unknown field
       "{\"op\":\"set_cores\",\"cores\":-2}",
       "{\"op\":\"subscribe\",\"interval_ms\":\"fast\"}",
@@ -262,6 +266,15 @@ TEST_F(Protocol, EveryOtherErrorCode) {
   EXPECT_EQ(code_of(c.call({{"op", "submit"}, {"program", "cilksort"}, {"args", {{"n", -5}}}})), "bad_args");
   EXPECT_EQ(code_of(c.call({{"op", "submit"}, {"program", "add"}, {"args", {{"a", 1}, {"b", 2}, {"c", 3}}}})),
             "bad_args");
+  // Elastic parameters that break span <= work: bad_args naming the field; sound ones are accepted.
+  const json add_args = {{"a", 1}, {"b", 2}};
+  const json e = c.call({{"op", "submit"}, {"program", "add"}, {"args", add_args},
+                         {"elastic", {{"work_ms", 4}, {"span_ms", 6}, {"period_min_ms", 5}, {"period_max_ms", 9}}}});
+  EXPECT_EQ(code_of(e), "bad_args") << e;
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("span_ms"), std::string::npos) << e;
+  const json ok = c.call({{"op", "submit"}, {"program", "add"}, {"args", add_args}, {"wait", true},
+                          {"elastic", {{"work_ms", 4}, {"span_ms", 1}, {"period_min_ms", 5}, {"period_max_ms", 9}}}});
+  EXPECT_EQ(ok["state"], "done") << ok;
   EXPECT_EQ(code_of(c.call({{"op", "set_policy"}, {"policy", "no-such-policy"}})), "bad_args");
   EXPECT_EQ(code_of(c.call({{"op", "set_cores"}, {"cores", 1000}})), "bad_args");
   EXPECT_EQ(code_of(c.call({{"op", "subscribe"}, {"interval_ms", 1}})), "bad_args");

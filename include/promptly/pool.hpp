@@ -42,6 +42,10 @@ struct elastic_params {
   double elasticity = 1;     // E > 0
 };
 
+// Throws std::invalid_argument naming the first field that breaks the
+// constraints above (create_pool and the job server check with it).
+void validate(const elastic_params& e);
+
 struct pool_options {
   // 0 = most urgent. Levels have rank = level; among pools of equal rank the
   // older comes first. Rank-ordered policies (prompt, aps) use it.

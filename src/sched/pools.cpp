@@ -65,8 +65,10 @@ pool_record& scheduler::make_pool_record_locked(std::uint32_t id) {
   return *p;
 }
 
-namespace {
-void check_elastic(const elastic_params& e) {
+}  // namespace promptly::detail
+
+namespace promptly {
+void validate(const elastic_params& e) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("promptly: pool_options::elastic: " + what); };
   auto finite = [](double v) { return v == v && v != std::numeric_limits<double>::infinity(); };
   if (!(e.work_ms > 0) || !finite(e.work_ms)) fail("work_ms = " + std::to_string(e.work_ms) + " must be finite and > 0");
@@ -80,12 +82,14 @@ void check_elastic(const elastic_params& e) {
   if (!(e.elasticity > 0) || !finite(e.elasticity))
     fail("elasticity = " + std::to_string(e.elasticity) + " must be finite and > 0");
 }
-}  // namespace
+}  // namespace promptly
+
+namespace promptly::detail {
 
 std::uint32_t scheduler::create_pool(const pool_options& opts) {
   if (!(opts.weight >= 0) || opts.weight == std::numeric_limits<double>::infinity())
     throw std::invalid_argument("promptly: pool weight " + std::to_string(opts.weight) + " must be finite and >= 0");
-  if (opts.elastic) check_elastic(*opts.elastic);
+  if (opts.elastic) validate(*opts.elastic);
   if (!accepting_.load(std::memory_order_seq_cst))
     throw runtime_stopped("promptly::runtime is shutting down; no pool was created");
   std::uint32_t id;

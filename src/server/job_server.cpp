@@ -157,6 +157,13 @@ job_handle job_server::submit(std::string_view program, const json& args, submit
     }
     rank = c->second;
   }
+  if (opts.elastic) {
+    try {
+      promptly::validate(*opts.elastic);
+    } catch (const std::invalid_argument& e) {
+      throw error(error_code::bad_args, e.what());
+    }
+  }
   json validated;
   try {
     validated = prog->schema.validate(args);
@@ -168,6 +175,7 @@ job_handle job_server::submit(std::string_view program, const json& args, submit
   r->program = std::move(prog);
   r->job_class = std::move(opts.job_class);
   r->rank = rank;
+  r->elastic = opts.elastic;
   r->context.args = std::move(validated);
   r->context.rt = &s_->rt;
   r->accepted = t0;

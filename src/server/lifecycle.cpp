@@ -47,6 +47,7 @@ void job_server::state::start(const std::shared_ptr<job_record>& r) {
   try {
     promptly::pool_options po;
     po.rank = r->rank;  // AMCilk Sec. 4.2: the job's class decides its priority among jobs
+    po.elastic = r->elastic;
     p = rt.create_pool(po);
     have_pool = true;
     // Release: the reaper and stats readers that load the id see the pool made.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <initializer_list>
+#include <optional>
 
 #include <promptly/version.hpp>
 
@@ -89,6 +90,33 @@ bool bool_field(const json& req, const char* name, bool fallback) {
   return it->get<bool>();
 }
 
+// submit's "elastic": {"work_ms", "span_ms", "period_min_ms", "period_max_ms", "elasticity"}, all
+// numbers, elasticity optional (1); the constraints between them are job_server::submit's check.
+promptly::elastic_params elastic_field(const json& v) {
+  if (!v.is_object()) refuse(error_code::bad_request, "field 'elastic' must be an object");
+  for (const auto& item : v.items()) {
+    const std::string& k = item.key();
+    if (k != "work_ms" && k != "span_ms" && k != "period_min_ms" && k != "period_max_ms" && k != "elasticity")
+      refuse(error_code::bad_request, "unknown field '" + clip(k) + "' in 'elastic'");
+  }
+  auto number = [&](const char* name, std::optional<double> fallback) {
+    const auto it = v.find(name);
+    if (it == v.end()) {
+      if (!fallback) refuse(error_code::bad_request, std::string("field 'elastic' needs '") + name + "'");
+      return *fallback;
+    }
+    if (!it->is_number()) refuse(error_code::bad_request, std::string("field 'elastic.") + name + "' must be a number");
+    return it->get<double>();
+  };
+  promptly::elastic_params e;
+  e.work_ms = number("work_ms", std::nullopt);
+  e.span_ms = number("span_ms", std::nullopt);
+  e.period_min_ms = number("period_min_ms", std::nullopt);
+  e.period_max_ms = number("period_max_ms", std::nullopt);
+  e.elasticity = number("elasticity", 1.0);
+  return e;
+}
+
 bool same_token(std::string_view a, std::string_view b) {
   // Constant time in the contents: a remote client cannot find the token
   // byte by byte from reply timing.
@@ -139,7 +167,7 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
     job_server& srv = svc_.jobs();
     switch (o) {
       case op::submit: {
-        only_fields(req, op_name, {"program", "args", "wait", "class"});
+        only_fields(req, op_name, {"program", "args", "wait", "class", "elastic"});
         const std::string program = string_field(req, "program");
         json args = json::object();
         if (const auto a = req.find("args"); a != req.end()) {
@@ -152,6 +180,7 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
           if (!c->is_string()) refuse(error_code::bad_request, "field 'class' must be a string");
           so.job_class = c->get<std::string>();
         }
+        if (const auto e = req.find("elastic"); e != req.end()) so.elastic = elastic_field(*e);
         const job_handle h = srv.submit(program, args, std::move(so));
         // One callback per accepted job: it feeds the flow-time histogram
         // and, for a waiting submit, completes the reply.

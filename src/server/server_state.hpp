@@ -98,6 +98,7 @@ struct job_record {
   job_id id = 0;
   std::shared_ptr<const program_entry> program;
   std::string job_class;
+  std::optional<promptly::elastic_params> elastic;  // submit_options::elastic, for the job's pool
   unsigned rank = 0;
   job_state state = job_state::queued;
   std::string reason;              // why it was cancelled (set with cancel_requested)

@@ -179,6 +179,10 @@ struct submit_options {
   // Optional priority class (e.g. "interactive", "batch"); classes map to
   // pool ranks through job_server_options::classes.
   std::string job_class;
+  // Optional elastic real-time parameters of the job (AMCilk Sec. 6.2): its pool
+  // gets them (pool_options::elastic), so the `elastic` policy allots its cores
+  // from them; other policies ignore them. submit() checks them (bad_args).
+  std::optional<promptly::elastic_params> elastic;
 };
 
 class job_server;
