@@ -29,6 +29,11 @@ alternating 20 phases between one wide parallel loop and 4000 narrow ones, in op
 completion_s_a (starts wide) and completion_s_b (starts narrow); promptly-oblivious is "no
 partition" (every core serves both jobs), equi the equal split, asteal parallelism feedback.
 
+elastic (AMCilk Sec. 6.2, scaled): bench/jobs/promptly_elastic.cpp, two periodic fib tasks whose
+instances are jobs declaring (C, L, T_min = T_max = period, E = 1); task 1's period drops to a
+third at random points. miss_rate = instances ending after their implicit deadline (the next
+release) / instances; region_s is task 1's mean response time.
+
 Runtimes: promptly-<policy> (bench/jobs/promptly_jobs.cpp: the embedded job server of promptlyd
 with runtime_config::policy; each job a pool), tbb-process-per-job (bench/jobs/tbb_process_per_job.cpp:
 one OS process per job running its own oneTBB runtime with all cores, the kernel sharing the
@@ -116,6 +121,25 @@ SUITE = {
             "baseline": "promptly-equi",
             "show": ["completion_s_a", "completion_s_b"],
             "plot": ["completion_s_a", "completion_s_b"],
+            "timeout_s": 120,
+            "quick_timeout_s": 60,
+        },
+        {
+            "name": "elastic",
+            "title": "two periodic parallel fib tasks (fib(35) every 45 ms, a third of that at 5 random points "
+                     "for 1-10 instances; fib(34) every 50 ms); deadline misses",
+            "params": {"iterations": 100, "changes": 5},
+            "quick_params": {"iterations": 20, "changes": 2},
+            "workers": [2],
+            "args": ["--iterations", "{iterations}", "--changes", "{changes}"],
+            "inner": [0, 1],
+            "quick_inner": [0, 1],
+            "runtimes": {f"promptly-{p}": {"exe": "cmake:bench_jobs_elastic_promptly", "args": ["--policy", p],
+                                           "params": {"policy": p}}
+                         for p in ["elastic", "equi", "drep"]},
+            "baseline": "promptly-equi",
+            "show": ["miss_rate", "miss_rate_1", "miss_rate_2", "resp_ms_p99_1", "resp_ms_p99_2", "work1_ms", "work2_ms"],
+            "plot": ["miss_rate"],
             "timeout_s": 120,
             "quick_timeout_s": 60,
         },
