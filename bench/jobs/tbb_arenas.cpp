@@ -31,21 +31,9 @@
 #include <vector>
 
 #include "jobs_common.hpp"
+#include "tbb_job_checksum.hpp"
 
 namespace {
-
-// A job's checksum: the wrapping sum of its pieces of `piece` units (the last one shorter).
-std::uint64_t job_checksum(std::uint64_t units, std::uint64_t piece, std::uint64_t seed) {
-  const std::uint64_t pieces = (units + piece - 1) / piece;
-  return tbb::parallel_reduce(
-      tbb::blocked_range<std::uint64_t>(0, pieces, 1), std::uint64_t{0},
-      [&](const tbb::blocked_range<std::uint64_t>& r, std::uint64_t acc) {
-        for (std::uint64_t k = r.begin(); k != r.end(); ++k)
-          acc += jobs::bing_piece(k * piece, std::min(units, (k + 1) * piece), seed);
-        return acc;
-      },
-      std::plus<>{}, tbb::simple_partitioner{});
-}
 
 // One replay's jobs. A job writes its own checksum and end_ns slots, then reports under `m`;
 // main reads the slots only after seeing the report under `m`, so the mutex orders them.
@@ -75,7 +63,7 @@ struct replay_state {
     destroy_finished();
     arenas[i] = std::make_unique<tbb::task_arena>(static_cast<int>(workers), 0);
     arenas[i]->enqueue([this, i, units, piece, seed] {
-      const std::uint64_t sum = job_checksum(units, piece, seed);
+      const std::uint64_t sum = jobs::tbb_job_checksum(units, piece, seed);
       checksum[i] = sum;
       end_ns[i] = jobs::now_ns();
       // Notified under the lock: once main sees `done` reach the count it destroys this state,

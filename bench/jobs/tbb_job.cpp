@@ -25,6 +25,7 @@
 #include <string>
 
 #include "jobs_common.hpp"
+#include "tbb_job_checksum.hpp"
 
 namespace {
 
@@ -54,17 +55,7 @@ int main(int argc, char** argv) {
 
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(workers));
   tbb::task_arena arena{static_cast<int>(workers)};
-  const std::uint64_t pieces = (units + piece - 1) / piece;
-  const std::uint64_t sum = arena.execute([&] {
-    return tbb::parallel_reduce(
-        tbb::blocked_range<std::uint64_t>(0, pieces, 1), std::uint64_t{0},
-        [&](const tbb::blocked_range<std::uint64_t>& r, std::uint64_t acc) {
-          for (std::uint64_t k = r.begin(); k != r.end(); ++k)
-            acc += jobs::bing_piece(k * piece, std::min(units, (k + 1) * piece), seed);
-          return acc;
-        },
-        std::plus<>{}, tbb::simple_partitioner{});
-  });
+  const std::uint64_t sum = arena.execute([&] { return jobs::tbb_job_checksum(units, piece, seed); });
   const std::int64_t end_ns = jobs::now_ns();
   std::printf("%lld %lld %llu\n", static_cast<long long>(start_ns), static_cast<long long>(end_ns),
               static_cast<unsigned long long>(sum));
