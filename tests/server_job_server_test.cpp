@@ -419,6 +419,30 @@ TEST(JobServer, ElasticParametersReachTheJobsPoolAndBadOnesAreRefused) {
   EXPECT_EQ(s.stats().submitted, submitted);  // refused before it got an id
 }
 
+// A running job's status names its pool (the id in runtime_stats), a terminal one none.
+TEST(JobServer, ARunningJobsStatusNamesItsPool) {
+  promptly::runtime rt(config(2, "oblivious"));
+  srv::job_server s(rt);
+  std::promise<std::uint32_t> pool_seen;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  s.register_program("hold", [&](srv::job_context& ctx) -> json {
+    pool_seen.set_value(ctx.pool().id);
+    released.wait();
+    return nullptr;
+  });
+  const srv::job_handle h = s.submit("hold", {});
+  const std::uint32_t pool = pool_seen.get_future().get();
+  const srv::job_info running = h.status();
+  ASSERT_TRUE(running.pool.has_value());
+  EXPECT_EQ(*running.pool, pool);
+  EXPECT_EQ(srv::to_json(running)["pool"], pool);
+  release.set_value();
+  const srv::job_info done = h.wait();
+  EXPECT_FALSE(done.pool.has_value());
+  EXPECT_FALSE(srv::to_json(done).contains("pool"));
+}
+
 TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
   promptly::runtime rt(config(2, "prompt"));
   srv::job_server s(rt);

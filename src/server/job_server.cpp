@@ -77,6 +77,10 @@ job_info job_server::state::info_locked(const job_record& r, clock_type::time_po
   i.program = r.program->name;
   i.job_class = r.job_class;
   i.state = r.state;
+  if (r.state == job_state::running) {
+    const std::uint32_t p = r.context.pool.load(std::memory_order_acquire);  // acquire: see start()'s store
+    if (p != detail::no_pool_id) i.pool = p;
+  }
   const std::int64_t started_ns = r.started_ns.load(std::memory_order_relaxed);  // relaxed: a timestamp, read alone
   const clock_type::time_point started{std::chrono::nanoseconds(started_ns)};
   if (started_ns != 0) i.timing.queued_us = us_between(r.accepted, started);

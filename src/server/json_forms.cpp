@@ -42,6 +42,7 @@ json to_json(const job_info& j) {
                  {"flow_us", j.timing.flow_us},
                  {"start_us", j.timing.start_us},
                  {"remove_us", j.timing.remove_us}};
+  if (j.pool) o["pool"] = *j.pool;
   if (j.state == job_state::running) {
     o["cores"] = j.cores;
     o["work_s"] = j.work_s;

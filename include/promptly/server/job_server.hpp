@@ -167,6 +167,7 @@ struct job_info {
   json result;        // done: the program's result
   std::string error;  // failed: the exception's message; cancelled/rejected: why
   job_timing timing;  // filled in as far as the job got
+  std::optional<std::uint32_t> pool;  // the job's pool while it runs (runtime_stats' pool ids)
   unsigned cores = 0;  // cores serving the job's pool now (running jobs)
   double work_s = 0;   // worker-seconds working in the job's pool so far
   double look_s = 0;   // worker-seconds stealing/idle in the job's pool so far
