@@ -443,6 +443,99 @@ TEST(JobServer, ARunningJobsStatusNamesItsPool) {
   EXPECT_FALSE(srv::to_json(done).contains("pool"));
 }
 
+// Periodic tasks: `count` instances released, each counted once as it ends.
+TEST(JobServerPeriodic, ReleasesCountInstancesAndCountsEachEnd) {
+  promptly::runtime rt(config(2, "equi"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  const srv::periodic_id id = s.submit_periodic("fib", {{"n", 10}}, {.period = std::chrono::milliseconds(2), .count = 4});
+  ASSERT_TRUE(wait_until([&] { return s.periodic_status(id).done == 4; })) << srv::to_json(s.periodic_status(id));
+  const srv::periodic_info p = s.periodic_status(id);
+  EXPECT_FALSE(p.active);
+  EXPECT_EQ(p.released, 4u);
+  EXPECT_EQ(p.failed + p.cancelled + p.rejected, 0u);
+  EXPECT_LE(p.missed, 4u);  // how many met their deadline is the machine's business
+  EXPECT_EQ(s.status(p.last_job).result, json(55));
+  const auto stats = s.stats();
+  ASSERT_EQ(stats.periodic.size(), 1u);
+  EXPECT_EQ(srv::to_json(stats)["periodic"][0]["released"], 4);
+}
+
+// An instance still running when the next one is released has missed its deadline (its
+// deadline is that release): the first instance waits for the test's gate, which opens only
+// after the second release, so the miss is certain whatever the machine's speed.
+TEST(JobServerPeriodic, AnInstanceEndingAfterTheNextReleaseIsAMiss) {
+  promptly::runtime rt(config(2, "oblivious"));
+  srv::job_server s(rt);
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  s.register_program("gated", [opened](srv::job_context&) -> json {
+    opened.wait();
+    return nullptr;
+  });
+  const srv::periodic_id id = s.submit_periodic("gated", {}, {.period = std::chrono::milliseconds(1), .count = 2});
+  ASSERT_TRUE(wait_until([&] { return s.periodic_status(id).released == 2; }));
+  gate.set_value();
+  ASSERT_TRUE(wait_until([&] { return s.periodic_status(id).done == 2; }));
+  EXPECT_GE(s.periodic_status(id).missed, 1u);
+}
+
+TEST(JobServerPeriodic, BadTasksAreRefusedBeforeTheyGetAnId) {
+  promptly::runtime rt(config(1, "equi"));
+  srv::job_server s(rt);
+  s.register_program("fib", fib_job, n_schema());
+  const auto code_of = [&](auto&& f) {
+    try {
+      f();
+    } catch (const srv::error& e) {
+      return std::string(srv::to_string(e.code())) + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(code_of([&] { (void)s.submit_periodic("nope", {}, {.period = std::chrono::milliseconds(5)}); }).rfind("unknown_program", 0), 0u);
+  EXPECT_EQ(code_of([&] { (void)s.submit_periodic("fib", {{"n", -1}}, {.period = std::chrono::milliseconds(5)}); }).rfind("bad_args", 0), 0u);
+  const std::string tiny = code_of([&] { (void)s.submit_periodic("fib", {{"n", 1}}, {.period = std::chrono::microseconds(50)}); });
+  EXPECT_NE(tiny.find("at least 100 us"), std::string::npos) << tiny;
+  EXPECT_EQ(code_of([&] { (void)s.periodic_status(1); }).rfind("unknown_job", 0), 0u);  // no task was made
+  EXPECT_TRUE(s.stats().periodic.empty());
+  // Resource exhaustion: 256 active tasks, the next one is rejected, a cancelled one frees a place.
+  std::vector<srv::periodic_id> ids;
+  for (int i = 0; i < 256; ++i) ids.push_back(s.submit_periodic("fib", {{"n", 1}}, {.period = std::chrono::hours(1)}));
+  const std::string full = code_of([&] { (void)s.submit_periodic("fib", {{"n", 1}}, {.period = std::chrono::hours(1)}); });
+  EXPECT_EQ(full.rfind("rejected", 0), 0u) << full;
+  EXPECT_NE(full.find("too many periodic tasks"), std::string::npos) << full;
+  EXPECT_TRUE(s.cancel_periodic(ids.back()));
+  EXPECT_NO_THROW((void)s.submit_periodic("fib", {{"n", 1}}, {.period = std::chrono::hours(1)}));
+}
+
+// Cancelling stops the releases (a release already under way may still land); draining ends
+// every task; destroying the server with an active task neither hangs nor loses an instance.
+TEST(JobServerPeriodic, CancelAndDrainEndTheReleases) {
+  promptly::runtime rt(config(2, "equi"));
+  auto s = std::make_unique<srv::job_server>(rt);
+  s->register_program("fib", fib_job, n_schema());
+  const auto period = std::chrono::microseconds(500);
+  const srv::periodic_id a = s->submit_periodic("fib", {{"n", 5}}, {.period = period});
+  const srv::periodic_id b = s->submit_periodic("fib", {{"n", 5}}, {.period = period});
+  ASSERT_TRUE(wait_until([&] { return s->periodic_status(a).released >= 3 && s->periodic_status(b).released >= 3; }));
+  EXPECT_TRUE(s->cancel_periodic(a));
+  const auto at_cancel = s->periodic_status(a).released;
+  EXPECT_FALSE(s->cancel_periodic(a));
+  s->stop_accepting();
+  EXPECT_FALSE(s->periodic_status(b).active);
+  const auto settled = [&](srv::periodic_id id) {
+    const auto p = s->periodic_status(id);
+    return p.released == p.done + p.failed + p.cancelled + p.rejected;
+  };
+  ASSERT_TRUE(wait_until([&] { return settled(a) && settled(b); }));
+  EXPECT_LE(s->periodic_status(a).released, at_cancel + 1);
+  // A third task alive at destruction.
+  srv::job_server other(rt);
+  other.register_program("fib", fib_job, n_schema());
+  (void)other.submit_periodic("fib", {{"n", 5}}, {.period = period});
+  s.reset();
+}
+
 TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
   promptly::runtime rt(config(2, "prompt"));
   srv::job_server s(rt);

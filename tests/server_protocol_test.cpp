@@ -15,6 +15,7 @@
 #include <promptly/server/job_server.hpp>
 
 #include "server/protocol.hpp"
+#include "test_support.hpp"
 #include "watchdog.hpp"
 
 using namespace promptly::server;
@@ -94,6 +95,7 @@ class conn {
 };
 
 std::string code_of(const json& r) { return r.at("error").at("code").get<std::string>(); }
+json add_args_ok() { return {{"a", 1}, {"b", 2}}; }
 
 class Protocol : public ::testing::Test {
  protected:
@@ -216,6 +218,36 @@ TEST_F(Protocol, StatsCountsJobs) {
   std::uint64_t hist = 0;
   for (const auto& [k, h] : svc_.histograms()->snapshot()) hist += h.count;
   EXPECT_EQ(hist, 4u);  // one flow-time observation per accepted job
+}
+
+TEST_F(Protocol, PeriodicTasks) {
+  conn c(svc_);
+  const json r = c.call({{"op", "submit_periodic"}, {"program", "add"}, {"args", {{"a", 2}, {"b", 3}}},
+                         {"period_ms", 1.5}, {"count", 3}, {"class", "batch"}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r;
+  const std::uint64_t id = r["id"].get<std::uint64_t>();
+  EXPECT_EQ(r["period_ms"], 1.5);
+  EXPECT_EQ(r["count"], 3);
+  json p;
+  ASSERT_TRUE(wait_until([&] {
+    p = c.call({{"op", "periodic"}, {"id", id}});
+    return p["done"] == 3;
+  })) << p;
+  EXPECT_EQ(p["released"], 3);
+  EXPECT_FALSE(p["active"].get<bool>());
+  EXPECT_EQ(c.call({{"op", "status"}, {"id", p["last_job"]}})["result"], 5);
+  const json again = c.call({{"op", "cancel_periodic"}, {"id", id}});
+  EXPECT_FALSE(again["cancelled"].get<bool>()) << again;
+  EXPECT_EQ(c.call({{"op", "stats"}})["periodic"][0]["id"], id);
+  // Errors: a bad field is bad_request, a bad value bad_args, an unknown id unknown_job.
+  EXPECT_EQ(code_of(c.call({{"op", "submit_periodic"}, {"program", "add"}, {"period_ms", "1"}})), "bad_request");
+  EXPECT_EQ(code_of(c.call({{"op", "submit_periodic"}, {"program", "add"}})), "bad_request");
+  EXPECT_EQ(code_of(c.call({{"op", "submit_periodic"}, {"program", "add"}, {"period_ms", 5}, {"count", -1}})), "bad_request");
+  EXPECT_EQ(code_of(c.call({{"op", "submit_periodic"}, {"program", "add"}, {"args", add_args_ok()}, {"period_ms", 0.01}})),
+            "bad_args");
+  EXPECT_EQ(code_of(c.call({{"op", "submit_periodic"}, {"program", "nope"}, {"period_ms", 5}})), "unknown_program");
+  EXPECT_EQ(code_of(c.call({{"op", "periodic"}, {"id", 999}})), "unknown_job");
+  EXPECT_EQ(code_of(c.call({{"op", "cancel_periodic"}, {"id", 999}})), "unknown_job");
 }
 
 TEST_F(Protocol, BadRequests) {

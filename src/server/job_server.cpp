@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "promptly/detail/worker_view.hpp"
+#include "periodic_state.hpp"
 #include "server_state.hpp"
 
 namespace promptly::server {
@@ -112,10 +113,13 @@ job_server::job_server(promptly::runtime& rt, job_server_options opts) {
   if (opts.window == 0) throw std::invalid_argument("job_server: window must be at least 1");
   for (const auto& [name, rank] : opts.classes)
     if (name.empty()) throw std::invalid_argument("job_server: a priority class needs a name");
+  const auto ttl = opts.result_ttl;
   s_ = std::make_unique<state>(rt, std::move(opts));
+  p_ = std::make_unique<periodic_state>(*this, ttl);
 }
 
 job_server::~job_server() {
+  p_->stop();  // no release after this; drain then waits for every instance's callback
   drain(std::chrono::milliseconds(0));
   s_->stop_reaper();
 }
@@ -320,9 +324,12 @@ void job_server::on_terminal(job_id id, std::function<void(const job_info&)> f) 
 void job_server::set_policy(const std::string& name) { s_->rt.set_policy(name); }
 
 void job_server::stop_accepting() {
-  std::lock_guard lock(s_->mu);
-  s_->draining = true;
-  s_->publish_counts_locked();
+  {
+    std::lock_guard lock(s_->mu);
+    s_->draining = true;
+    s_->publish_counts_locked();
+  }
+  p_->end_all();
 }
 
 bool job_server::accepting() const noexcept {

@@ -7,6 +7,8 @@
 // deep, too long); bad_args = a well-formed value the server refuses
 // (program arguments against the program's schema, an unknown policy,
 // more cores than workers); the job_server's own errors keep their code.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -117,6 +119,25 @@ promptly::elastic_params elastic_field(const json& v) {
   return e;
 }
 
+// submit's and submit_periodic's optional "class" and "elastic".
+submit_options submit_options_of(const json& req) {
+  submit_options so;
+  if (const auto c = req.find("class"); c != req.end()) {
+    if (!c->is_string()) refuse(error_code::bad_request, "field 'class' must be a string");
+    so.job_class = c->get<std::string>();
+  }
+  if (const auto e = req.find("elastic"); e != req.end()) so.elastic = elastic_field(*e);
+  return so;
+}
+
+// The "args" object of submit and submit_periodic (default {}).
+json args_of(const json& req) {
+  const auto a = req.find("args");
+  if (a == req.end()) return json::object();
+  if (!a->is_object()) refuse(error_code::bad_request, "field 'args' must be an object");
+  return *a;
+}
+
 bool same_token(std::string_view a, std::string_view b) {
   // Constant time in the contents: a remote client cannot find the token
   // byte by byte from reply timing.
@@ -169,19 +190,9 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
       case op::submit: {
         only_fields(req, op_name, {"program", "args", "wait", "class", "elastic"});
         const std::string program = string_field(req, "program");
-        json args = json::object();
-        if (const auto a = req.find("args"); a != req.end()) {
-          if (!a->is_object()) refuse(error_code::bad_request, "field 'args' must be an object");
-          args = std::move(*a);
-        }
+        const json args = args_of(req);
         const bool wait = bool_field(req, "wait", false);
-        submit_options so;
-        if (const auto c = req.find("class"); c != req.end()) {
-          if (!c->is_string()) refuse(error_code::bad_request, "field 'class' must be a string");
-          so.job_class = c->get<std::string>();
-        }
-        if (const auto e = req.find("elastic"); e != req.end()) so.elastic = elastic_field(*e);
-        const job_handle h = srv.submit(program, args, std::move(so));
+        const job_handle h = srv.submit(program, args, submit_options_of(req));
         // One callback per accepted job: it feeds the flow-time histogram
         // and, for a waiting submit, completes the reply.
         std::weak_ptr<session> self = weak_from_this();
@@ -220,6 +231,33 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
         const job_id id = unsigned_field(field(req, "id"), "id");
         const bool cancelled = srv.cancel(id);
         json r{{"id", id}, {"cancelled", cancelled}, {"state", to_string(srv.status(id).state)}};
+        complete(seq, ok_line(std::move(r), tag));
+        return;
+      }
+      case op::submit_periodic: {
+        only_fields(req, op_name, {"program", "args", "period_ms", "count", "class", "elastic"});
+        const std::string program = string_field(req, "program");
+        const json& period = field(req, "period_ms");
+        if (!period.is_number()) refuse(error_code::bad_request, "field 'period_ms' must be a number");
+        periodic_options po;
+        po.period = std::chrono::microseconds(std::llround(std::min(period.get<double>(), 1e9) * 1000.0));
+        if (const auto c = req.find("count"); c != req.end()) po.count = unsigned_field(*c, "count");
+        po.submit = submit_options_of(req);
+        const periodic_id id = srv.submit_periodic(program, args_of(req), std::move(po));
+        complete(seq, ok_line(to_json(srv.periodic_status(id)), tag));
+        return;
+      }
+      case op::periodic: {
+        only_fields(req, op_name, {"id"});
+        complete(seq, ok_line(to_json(srv.periodic_status(unsigned_field(field(req, "id"), "id"))), tag));
+        return;
+      }
+      case op::cancel_periodic: {
+        only_fields(req, op_name, {"id"});
+        const periodic_id id = unsigned_field(field(req, "id"), "id");
+        const bool cancelled = srv.cancel_periodic(id);
+        json r = to_json(srv.periodic_status(id));
+        r["cancelled"] = cancelled;
         complete(seq, ok_line(std::move(r), tag));
         return;
       }

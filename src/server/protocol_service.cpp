@@ -7,7 +7,8 @@ namespace promptly::server::protocol {
 namespace {
 constexpr std::array<std::string_view, op_count> op_names{
     "submit", "wait", "status", "cancel", "jobs", "stats", "subscribe", "unsubscribe",
-    "set_policy", "set_cores", "programs", "version", "auth", "other"};
+    "set_policy", "set_cores", "programs", "version", "auth", "submit_periodic", "periodic", "cancel_periodic",
+    "other"};
 // The protocol's codes in error_code order, then the internal extension.
 constexpr std::array<std::string_view, error_code_count> code_names{
     "bad_request", "unknown_op", "unknown_program", "bad_args", "unknown_job", "rejected", "not_allowed",

@@ -28,7 +28,7 @@ namespace promptly::server::protocol {
 // The protocol's ops (docs/server.md, "Ops"); `other` counts unknown ones.
 enum class op {
   submit, wait, status, cancel, jobs, stats, subscribe, unsubscribe,
-  set_policy, set_cores, programs, version, auth, other
+  set_policy, set_cores, programs, version, auth, submit_periodic, periodic, cancel_periodic, other
 };
 inline constexpr std::size_t op_count = static_cast<std::size_t>(op::other) + 1;
 [[nodiscard]] std::string_view to_string(op o) noexcept;

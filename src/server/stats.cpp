@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "periodic_state.hpp"
 #include "server_state.hpp"
 
 namespace promptly::server {
@@ -103,6 +104,7 @@ server_stats job_server::stats() const {
   }
   st.cores_in_use = fill_cores(s_->rt, live);
   for (auto& j : live) st.jobs.push_back(std::move(j.info));
+  st.periodic = p_->all();
   return st;
 }
 

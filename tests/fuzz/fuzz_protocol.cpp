@@ -2,7 +2,8 @@
 // (src/server/protocol*): arbitrary bytes are fed to a protocol session
 // (framing, JSON parsing, field checks, every op) against a job_server with
 // the built-in programs and small admission limits. After each input every
-// live job is cancelled and awaited, so inputs do not pile up work.
+// live job is cancelled and awaited and every periodic task cancelled, so
+// inputs do not pile up work.
 // Built and run by tests/fuzz/run.sh (clang++-14, -fsanitize=fuzzer,address).
 #include <cstddef>
 #include <cstdint>
@@ -57,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto t = s->next_stream_at()) s->stream_tick(*t);
   s->end_input();
   (void)s->take_output();
+  for (const auto& p : srv.stats().periodic) (void)srv.cancel_periodic(p.id);  // no releases pile up either
   for (const auto& j : srv.jobs()) srv.cancel(j.id);
   for (const auto& j : srv.jobs()) (void)srv.wait(j.id);
   (void)s->take_output();

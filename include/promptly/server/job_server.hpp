@@ -186,6 +186,32 @@ struct submit_options {
   std::optional<promptly::elastic_params> elastic;
 };
 
+// A periodic task (AMCilk Sec. 6.2's elastic real-time jobs): the server
+// releases one job, an instance, every `period`; an instance's deadline is
+// its release time + period (implicit deadlines). Instances are ordinary
+// jobs (own id, admission, policy), submitted as `submit` would.
+using periodic_id = std::uint64_t;
+struct periodic_options {
+  std::chrono::microseconds period{0};  // >= 100 us
+  std::uint64_t count = 0;              // instances to release; 0 = until cancelled or draining
+  submit_options submit;                // class and elastic parameters of every instance
+};
+struct periodic_info {
+  periodic_id id = 0;
+  std::string program;
+  std::chrono::microseconds period{0};
+  std::uint64_t count = 0;  // as asked (0 = unbounded)
+  bool active = false;      // more instances will be released
+  std::uint64_t released = 0;  // instances released (each accepted or rejected)
+  std::uint64_t done = 0, failed = 0, cancelled = 0, rejected = 0;
+  // Instances that ended (done, failed or cancelled) after their deadline,
+  // plus the rejected ones and the releases skipped because the release
+  // thread fell a whole period behind (neither ran by its deadline).
+  std::uint64_t missed = 0;
+  job_id last_job = 0;  // the newest accepted instance (0 = none)
+};
+json to_json(const periodic_info& p);
+
 class job_server;
 
 // A handle to one job; copyable; valid as long as its job_server lives.
@@ -247,6 +273,7 @@ struct server_stats {
   latency_summary start, remove;
   std::vector<program_stats> programs;
   std::vector<job_info> jobs;  // running jobs with cores and work/look time
+  std::vector<periodic_info> periodic;  // periodic tasks (active ones and ended ones not yet expired)
 };
 json to_json(const server_stats& s);
 
@@ -283,6 +310,22 @@ class job_server {
   // wait for jobs; an exception it throws is dropped.
   void on_terminal(job_id id, std::function<void(const job_info&)> f);
 
+  // Releases an instance of `program` now and then every opts.period (a
+  // thread of the server keeps the releases on the period's grid: a late
+  // release does not shift the next). The first instance is submitted
+  // before this returns, so its errors (unknown_program, bad_args,
+  // rejected) are thrown here and no task is made; a later rejected
+  // instance counts as rejected and missed. Throws error{bad_args} for a
+  // period under 100 us, error{rejected} when 256 tasks are active already.
+  // Draining (stop_accepting) ends every periodic task.
+  [[nodiscard]] periodic_id submit_periodic(std::string_view program, const json& args, periodic_options opts);
+  // error{unknown_job} for an id never issued or ended more than
+  // result_ttl ago.
+  [[nodiscard]] periodic_info periodic_status(periodic_id id) const;
+  // Releases no further instance; released ones run on. Returns true if the
+  // task was active.
+  bool cancel_periodic(periodic_id id);
+
   [[nodiscard]] std::vector<job_info> jobs() const;  // live (queued and running)
   [[nodiscard]] server_stats stats() const;
 
@@ -305,9 +348,11 @@ class job_server {
   [[nodiscard]] bool ready() const noexcept;
 
   struct state;
+  struct periodic_state;
 
  private:
   std::unique_ptr<state> s_;
+  std::unique_ptr<periodic_state> p_;  // periodic tasks and their release thread (periodic.cpp)
 };
 
 }  // namespace promptly::server
