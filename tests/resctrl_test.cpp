@@ -1,80 +1,26 @@
 // resctrl classes of service for job groups (src/resctrl), on a fake
-// resctrl tree in a temporary directory laid out as the kernel lays out
-// /sys/fs/resctrl (info/L3, info/MB, the default group's schemata and
-// cpus_list). This machine has no RDT; the tree stands in for the kernel,
-// and where the kernel would act on its own (making a new group's files on
-// mkdir) the test does what it would.
+// resctrl tree (tests/resctrl_fake.hpp: a temporary directory laid out as
+// the kernel lays out /sys/fs/resctrl). This machine has no RDT; the tree
+// stands in for the kernel, and where the kernel would act on its own
+// (making a new group's files on mkdir) the test does what it would.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "resctrl/resctrl.hpp"
+#include "resctrl_fake.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace promptly::resctrl;
-
-namespace {
-
-void put(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
-std::string get(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A fake resctrl root: two L3 domains of 11 ways, MBA with 10% steps,
-// 4 classes of service on L3 and 8 on MB (so 4 in all, the default included).
-class fake_resctrl {
- public:
-  fake_resctrl() {
-    std::string tmpl = (fs::temp_directory_path() / "promptly-resctrl-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    root_ = tmpl;
-    put(root_ / "info" / "L3" / "cbm_mask", "7ff\n");
-    put(root_ / "info" / "L3" / "min_cbm_bits", "1\n");
-    put(root_ / "info" / "L3" / "num_closids", "4\n");
-    put(root_ / "info" / "MB" / "min_bandwidth", "10\n");
-    put(root_ / "info" / "MB" / "bandwidth_gran", "10\n");
-    put(root_ / "info" / "MB" / "num_closids", "8\n");
-    put(root_ / "info" / "last_cmd_status", "ok\n");
-    put(root_ / "schemata", "    L3:0=7ff;1=7ff\n    MB:0=100;1=100\n");
-    put(root_ / "cpus_list", "0-3\n");
-    put(root_ / "tasks", "");
-  }
-  ~fake_resctrl() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  // What the kernel does on mkdir of a group: the group's files appear.
-  void kernel_populates(const std::string& group) const {
-    put(root_ / group / "schemata", "    L3:0=7ff;1=7ff\n    MB:0=100;1=100\n");
-    put(root_ / group / "cpus_list", "\n");
-    put(root_ / group / "tasks", "");
-  }
-  // What the kernel does on rmdir: the files go with the directory.
-  void kernel_empties(const std::string& group) const {
-    for (const char* f : {"schemata", "cpus_list", "tasks"}) fs::remove(root_ / group / f);
-  }
-
- private:
-  fs::path root_;
-};
-
-}  // namespace
+using promptly_test::fake_kernel_controller;
+using promptly_test::fake_resctrl;
+using promptly_test::get;
+using promptly_test::put;
 
 TEST(Resctrl, FormatsMasksAndCpuLists) {
   EXPECT_EQ(ways_mask(4), 0xfu);
@@ -86,6 +32,23 @@ TEST(Resctrl, FormatsMasksAndCpuLists) {
   EXPECT_EQ(cpu_list(cpus), "0-3,6,8-9");
   EXPECT_EQ(cpu_list(std::vector<unsigned>{5}), "5");
   EXPECT_EQ(cpu_list(std::vector<unsigned>{}), "");
+}
+
+TEST(Resctrl, ParsesCpuListsBack) {
+  EXPECT_EQ(parse_cpu_list("0-3,6,8-9\n"), (std::vector<unsigned>{0, 1, 2, 3, 6, 8, 9}));
+  EXPECT_EQ(parse_cpu_list("5"), (std::vector<unsigned>{5}));
+  EXPECT_EQ(parse_cpu_list("3,1,1-2"), (std::vector<unsigned>{1, 2, 3})) << "sorted, no duplicates";
+  EXPECT_EQ(parse_cpu_list("\n"), (std::vector<unsigned>{}));
+  EXPECT_EQ(parse_cpu_list(""), (std::vector<unsigned>{}));
+  for (const unsigned n : {0u, 1u, 7u, 40u}) {
+    std::vector<unsigned> v;
+    for (unsigned c = 0; c < n; c += (c % 3 == 0 ? 1 : 2)) v.push_back(c);
+    EXPECT_EQ(parse_cpu_list(cpu_list(v)), v) << cpu_list(v);
+  }
+  for (const char* bad : {"a", "1-", "-1", "3-1", "1,,2", "1,", ",1", "1-2-3", "+1", "1 2", "70000"}) {
+    const std::string e = what_of<std::invalid_argument>([&] { (void)parse_cpu_list(bad); });
+    EXPECT_NE(e.find(std::string("cpus_list '") + bad + "'"), std::string::npos) << e;
+  }
 }
 
 TEST(Resctrl, ReadsTheCapabilitiesOfTheTree) {
@@ -126,6 +89,36 @@ TEST(Resctrl, AClassOfServicePerJobGroupWithWaysBandwidthAndCpus) {
   c.remove_group("batch");
   EXPECT_FALSE(fs::exists(fake.root() / "batch"));
   EXPECT_EQ(c.groups(), (std::vector<std::string>{"interactive"}));
+}
+
+// CPUs leave a group for the default group explicitly: the kernel does it
+// on its own for CPUs a group's new cpus_list drops, but a fake tree (and a
+// reader of the default group's list) only sees what is written.
+TEST(Resctrl, CpusGoBackToTheDefaultGroup) {
+  fake_resctrl fake;
+  put(fake.root() / "cpus_list", "0,4-7\n");
+  fake_kernel_controller c(fake);
+  c.create_group("g");
+  EXPECT_TRUE(c.cpus("g").empty()) << "a new group holds no CPU";
+  c.assign_cpus("g", std::vector<unsigned>{1, 2, 3});
+  EXPECT_EQ(c.cpus("g"), (std::vector<unsigned>{1, 2, 3}));
+  EXPECT_EQ(c.default_cpus(), (std::vector<unsigned>{0, 4, 5, 6, 7}));
+  c.assign_cpus("g", std::vector<unsigned>{2});
+  c.release_cpus(std::vector<unsigned>{3, 1});
+  EXPECT_EQ(get(fake.root() / "cpus_list"), "0-1,3-7\n") << "the default group keeps its CPUs and gains these";
+  EXPECT_EQ(c.cpus("g"), (std::vector<unsigned>{2}));
+  const std::string before = get(fake.root() / "cpus_list");
+  c.release_cpus(std::vector<unsigned>{});
+  EXPECT_EQ(get(fake.root() / "cpus_list"), before) << "no CPU, no write";
+  // A garbled list names the file; a missing group names the path.
+  put(fake.root() / "g" / "cpus_list", "x\n");
+  const std::string garbled = what_of<std::runtime_error>([&] { (void)c.cpus("g"); });
+  EXPECT_NE(garbled.find("cpus_list 'x'"), std::string::npos) << garbled;
+  EXPECT_NE(garbled.find((fake.root() / "g" / "cpus_list").string()), std::string::npos) << garbled;
+  const std::string missing = what_of<std::runtime_error>([&] { (void)c.cpus("ghost"); });
+  EXPECT_NE(missing.find("No such file or directory"), std::string::npos) << missing;
+  c.remove_group("g");
+  EXPECT_FALSE(fs::exists(fake.root() / "g"));
 }
 
 TEST(Resctrl, BadAllocationsAreNamed) {

@@ -37,6 +37,7 @@ struct worker_state {
   unsigned serving = 0;  // the pool (level) whose deque the worker works on
   int assigned = -1;     // the pool the policy gave it; -1 = none (it sleeps)
   std::string state;     // "working", "looking" (stealing) or "sleeping" (in the notifier)
+  int cpu = -1;          // runtime_config::pin_workers: the CPU the worker is pinned to; -1 = not pinned
 };
 
 struct runtime_stats {

@@ -135,6 +135,42 @@ std::string cpu_list(std::span<const unsigned> cpus) {
   return out;
 }
 
+std::vector<unsigned> parse_cpu_list(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument("promptly resctrl: cpus_list '" + trim(text) + "' " + why);
+  };
+  // A CPU number: digits only (stoul would accept a sign and blanks), and
+  // below a bound far over any kernel's NR_CPUS, so a range stays small.
+  constexpr unsigned cpu_bound = 1u << 16;
+  const auto number = [&](const std::string& s) -> unsigned {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("has '" + s + "' where a CPU number belongs");
+    const auto n = static_cast<unsigned>(std::stoul(s));
+    if (n >= cpu_bound) throw bad("has CPU " + s + ", past " + std::to_string(cpu_bound - 1));
+    return n;
+  };
+  std::vector<unsigned> out;
+  const std::string body = trim(text);
+  if (body.empty()) return out;
+  std::istringstream items(body);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto dash = item.find('-');
+    if (dash == std::string::npos) {
+      out.push_back(number(item));
+      continue;
+    }
+    const unsigned lo = number(item.substr(0, dash));
+    const unsigned hi = number(item.substr(dash + 1));
+    if (hi < lo) throw bad("has the descending range " + item);
+    for (unsigned c = lo; c <= hi; ++c) out.push_back(c);
+  }
+  if (body.back() == ',') throw bad("ends with a comma");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::string schemata_text(const capabilities& caps, const allocation& a) {
   std::string out;
   auto hex = [](std::uint64_t m) {
@@ -297,6 +333,29 @@ void controller::set_allocation(const std::string& group, const allocation& a) {
 
 void controller::assign_cpus(const std::string& group, std::span<const unsigned> cpus) {
   write_file(group_path(group) / "cpus_list", cpu_list(cpus) + "\n");
+}
+
+std::vector<unsigned> controller::read_cpus(const fs::path& file) const {
+  const auto text = read_if_exists(file);
+  if (!text) fail(file, "cannot open", ENOENT);
+  try {
+    return parse_cpu_list(*text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string(e.what()) + " read from " + file.string());
+  }
+}
+
+std::vector<unsigned> controller::cpus(const std::string& group) const {
+  return read_cpus(group_path(group) / "cpus_list");
+}
+
+std::vector<unsigned> controller::default_cpus() const { return read_cpus(root_ / "cpus_list"); }
+
+void controller::release_cpus(std::span<const unsigned> cpus) {
+  if (cpus.empty()) return;
+  std::vector<unsigned> all = default_cpus();
+  all.insert(all.end(), cpus.begin(), cpus.end());
+  write_file(root_ / "cpus_list", cpu_list(all) + "\n");
 }
 
 }  // namespace promptly::resctrl

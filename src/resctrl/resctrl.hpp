@@ -69,6 +69,10 @@ struct allocation {
 // "0-3,6,8-9" for CPUs {0,1,2,3,6,8,9} (the kernel's cpus_list format);
 // duplicates are dropped, order does not matter.
 [[nodiscard]] std::string cpu_list(std::span<const unsigned> cpus);
+// The inverse: the sorted CPUs of a cpus_list text ("0-3,6\n"; blanks and
+// the newline are ignored, "" is no CPU). Throws std::invalid_argument
+// naming the text for anything else.
+[[nodiscard]] std::vector<unsigned> parse_cpu_list(const std::string& text);
 
 // The schemata text for `a` under `caps` ("L3:0=f0;1=f0\nMB:0=50;1=50\n").
 // Throws std::invalid_argument naming the problem: a mask outside the full
@@ -82,6 +86,11 @@ class controller {
   // Throws std::runtime_error naming the root if it is missing (with the
   // errno text) or is not resctrl.
   explicit controller(std::filesystem::path root = default_root);
+  // Virtual only so a test can stand in for the kernel's side of mkdir and
+  // rmdir on a fake tree (a group's files appear and go with it).
+  virtual ~controller() = default;
+  controller(const controller&) = delete;
+  controller& operator=(const controller&) = delete;
 
   const capabilities& caps() const noexcept { return caps_; }
   const std::filesystem::path& root() const noexcept { return root_; }
@@ -89,9 +98,9 @@ class controller {
   // Creates the class of service `group` (mkdir root/group). Throws
   // std::invalid_argument for a bad name, std::runtime_error when every
   // class of service is in use or mkdir fails (path and errno text).
-  void create_group(const std::string& group);
+  virtual void create_group(const std::string& group);
   // Removes it (rmdir root/group); its CPUs return to the default group.
-  void remove_group(const std::string& group);
+  virtual void remove_group(const std::string& group);
   // The group's classes of service that exist now (directories under the
   // root that are not the kernel's own), sorted.
   [[nodiscard]] std::vector<std::string> groups() const;
@@ -101,9 +110,20 @@ class controller {
   // Writes the group's cpus_list: these CPUs (the cores its jobs hold) are
   // now in this class of service and leave any other.
   void assign_cpus(const std::string& group, std::span<const unsigned> cpus);
+  // The CPUs in the group's cpus_list now, sorted.
+  [[nodiscard]] std::vector<unsigned> cpus(const std::string& group) const;
+  // The CPUs of the default group (the root's cpus_list), sorted.
+  [[nodiscard]] std::vector<unsigned> default_cpus() const;
+  // Gives `cpus` back to the default group: writes the root's cpus_list
+  // with its CPUs and these (the kernel refuses a default-group list that
+  // drops a CPU, and moves the added ones out of any other group). The
+  // kernel already returns the CPUs a group's new cpus_list drops, so on a
+  // real resctrl this only makes the hand-back explicit; no CPU: no write.
+  void release_cpus(std::span<const unsigned> cpus);
 
  private:
   std::filesystem::path group_path(const std::string& group) const;
+  std::vector<unsigned> read_cpus(const std::filesystem::path& file) const;
   void write_file(const std::filesystem::path& file, const std::string& text) const;
 
   std::filesystem::path root_;

@@ -597,6 +597,7 @@ runtime_stats scheduler::stats() const {
     ws.assigned = a == no_pool ? -1 : roaming ? static_cast<int>(ws.serving) : static_cast<int>(a);
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
+    ws.cpu = w->cpu;
     s.sleeping_workers += asleep ? 1 : 0;
     s.worker_states.push_back(std::move(ws));
   }

@@ -90,10 +90,12 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
     worker* wp = w.get();
     wp->thread = std::thread([this, wp] { worker_main(*wp); });
     if (!cpus.empty()) {
+      const int cpu = cpus[wp->index % cpus.size()];
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(cpus[wp->index % cpus.size()], &set);
-      pthread_setaffinity_np(wp->thread.native_handle(), sizeof(set), &set);
+      CPU_SET(cpu, &set);
+      // Recorded for stats() (worker_state::cpu) only if the pinning took.
+      if (pthread_setaffinity_np(wp->thread.native_handle(), sizeof(set), &set) == 0) wp->cpu = cpu;
     }
   }
 }

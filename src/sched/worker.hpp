@@ -57,6 +57,7 @@ struct worker : worker_view {
   pool_record* active_domain = nullptr;  // the pool whose num_actives counts this worker while active
   std::uint64_t rng_state = 0;
   std::thread thread;
+  int cpu = -1;  // runtime_config::pin_workers: the CPU the thread is pinned to (set before other threads read it)
 
   static worker& of(worker_view& v) noexcept { return static_cast<worker&>(v); }
 

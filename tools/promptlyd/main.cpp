@@ -4,14 +4,18 @@
 //
 // Threads: the runtime's workers run jobs only; the front end's epoll thread
 // serves every connection; cpp-httplib's two threads serve /metrics,
-// /healthz and /readyz; the main thread waits for SIGTERM/SIGINT and drains.
-// Exit status: 0 after a drain, 1 if start-up failed, 2 for bad options.
+// /healthz and /readyz; with --partition, the partition thread moves the
+// cores the jobs hold between resctrl groups (src/server/daemon_partition);
+// the main thread waits for SIGTERM/SIGINT and drains.
+// Exit status: 0 after a drain, 1 if start-up failed, 2 for bad options
+// (and for --partition on a machine without resctrl).
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -27,6 +31,7 @@
 
 #include "server/daemon_front_end.hpp"
 #include "server/daemon_metrics.hpp"
+#include "server/daemon_partition.hpp"
 #include "server/daemon_socket.hpp"
 #include "server/protocol.hpp"
 
@@ -49,7 +54,24 @@ struct options {
   double drain_timeout_s = 30;
   double result_ttl_s = 600;
   double flush_timeout_s = 5;
+  std::vector<std::string> partitions;  // --partition CLASS=SPEC
+  std::string resctrl_root = promptly::resctrl::default_root.string();
+  unsigned partition_interval_ms = 10;
 };
+
+// What --partition was turned into before serve: the specs and the
+// controller (null without --partition: then nothing touches resctrl).
+struct partitioning {
+  std::vector<daemon::partition_spec> specs;
+  std::unique_ptr<promptly::resctrl::controller> controller;
+};
+
+// The job classes a --partition may name (besides "default").
+std::vector<std::string> class_names(const job_server_options& jo) {
+  std::vector<std::string> out;
+  for (const auto& [name, rank] : jo.classes) out.push_back(name);
+  return out;
+}
 
 void say(const std::string& line) {
   std::fputs((line + "\n").c_str(), stdout);
@@ -98,7 +120,7 @@ class metrics_server {
   std::thread thread_;
 };
 
-int serve(const options& o) {
+int serve(const options& o, const partitioning& parts) {
   // Block the stop signals before any thread exists, so every thread
   // inherits the mask and only sigwait below sees them; a closed peer must
   // not kill the daemon (send uses MSG_NOSIGNAL; httplib may not).
@@ -112,6 +134,8 @@ int serve(const options& o) {
   promptly::runtime_config cfg;
   cfg.workers = o.workers;
   if (!o.policy.empty()) cfg.policy = o.policy;
+  // Partitions follow cores: worker i stays on the i-th CPU of the mask.
+  cfg.pin_workers = parts.controller != nullptr;
   promptly::runtime rt(cfg);
 
   job_server_options jo;
@@ -123,6 +147,18 @@ int serve(const options& o) {
   if (!o.programs_dir.empty()) {
     const auto loaded = load_program_plugins(srv, o.programs_dir);
     std::fprintf(stderr, "promptlyd: %zu plugin(s) loaded from %s\n", loaded, o.programs_dir.c_str());
+  }
+  // Declared after the runtime and the server, so destroyed (thread
+  // stopped, groups removed) before them on every path.
+  std::optional<daemon::partitioner> partition;
+  if (parts.controller) {
+    daemon::partitioner_options po;
+    po.interval = std::chrono::milliseconds(o.partition_interval_ms);
+    partition.emplace(*parts.controller, parts.specs, class_names(jo), po);
+    for (const auto& p : parts.specs)
+      std::fprintf(stderr, "promptlyd: %s (under %s)\n", daemon::describe_partition(p, parts.controller->caps()).c_str(),
+                   o.resctrl_root.c_str());
+    partition->start(rt, srv);
   }
 
   protocol::service svc(srv);
@@ -170,6 +206,12 @@ int serve(const options& o) {
   const std::size_t unsent =
       fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
   metrics.reset();
+  if (partition) {
+    if (partition->stop())
+      std::fprintf(stderr, "promptlyd: partition groups removed from %s\n", o.resctrl_root.c_str());
+    else
+      std::fprintf(stderr, "promptlyd: some partition groups stay in %s (see above)\n", o.resctrl_root.c_str());
+  }
   const auto st = srv.stats();
   std::fprintf(stderr,
                "promptlyd: drained in %.3f s: %zu job(s) cancelled at the deadline; totals submitted %llu done %llu "
@@ -212,6 +254,16 @@ int main(int argc, char** argv) {
   app.add_option("--flush-timeout", o.flush_timeout_s,
                  "Seconds to write the last replies to slow readers after the drain")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--partition", o.partitions,
+                 "Give the cores of a job class's jobs cache ways and memory bandwidth through resctrl: "
+                 "CLASS=SPEC, CLASS a job class or 'default', SPEC like l3:4@0,mb:50 (repeatable; needs Intel RDT)")
+      ->take_all()->allow_extra_args(false);
+  app.add_option("--resctrl-root", o.resctrl_root, "Where resctrl is mounted (used with --partition only)")
+      ->capture_default_str();
+  app.add_option("--partition-interval-ms", o.partition_interval_ms,
+                 "Milliseconds between moves of the cores' resctrl groups (with --partition)")
+      ->capture_default_str()->check(CLI::Range(1u, 60000u));
+  partitioning parts;
   try {
     app.parse(argc, argv);
     if (o.no_socket && o.tcp.empty()) throw CLI::ValidationError("--no-socket", "needs --tcp (nothing to listen on)");
@@ -219,6 +271,7 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--tcp", "needs --token-file (TCP clients must authenticate)");
     if (!o.tcp.empty()) (void)promptly::server::daemon::parse_host_port(o.tcp);
     if (!o.metrics.empty()) (void)promptly::server::daemon::parse_host_port(o.metrics);
+    for (const auto& v : o.partitions) parts.specs.push_back(promptly::server::daemon::parse_partition(v));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
@@ -230,8 +283,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "promptlyd: %s\n", e.what());
     return 2;
   }
+  // Only --partition touches resctrl: a machine without it fails here, at
+  // start-up, with the root named (exit 2, like any option it cannot honour).
+  if (!parts.specs.empty()) {
+    try {
+      parts.controller = promptly::server::daemon::open_partitioning(o.resctrl_root);
+      promptly::server::daemon::check_partitions(parts.specs, class_names(job_server_options{}),
+                                                 parts.controller->caps());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "promptlyd: %s\n", e.what());
+      return 2;
+    }
+  }
   try {
-    return serve(o);
+    return serve(o, parts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "promptlyd: %s\n", e.what());
     return 1;
