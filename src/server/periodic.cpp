@@ -38,7 +38,7 @@ bool job_server::periodic_state::release(const std::shared_ptr<task>& t, clock::
   } catch (const error& e) {
     if (rethrow) throw;
     std::lock_guard lock(mu);
-    ++t->info.released;
+    count_release_locked(*t);
     ++t->info.rejected;
     ++t->info.missed;  // a rejected instance never runs by its deadline
     // A full queue may drain by the next period; anything else (draining, a
@@ -48,7 +48,7 @@ bool job_server::periodic_state::release(const std::shared_ptr<task>& t, clock::
   }
   {
     std::lock_guard lock(mu);
-    ++t->info.released;
+    count_release_locked(*t);
     t->info.last_job = h->id();
   }
   // How late the release was counts against the deadline (release + period):
@@ -88,7 +88,7 @@ periodic_id job_server::periodic_state::add(std::string_view program, const json
   std::lock_guard lock(mu);
   t->info.id = next_id++;
   tasks.emplace(t->info.id, t);
-  if (stopping || (t->opts.count != 0 && t->info.released >= t->opts.count)) {
+  if (stopping || !t->info.active) {  // a count of 1 ended with the first release
     deactivate_locked(*t, clock::now());
   } else {
     due.emplace(t0 + t->opts.period, t->info.id);
@@ -107,7 +107,9 @@ void job_server::periodic_state::release_loop() {
     }
     const auto next = due.begin();
     if (clock::now() < next->first) {
-      cv.wait_until(lock, next->first);
+      // A copy: while this waits, cancel or end_all may erase the entry.
+      const clock::time_point wake = next->first;
+      cv.wait_until(lock, wake);
       continue;
     }
     const clock::time_point at = next->first;
@@ -117,11 +119,7 @@ void job_server::periodic_state::release_loop() {
     lock.unlock();
     (void)release(t, at, /*rethrow=*/false);
     lock.lock();
-    if (!t->info.active) continue;  // cancelled, drained or refused for good meanwhile
-    if (t->opts.count != 0 && t->info.released >= t->opts.count) {
-      deactivate_locked(*t, clock::now());
-      continue;
-    }
+    if (!t->info.active) continue;  // the last one, cancelled, drained or refused for good meanwhile
     // On the grid: the next release is one period after this one's due
     // time; releases that fell behind by whole periods are skipped (and
     // counted missed) rather than fired in a burst.
@@ -134,6 +132,13 @@ void job_server::periodic_state::release_loop() {
     }
     due.emplace(next_at, id);
   }
+}
+
+// The last release ends the task in the same step, so a reader that sees
+// every instance done also sees the task inactive.
+void job_server::periodic_state::count_release_locked(task& t) {
+  ++t.info.released;
+  if (t.opts.count != 0 && t.info.released >= t.opts.count) deactivate_locked(t, clock::now());
 }
 
 void job_server::periodic_state::deactivate_locked(task& t, clock::time_point now) {

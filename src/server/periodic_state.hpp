@@ -56,6 +56,7 @@ struct job_server::periodic_state {
   // refused it (rejected instances are counted, other errors rethrown when
   // `rethrow`).
   bool release(const std::shared_ptr<task>& t, clock::time_point due, bool rethrow);
+  void count_release_locked(task& t);
   void deactivate_locked(task& t, clock::time_point now);
   void expire_locked(clock::time_point now);
   std::shared_ptr<task> find_locked(periodic_id id, clock::time_point now);
