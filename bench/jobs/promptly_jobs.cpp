@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
         return [rt, srv, current](const jobs::plan& p, std::int64_t& t0) {
           replay_state st(p.count);
           st.plan = &p;
+          const std::uint64_t decisions_before = rt->stats().decisions;
           current->store(&st, std::memory_order_release);  // release: publishes st to the jobs
           std::vector<promptly::server::job_handle> handles;
           handles.reserve(p.count);
@@ -89,7 +90,10 @@ int main(int argc, char** argv) {
                              {"start_us_max", ss.start.max_us},   {"remove_us_p50", ss.remove.p50_us},
                              {"remove_us_p99", ss.remove.p99_us}, {"remove_us_max", ss.remove.max_us},
                              {"decision_us_p50", rs.decision_latency_p50_us},
-                             {"decision_us_p99", rs.decision_latency_p99_us}};
+                             {"decision_us_p99", rs.decision_latency_p99_us},
+                             // Policy decisions per job: 2 would be one arrival and one exit each.
+                             {"decisions_per_job", static_cast<double>(rs.decisions - decisions_before) /
+                                                       static_cast<double>(p.count)}};
           o.end_ns.resize(p.count);
           for (std::size_t i = 0; i < p.count; ++i) {
             o.end_ns[i] = st.end_ns[i].load(std::memory_order_acquire);  // acquire: pairs with the job's release

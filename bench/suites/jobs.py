@@ -17,7 +17,9 @@ Summary's ratio compares mean flow times against promptly-drep-steal-boundary (t
 DREP is measured against in AMCilk Fig. 7). Promptly's runs also report the server's start
 (start decision -> root task running) and remove (pool removal) latency and the runtime's
 event-to-decision latency: start_us_*, remove_us_*, decision_us_* (AMCilk Sec. 5.1's overheads,
-here under the bench's load; `overheads` is bing-75's Promptly rows).
+here under the bench's load; `overheads` is bing-75's Promptly rows), and decisions_per_job (policy
+decisions during the replay / jobs: about 2 means one arrival and one exit each; more would mean
+pools flapping between empty and non-empty).
 
 bing-sweep: the same runtimes replay `jobs` jobs at loads 0.5, 0.6, ... in turn until one is not
 sustained: mean flow time above 20 x E[work] / P (beyond it, clients wait for the queue, not for
@@ -58,7 +60,8 @@ def _runtimes():
 
 _SHOW = ["flow_ms_mean", "flow_ms_p50", "flow_ms_p99", "flow_ms_max", "rate_per_s", "unit_ns",
          "flow_excl_start_ms_mean", "flow_excl_start_ms_p99",
-         "start_us_p50", "start_us_p99", "remove_us_p50", "remove_us_p99", "decision_us_p50", "decision_us_p99"]
+         "start_us_p50", "start_us_p99", "remove_us_p50", "remove_us_p99", "decision_us_p50", "decision_us_p99",
+         "decisions_per_job"]
 
 
 def _load_bench(workload, load, jobs=1200):
