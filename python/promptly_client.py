@@ -116,6 +116,23 @@ class Client:
             req["class"] = job_class
         return self.call(req)
 
+    def submit_periodic(self, program, period_ms, args=None, count=0, job_class=None, elastic=None):
+        """Start a periodic task: an instance every period_ms (its deadline: the next release).
+        Returns the periodic task object (id, released, done, missed, ...)."""
+        req = {"op": "submit_periodic", "program": program, "args": args or {}, "period_ms": period_ms,
+               "count": count}
+        if job_class:
+            req["class"] = job_class
+        if elastic:
+            req["elastic"] = elastic
+        return self.call(req)
+
+    def periodic(self, periodic_id):
+        return self.call({"op": "periodic", "id": periodic_id})
+
+    def cancel_periodic(self, periodic_id):
+        return self.call({"op": "cancel_periodic", "id": periodic_id})
+
     def wait(self, job_id):
         return self.call({"op": "wait", "id": job_id})
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from promptly_client import Client, PromptlyError  # noqa: E402
@@ -53,6 +54,16 @@ def main():
             expect(cancel["cancelled"] is True, f"cancel: {cancel}")
             expect(c.wait(long_job["id"])["state"] == "cancelled", "cancelled job")
             expect(c.jobs() == [], "no live jobs")
+            t = c.submit_periodic("fib", 2.0, {"n": 5}, count=3,
+                                  elastic={"work_ms": 1, "span_ms": 0.5, "period_min_ms": 2, "period_max_ms": 2})
+            expect(t["period_ms"] == 2.0 and t["count"] == 3, f"periodic task: {t}")
+            deadline = time.monotonic() + 30
+            while c.periodic(t["id"])["done"] < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)  # polls the server's counters; the loop ends on the event, the deadline is a guard
+            p = c.periodic(t["id"])
+            expect(p["released"] == 3 and p["done"] == 3 and not p["active"], f"periodic after 3: {p}")
+            expect(c.cancel_periodic(t["id"])["cancelled"] is False, "cancel of an ended periodic task")
+            expect(c.jobs() == [], "no live jobs after the periodic task")
             for bad, code in [({"op": "nope"}, "unknown_op"),
                               ({"op": "submit", "program": "nope"}, "unknown_program"),
                               ({"op": "submit", "program": "fib", "args": {"n": "x"}}, "bad_args"),

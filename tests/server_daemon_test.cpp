@@ -492,6 +492,12 @@ TEST_F(Daemon, CliExitCodes) {
   EXPECT_EQ(run("submit"), 2);                // usage
   EXPECT_EQ(run("frobnicate"), 2);
   EXPECT_EQ(run("stats"), 0);
+  EXPECT_EQ(run("submit-periodic fib n=5 --period-ms 2 --count 3"), 0);
+  EXPECT_EQ(run("periodic 1"), 0);
+  EXPECT_EQ(run("cancel-periodic 1"), 0);
+  EXPECT_EQ(run("periodic 999"), 1);                      // unknown_job
+  EXPECT_EQ(run("submit-periodic fib n=5 --period-ms 0.01"), 1);  // bad_args: period too short
+  EXPECT_EQ(run("submit-periodic fib n=5"), 2);           // usage: --period-ms is required
   EXPECT_EQ(run("watch --count 2 --interval 10"), 0);
   EXPECT_EQ(run("load --workload fixed --program fib --arg n=5 --rate 200 --duration 0.2 --no-progress"), 0);
   d.signal(SIGTERM);

@@ -90,7 +90,23 @@ int main(int argc, char** argv) {
   submit->add_flag("--wait,-w", wait, "Reply when the job is terminal (with result and timing)");
   submit->add_option("--class", job_class, "Priority class (e.g. interactive, batch)");
 
+  // submit-periodic (the server releases an instance every period)
+  auto* submit_periodic =
+      app.add_subcommand("submit-periodic", "Start a periodic task: PROGRAM key=value... --period-ms MS [--count N]");
+  double period_ms = 0;
+  std::uint64_t periodic_count = 0;
+  submit_periodic->add_option("program", program, "Registered program name")->required();
+  submit_periodic->add_option("args", kv, "Program arguments as key=value (as for submit)");
+  submit_periodic->add_option("--period-ms", period_ms, "Release period in ms (>= 0.1); an instance's deadline is the next release")
+      ->required();
+  submit_periodic->add_option("--count", periodic_count, "Instances to release (0 = until cancelled)")->capture_default_str();
+  submit_periodic->add_option("--class", job_class, "Priority class of every instance");
+
   std::uint64_t id = 0;
+  auto* periodic = app.add_subcommand("periodic", "Print a periodic task: released, done, missed, ...");
+  periodic->add_option("id", id, "Periodic task id")->required();
+  auto* cancel_periodic = app.add_subcommand("cancel-periodic", "Release no further instance of a periodic task");
+  cancel_periodic->add_option("id", id, "Periodic task id")->required();
   auto* wait_cmd = app.add_subcommand("wait", "Wait until a job is terminal and print it");
   wait_cmd->add_option("id", id, "Job id")->required();
   auto* status = app.add_subcommand("status", "Print a job's state (and result once terminal)");
@@ -154,6 +170,14 @@ int main(int argc, char** argv) {
       if (!job_class.empty()) r["class"] = job_class;
       return call_and_print(conn, r);
     }
+    if (*submit_periodic) {
+      json r{{"op", "submit_periodic"}, {"program", program}, {"args", parse_args(kv)}, {"period_ms", period_ms},
+             {"count", periodic_count}};
+      if (!job_class.empty()) r["class"] = job_class;
+      return call_and_print(conn, r);
+    }
+    if (*periodic) return call_and_print(conn, {{"op", "periodic"}, {"id", id}});
+    if (*cancel_periodic) return call_and_print(conn, {{"op", "cancel_periodic"}, {"id", id}});
     if (*wait_cmd) return call_and_print(conn, {{"op", "wait"}, {"id", id}});
     if (*status) return call_and_print(conn, {{"op", "status"}, {"id", id}});
     if (*cancel) return call_and_print(conn, {{"op", "cancel"}, {"id", id}});
