@@ -1,4 +1,4 @@
-// The `fair` policy (seed 004): criterion validation (table-driven),
+// The `fair` policy (the fairly prompt paper): criterion validation (table-driven),
 // systematic sampling, donation and credit claims (table-driven), winner-
 // take-all = prompt, and in a running runtime: received shares follow the
 // criterion, donation of an empty level's share, changing the criterion
@@ -281,7 +281,7 @@ TEST(FairRuntime, ReceivedSharesFollowTheCriterion) {
 }
 
 TEST(FairRuntime, AnEmptyLevelDonatesItsShareToTheMostUrgentLevelWithWork) {
-  // 50-0-50 with nothing at level 0: its half goes to level 1 (seed 004 Sec. 3.1).
+  // 50-0-50 with nothing at level 0: its half goes to level 1 (the fairly prompt paper Sec. 3.1).
   promptly::runtime rt(fair_config(2, 3, {50, 0, 50}));
   std::atomic<bool> stop{false};
   auto m = rt.submit(promptly::level{1}, [&] { keep_busy(stop); });

@@ -1,4 +1,4 @@
-// The dynamic priority API (seed 004 Sec. 5.3): orders built at run time,
+// The dynamic priority API (the fairly prompt paper Sec. 5.3): orders built at run time,
 // cycles and bad declarations rejected, rule TOUCH checked at run time with
 // promptly::priority_inversion naming both priorities.
 #include <gtest/gtest.h>

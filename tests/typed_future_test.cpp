@@ -1,7 +1,7 @@
 // Typed futures at run time: values, void, move-only results, exceptions,
-// touching "no future"; seed 003's email client (print and compress
+// touching "no future"; the futures-and-state paper's email client (print and compress
 // coordinate through a CAS on a per-email future_cell slot); a DAG whose
-// futures live in a shared array (seed 003 Sec. 1: "an initially empty
+// futures live in a shared array (the futures-and-state paper, Sec. 1: "an initially empty
 // array of future references").
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ namespace {
 
 namespace pt = promptly::typed;
 
-// The email client's components, most urgent first (seed 003 Sec. 5.1):
+// The email client's components, most urgent first (the futures-and-state paper, Sec. 5.1):
 // event loop, send, sort, print/compress, check, shutdown.
 struct event_loop {};
 struct send {};
@@ -86,7 +86,7 @@ TEST(TypedFuture, FcreateIntoPublishesBeforeStart) {
   EXPECT_EQ(seen_self, n);
 }
 
-// Seed 003 Sec. 5.1, the email client: per email, a slot holds the handle
+// The futures-and-state paper, Sec. 5.1, the email client: per email, a slot holds the handle
 // of the latest print or compress operation. Each operation, first thing,
 // CASes its own handle into the slot in place of the previous one's and
 // touches that one, so the operations on one email run one at a time, in
@@ -168,11 +168,11 @@ TEST(TypedFuture, EmailPrintAndCompressCoordinateThroughCas) {
   EXPECT_EQ(bad_prints.load(), 0);
 }
 
-// A DAG in a shared array (seed 003 Sec. 1): grid[i][j] counts the monotone
+// A DAG in a shared array (the futures-and-state paper, Sec. 1): grid[i][j] counts the monotone
 // lattice paths to (i, j) by touching the futures of its upper and left
 // neighbours, which it finds in the array. Tasks are created in row-major
 // order, each stored into its cell before it can start, so every handle a
-// task reads is already there (seed 003 Sec. 4.2, rule 2). Afterwards tasks
+// task reads is already there (the futures-and-state paper, Sec. 4.2, rule 2). Afterwards tasks
 // of a less urgent priority touch random cells of the array.
 TEST(TypedFuture, DagWithFuturesInASharedArray) {
   struct grid_prio {};

@@ -19,7 +19,7 @@ namespace pt = promptly::typed;
 using promptly::before;
 using promptly::chain;
 
-// A diamond: high above two unrelated middles, both above low (seed 004 Sec. 2.1).
+// A diamond: high above two unrelated middles, both above low (the fairly prompt paper Sec. 2.1).
 struct high {};
 struct mid_a {};
 struct mid_b {};
@@ -59,7 +59,7 @@ using total = promptly::priority_order<chain<p3, p1, p0, p2>>;
 static_assert(total::level_of<p3> == 0 && total::level_of<p1> == 1 && total::level_of<p0> == 2 && total::level_of<p2> == 3);
 
 // Command functions: a ctx converts only towards a more (or equally) urgent
-// priority, never to a less urgent or unrelated one (seed 003 Sec. 4.2).
+// priority, never to a less urgent or unrelated one (the futures-and-state paper, Sec. 4.2).
 static_assert(std::is_convertible_v<dctx<low>, dctx<high>>);
 static_assert(std::is_convertible_v<dctx<low>, dctx<mid_a>>);
 static_assert(!std::is_convertible_v<dctx<high>, dctx<low>>);

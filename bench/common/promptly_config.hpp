@@ -1,5 +1,5 @@
 // Runtime set-up shared by the Promptly workload programs: --workers and --sleep
-// (adaptive = seed 002's sleep protocol, never = the ABP-style baseline, runtime
+// (adaptive = the Taskflow executor paper's sleep protocol, never = the ABP-style baseline, runtime
 // `promptly-nosleep`). Call before args::finish().
 #pragma once
 

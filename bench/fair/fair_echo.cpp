@@ -1,18 +1,18 @@
-// Server of suite `fair` (runtime `promptly-fair`): seed 004 Sec. 6.2.3's three-priority
+// Server of suite `fair` (runtime `promptly-fair`): the fairly prompt paper Sec. 6.2.3's three-priority
 // benchmark on one Promptly runtime with the `fair` policy, driven by bench_io_driver (protocol:
 // ../io/echo_server.hpp, ../io/README.md).
 //
 //   level 0            the interactive kernel (terminal or network echo, ../io/promptly_echo.hpp)
 //   middle levels      a time sink: parallel fib rounds that never run out of work, so that it
-//                      collects every cycle donated by an idle level (seed 004 Sec. 6.2.3)
+//                      collects every cycle donated by an idle level (the fairly prompt paper Sec. 6.2.3)
 //   the last level     the compute kernel (--kernel, fair_kernels::make_kernel)
 //
 // --criterion H-M-L (e.g. 50-25-25) gives one weight per level, so its length is the number of
 // levels: 3 for the stretch and response experiments, 2 ("100-0") for winner-take-all without a
-// time sink (seed 004 Table 3). The server alternates the kernel under --baseline (default: all
+// time sink (the fairly prompt paper Table 3). The server alternates the kernel under --baseline (default: all
 // weight on the kernel's level, e.g. 0-0-100; no interactions are sent) and under --criterion
 // (the driver sends interactions): measured stretch = loaded time / baseline time, both with the
-// time sink and the listener present, as seed 004 measures T_b with criterion 0-0-100.
+// time sink and the listener present, as the fairly prompt paper measures T_b with criterion 0-0-100.
 // After each loaded run it reports, per level L, "metric share_LL_{sampled,received} X" from
 // runtime::stats(): the accounting of cycles received vs. the criterion.
 //
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     promptly::runtime rt{cfg};
     const unsigned kernel_level = cfg.levels - 1;
     echo::promptly_interactive interactive(rt, o.mode, 0);
-    echo::say("metric serial_s " + std::to_string(serial_s));  // for speedups (seed 004 Table 3)
+    echo::say("metric serial_s " + std::to_string(serial_s));  // for speedups (the fairly prompt paper Table 3)
 
     // The time sink: one driver task per middle level, each running parallel fib rounds until
     // the end (a yield between rounds is a strand boundary even when fib(n) is below the cutoff).

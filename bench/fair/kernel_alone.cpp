@@ -1,4 +1,4 @@
-// One compute kernel of seed 004 Sec. 6.2.2 alone (bench/fair/README.md): --kernel
+// One compute kernel of the fairly prompt paper Sec. 6.2.2 alone (bench/fair/README.md): --kernel
 // fib|uts|strassen|bfs|sort at --scale full|quick|test, on a runtime of --workers workers with
 // policy --policy, the root at priority --level (runtime_config::levels = level + 1); each timed
 // repetition is one rt.run(level{L}, kernel.run). --serial 1 runs the serial version instead,

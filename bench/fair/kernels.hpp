@@ -1,4 +1,4 @@
-// The five compute kernels of seed 004 Sec. 6.2.2 (Fib, UTS, Strassen DMM, BFS, sample sort),
+// The five compute kernels of the fairly prompt paper Sec. 6.2.2 (Fib, UTS, Strassen DMM, BFS, sample sort),
 // each runnable in parallel on Promptly and serially, behind one interface (kernels/kernel.hpp).
 // Used by kernel_alone.cpp and by the fair suite's programs; see bench/fair/README.md.
 #pragma once

@@ -1,4 +1,4 @@
-// Shared pieces of suite `graph` (seed 002 Sec. III-A's micro-benchmarks): timing of the
+// Shared pieces of suite `graph` (the Taskflow executor paper Sec. III-A's micro-benchmarks): timing of the
 // build / run / destroy phases of one repetition, the random DAG every runtime builds, and the
 // matrix-multiplication kernels. Runtime-agnostic, so Promptly and oneTBB are measured by the
 // same code; the protocol is bench/README.md's.
@@ -76,7 +76,7 @@ void run_and_report(long warmup, long reps, Rep&& rep) {
 
 // The random DAG of bench graph-random, as successor lists (CSR): every runtime builds the same
 // graph. Task i gets 1..4 successors drawn from the next `window` tasks, skipping those that
-// already have 4 predecessors, so in- and out-degree are <= 4 (seed 002 Sec. III-A: "the
+// already have 4 predecessors, so in- and out-degree are <= 4 (the Taskflow executor paper Sec. III-A: "the
 // degree of each node ... is bounded by four"). Edges go from lower to higher ids.
 struct random_dag {
     std::vector<std::uint32_t> offset;  // successors of i: succ[offset[i] .. offset[i+1])

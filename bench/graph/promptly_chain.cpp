@@ -1,4 +1,4 @@
-// graph-chain on Promptly: a linear chain of --n tasks, each incrementing a counter (seed 002
+// graph-chain on Promptly: a linear chain of --n tasks, each incrementing a counter (the Taskflow executor paper
 // Sec. III-A, "Linear chain"). No parallelism at all: one worker carries every task through its
 // continuation cache, and what the others burn meanwhile shows in run_util.
 #include <memory>

@@ -1,5 +1,5 @@
 // Runtime set-up shared by the Promptly programs of suite `graph`: --workers and --sleep
-// (adaptive = seed 002's sleep protocol, never = the ABP-style baseline, runtime `promptly-nosleep`).
+// (adaptive = the Taskflow executor paper's sleep protocol, never = the ABP-style baseline, runtime `promptly-nosleep`).
 #pragma once
 
 #include <promptly/graph.hpp>

@@ -1,4 +1,4 @@
-// graph-matmul on Promptly: C = A * B for --n x --n matrices as a row-task graph (seed 002
+// graph-matmul on Promptly: C = A * B for --n x --n matrices as a row-task graph (the Taskflow executor paper
 // Sec. III-A, "Matrix multiplication"): n tasks initialise one row of A, B and C each, a
 // barrier task follows all of them, and n tasks multiply one row each after the barrier.
 #include <memory>

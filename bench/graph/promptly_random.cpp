@@ -1,5 +1,5 @@
 // graph-random on Promptly: the random DAG of graph_bench.hpp (--n tasks, in- and out-degree
-// <= 4, --seed), each task marking itself visited (seed 002 Sec. III-A, "Graph traversal").
+// <= 4, --seed), each task marking itself visited (the Taskflow executor paper Sec. III-A, "Graph traversal").
 #include <memory>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // graph-tree on Promptly: a complete binary tree of --n = 2^k - 1 tasks; task i precedes tasks
-// 2i+1 and 2i+2 (seed 002 Sec. III-A, "Binary tree"). A task does no work but mark itself done.
+// 2i+1 and 2i+2 (the Taskflow executor paper Sec. III-A, "Binary tree"). A task does no work but mark itself done.
 #include <memory>
 #include <vector>
 

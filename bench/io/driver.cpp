@@ -1,6 +1,6 @@
 // Driver of suite `io` (bench/io/README.md): a separate process that starts an echo server,
-// plays the interactions of seed 004 Sec. 6.2.1 against it and timestamps every request and
-// response, as seed 004 Sec. 6.1's driver does ("when the driver initiates an event, it adds
+// plays the interactions of the fairly prompt paper Sec. 6.2.1 against it and timestamps every request and
+// response, as the fairly prompt paper Sec. 6.1's driver does ("when the driver initiates an event, it adds
 // an entry in a buffer with the start time and expected response; a separate thread reads the
 // output of the program and records the time difference").
 //

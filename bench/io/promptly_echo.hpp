@@ -1,4 +1,4 @@
-// seed 004 Sec. 6.2.1's interactive kernels on Promptly, shared by the echo servers of suites
+// the fairly prompt paper Sec. 6.2.1's interactive kernels on Promptly, shared by the echo servers of suites
 // `io` (echo_promptly.cpp) and `fair` (../fair/fair_echo.cpp):
 //   net:  io::listener::serve spawns a task per connection at `level`; each reads lines with
 //         io::line_reader and writes them back (parking, never blocking a worker).

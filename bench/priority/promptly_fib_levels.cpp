@@ -1,4 +1,4 @@
-// fib-ep / fib-rp of seed 000 Sec. 5.1 on Promptly: three fib(n) computations submitted from the
+// fib-ep / fib-rp of I-Cilk, Sec. 5.1 on Promptly: three fib(n) computations submitted from the
 // main thread back to back at level 0 (H), 1 (M) and 2 (L); each level's completion time is
 // measured from its own submission to the end of its root task. Calls with n >= --base fork
 // both branches with promptly::join; below --base the serial base case runs, calling

@@ -1,6 +1,6 @@
 """Suite `core`: fork-join spawn cost, scaling with a serial cutoff, and the sleep protocol.
 
-Issue 2's benchmarks. Bench and runtime names are stable: the steering side reads them from
+The core runtime's benchmarks. Bench and runtime names are stable: the steering side reads them from
 bench/results/core/latest.json. The format of this file is described in bench/README.md.
 """
 

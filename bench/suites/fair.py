@@ -1,9 +1,9 @@
-"""Suite `fair`: fairly prompt scheduling (issue 8, seed 004 Sec. 6.2).
+"""Suite `fair`: fairly prompt scheduling (the fairly prompt paper, Sec. 6.2).
 
 Bench and runtime names are stable: the steering side reads them from
 bench/results/fair/latest.json. Programs: bench/fair/README.md.
 
-  stretch-KERNEL-CRITERION   seed 004 Table 1 / Fig. 8. Three levels: echo at 50 interactions/s
+  stretch-KERNEL-CRITERION   the fairly prompt paper Table 1 / Fig. 8. Three levels: echo at 50 interactions/s
                              (level 0), a time sink that never runs out of parallel work (level 1),
                              the compute kernel (level 2). One server process alternates the kernel
                              under the baseline criterion 0-0-100 (no interactions) and under
@@ -13,12 +13,12 @@ bench/results/fair/latest.json. Programs: bench/fair/README.md.
                              worker-rounds drawn and worker time received per level in the loaded
                              run. Runtime promptly-fair = network echo, promptly-fair-term =
                              terminal echo.
-  echo-response-CRITERION    seed 004 Fig. 9: echo response times (latency_us_*) under CRITERION,
+  echo-response-CRITERION    the fairly prompt paper Fig. 9: echo response times (latency_us_*) under CRITERION,
                              fib kernel at the bottom, time sink in the middle.
-  wta-KERNEL                 seed 004 Table 3: winner-take-all (criterion 100-0, two levels: echo
+  wta-KERNEL                 the fairly prompt paper Table 3: winner-take-all (criterion 100-0, two levels: echo
                              and kernel): response times and the kernel's speedup over its serial
                              version (speedup = serial_s / region_s), 1 and 2 workers.
-  alone-KERNEL               seed 004 Table 2: the kernel alone (one level) under fair vs
+  alone-KERNEL               the fairly prompt paper Table 2: the kernel alone (one level) under fair vs
                              oblivious, 1 and 2 workers (the price of generality).
 
 KERNEL in fib, uts, strassen, bfs, sort (bench/fair/kernels/, each verified against its serial
@@ -138,7 +138,7 @@ def _alone(kernel):
 SUITE = {
     "name": "fair",
     "title": "Fairly prompt scheduling: stretch, response times, winner-take-all, price of generality "
-             "(seed 004 Sec. 6.2)",
+             "(the fairly prompt paper Sec. 6.2)",
     "runtime_order": ["promptly-fair", "promptly-fair-term", "promptly-oblivious"],
     "benches": [_stretch(k, c) for c in STRETCH_CRITERIA for k in KERNELS]
     + [_echo_response(c) for c in ECHO_CRITERIA]

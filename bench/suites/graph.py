@@ -1,6 +1,6 @@
-"""Suite `graph`: seed 002's micro-benchmarks (Sec. III-A) for task dependency graphs.
+"""Suite `graph`: the Taskflow executor paper's micro-benchmarks (Sec. III-A) for task dependency graphs.
 
-Issue 4's benchmarks. Bench and runtime names are stable: the steering side reads them from
+The task-graph benchmarks. Bench and runtime names are stable: the steering side reads them from
 bench/results/graph/latest.json. The format of this file is described in bench/README.md.
 
 Each repetition builds a fresh graph, runs it once and destroys it; the programs report the
@@ -11,8 +11,8 @@ that never sleep cost the most.
 """
 
 def _runtimes(shape):
-    """Promptly with seed 002's sleep protocol, Promptly with thieves that never sleep (the ABP
-    baseline of seed 002 Sec. III), and oneTBB's flow_graph. Only Promptly takes --sleep."""
+    """Promptly with the Taskflow executor paper's sleep protocol, Promptly with thieves that never sleep (the ABP
+    baseline of the Taskflow executor paper Sec. III), and oneTBB's flow_graph. Only Promptly takes --sleep."""
     return {
         "promptly": {"exe": f"cmake:bench_graph_{shape}_promptly", "params": {"sleep": "adaptive"},
                      "args": ["--sleep", "{sleep}"]},
@@ -52,7 +52,7 @@ _SHOW = ["build_s", "destroy_s", "total_s", "run_util", "speedup_vs_tbb", "total
 
 SUITE = {
     "name": "graph",
-    "title": "Task dependency graphs: seed 002's micro-benchmarks",
+    "title": "Task dependency graphs: the Taskflow executor paper's micro-benchmarks",
     "runtime_order": ["promptly", "promptly-nosleep", "tbb"],
     "benches": [
         {

@@ -1,8 +1,8 @@
-"""Suite `io`: interactive echo kernels next to a saturating compute kernel (issue 7).
+"""Suite `io`: interactive echo kernels next to a saturating compute kernel.
 
-seed 004 Sec. 6.2.1's terminal echo and network echo, at 50 interactions per second, while
+the fairly prompt paper Sec. 6.2.1's terminal echo and network echo, at 50 interactions per second, while
 fib(n) (above the cutoff: one spawn per call, as in suite `core`) runs on every worker; the
-seed 004 Table 5 comparison (Sec. 6.2.5) on this machine. Every pair runs the same driver
+the fairly prompt paper Table 5 comparison (Sec. 6.2.5) on this machine. Every pair runs the same driver
 (`bench_io_driver`, a separate process that starts the runtime's echo server, timestamps each
 request and response, and reports the server's compute times); see bench/io/README.md.
 
@@ -73,7 +73,7 @@ _ECHO_PLOT = ["latency_us_p99", "latency_us_max", "compute_slowdown"]
 
 SUITE = {
     "name": "io",
-    "title": "I/O: echo latency under a saturating compute kernel (seed 004 Sec. 6.2.1, Table 5)",
+    "title": "I/O: echo latency under a saturating compute kernel (the fairly prompt paper Sec. 6.2.1, Table 5)",
     "runtime_order": ["promptly-oblivious", "promptly-prompt", "promptly-aps", "promptly-fair", "go", "tbb",
                       "os-nice"],
     "benches": [

@@ -1,4 +1,4 @@
-"""Suite `priority`: priority levels and Adaptive Priority Scheduling (issue 5, seed 000 Sec. 5.1).
+"""Suite `priority`: priority levels and Adaptive Priority Scheduling (I-Cilk, SPAA 2020, Sec. 5.1).
 
 Bench and runtime names are stable: the steering side reads them from
 bench/results/priority/latest.json. The format of this file is described in bench/README.md; the
@@ -47,7 +47,7 @@ TRACE = "/tmp/promptly-bench/priority/allotment-{bench}-w{workers}.csv"
 
 
 def allotment_plots(out_dir, results):
-    """The allotment timeline plots (issue 5): for every `promptly-aps` result of a fib bench,
+    """The allotment timeline plots: for every `promptly-aps` result of a fib bench,
     copies its trace (TRACE, written by the program's extra traced run) into out_dir as
     allotment-BENCH-wW.csv (+ .json) and renders allotment-BENCH-wW.png with
     bench/priority/plot_allotment.py. When the trace in /tmp is gone (e.g. a re-render from

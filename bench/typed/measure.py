@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compile-time and binary-size overhead of the typed priority API (seed 003 Table 1).
+"""Compile-time and binary-size overhead of the typed priority API (the futures-and-state paper (PLDI 2020) Table 1).
 
 Compiles bench/typed/{typed,dynamic,levels}.cpp -- one email-like program written
 with the typed API, the dynamic API and plain levels -- N times each with the
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = [
     ("typed", "typed API: priorities are types, rule TOUCH checked by the compiler"),
     ("dynamic", "dynamic API: priorities parsed at run time, rule TOUCH checked at each touch"),
-    ("levels", "plain levels and futures, nothing checked (dynamic.cpp compiled with PROMPTLY_BENCH_PLAIN_LEVELS; seed 003's \"without priorities\")"),
+    ("levels", "plain levels and futures, nothing checked (dynamic.cpp compiled with PROMPTLY_BENCH_PLAIN_LEVELS; the futures-and-state paper's \"without priorities\")"),
 ]
 FLAGS = ["-std=c++20", "-O3", "-DNDEBUG"]  # CMAKE_CXX_FLAGS_RELEASE + CMAKE_CXX_STANDARD 20
 
@@ -68,7 +68,7 @@ def render(doc, cxx):
     lines = [
         "# Typed priorities: compile time and binary size",
         "",
-        f"`bench/typed/measure.py`, {doc['date']}, commit {doc['commit']}. One email-like program (seed 003 Sec. 5.1: "
+        f"`bench/typed/measure.py`, {doc['date']}, commit {doc['commit']}. One email-like program (the futures-and-state paper, Sec. 5.1: "
         "six priorities; sends, sorts, and prints/compressions coordinated through a CAS on per-email future "
         "cells) written three ways, each compiled "
         f"{doc['reps']} times (interleaved) with `{cxx} {' '.join(doc['flags'])} -c`; medians, min-max in brackets. "
@@ -95,7 +95,7 @@ def render(doc, cxx):
         "* `dynamic`: " + PROGRAMS[1][1] + ".",
         "* `levels`: " + PROGRAMS[2][1] + ".",
         "",
-        "Seed 003 Table 1 reports 1.16x-1.27x compile time and 1.16x-1.18x binary size for its macro and "
+        "The futures-and-state paper (PLDI 2020) Table 1 reports 1.16x-1.27x compile time and 1.16x-1.18x binary size for its macro and "
         "inheritance encoding against code without priorities.",
         "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in doc['machine'].items()) + ".",

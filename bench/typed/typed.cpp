@@ -1,8 +1,8 @@
-// bench/typed: the email-like program of seed 003 Sec. 5.1 written with the
+// bench/typed: the email-like program of the futures-and-state paper, Sec. 5.1 written with the
 // typed priority API (priorities are types; rule TOUCH is checked by the
 // compiler). dynamic.cpp is the same program with run-time priorities, and
 // levels.cpp with plain levels; measure.py compares their compile time and
-// binary size (seed 003 Table 1). All three print the same checksum.
+// binary size (the futures-and-state paper (PLDI 2020) Table 1). All three print the same checksum.
 #include <cstdio>
 #include <memory>
 #include <string>

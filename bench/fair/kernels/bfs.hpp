@@ -1,7 +1,7 @@
-// BFS (seed 004 Sec. 6.2.2): breadth-first search from vertex 0 of a random directed graph in a
+// BFS (the fairly prompt paper Sec. 6.2.2): breadth-first search from vertex 0 of a random directed graph in a
 // compact array-based adjacency list (CSR: offsets + targets). Memory-intensive, with a
 // parallel structure that depends on the graph. Out-degrees are uniform in 0..32 (mean 16, as
-// seed 004's 15M nodes / 240M edges), targets uniform; both are hashes of fixed seeds.
+// the fairly prompt paper's 15M nodes / 240M edges), targets uniform; both are hashes of fixed seeds.
 // Parallel: level-synchronous; each level's frontier is cut into chunks of `chunk` vertices,
 // a chunk claims unvisited neighbours with a CAS on their distance and appends what it claimed
 // to the next frontier with one fetch_add. Serial: the textbook queue BFS (not the elision of

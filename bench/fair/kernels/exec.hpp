@@ -2,7 +2,7 @@
 // either in parallel on Promptly (`par`) or as its serial elision (`seq`: every fork becomes a
 // plain call, every parallel loop a plain loop, same leaves and same grain). The serial version
 // is then exactly the parallel algorithm's work T1 without the runtime, which is the reference
-// a stretch (seed 004 Sec. 6.2.3) is measured against.
+// a stretch (the fairly prompt paper Sec. 6.2.3) is measured against.
 //
 // Strand length (why the grains matter): the fair policy moves a worker between levels only at
 // strand boundaries (spawn, join, future get, promptly::yield), so every leaf of these loops and

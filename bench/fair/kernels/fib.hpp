@@ -1,6 +1,6 @@
-// Fib (seed 004 Sec. 6.2.2): the naive recursive Fibonacci, "many parallel tasks quickly with
+// Fib (the fairly prompt paper Sec. 6.2.2): the naive recursive Fibonacci, "many parallel tasks quickly with
 // little to no allocation": computation-intensive and predictable. Every call with n >= cutoff
-// forks its two branches; below the cutoff plain recursion. Full scale is fib(46) (seed 004: 45).
+// forks its two branches; below the cutoff plain recursion. Full scale is fib(46) (the fairly prompt paper: 45).
 // Strands: a leaf fib(cutoff - 1) is ~20k calls, ~15 us here, the longest serial stretch
 // between two strand boundaries.
 #pragma once

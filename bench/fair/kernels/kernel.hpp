@@ -1,4 +1,4 @@
-// The common interface of the compute kernels of seed 004 Sec. 6.2.2 (Fib, UTS, Strassen DMM,
+// The common interface of the compute kernels of the fairly prompt paper Sec. 6.2.2 (Fib, UTS, Strassen DMM,
 // BFS, sample sort), their size presets, and the hashing every kernel uses for inputs and
 // checksums. Header-only; see bench/fair/README.md.
 #pragma once

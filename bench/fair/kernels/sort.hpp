@@ -1,4 +1,4 @@
-// Sort (seed 004 Sec. 6.2.2): sample sort after Blelloch et al. 2010, of n random 64-bit keys
+// Sort (the fairly prompt paper Sec. 6.2.2): sample sort after Blelloch et al. 2010, of n random 64-bit keys
 // into a separate output array (the input stays as prepared, so every run repeats the work).
 // Memory-intensive with a predictable structure. Steps, each a parallel loop:
 //   1. gather a sample (oversample x buckets keys at fixed positions), sort it, take splitters;

@@ -1,7 +1,7 @@
-// DMM (seed 004 Sec. 6.2.2): dense matrix multiplication C = A B by Strassen's recursive
+// DMM (the fairly prompt paper Sec. 6.2.2): dense matrix multiplication C = A B by Strassen's recursive
 // algorithm, parallel over its 7 half-size products, classic multiplication at n <= `cutoff`.
 // Sizes are 2^k times a small odd factor (full: 2560 = 5 * 2^9, halved down to 40 x 40 leaves;
-// seed 004's 2048 takes only ~0.65 s on 2 workers here, 4096 ~4.5 s).
+// the fairly prompt paper's 2048 takes only ~0.65 s on 2 workers here, 4096 ~4.5 s).
 // Compute-intensive with a predictable structure. Entries are small integers (-2..2) stored as
 // doubles, so every intermediate (at most ~1e6 in magnitude here) is an exact integer: the
 // product is exact and identical however it is scheduled, which makes a hash of it a checksum.

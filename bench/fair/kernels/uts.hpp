@@ -1,6 +1,6 @@
-// UTS, Unbalanced Tree Search (seed 004 Sec. 6.2.2, after Olivier et al. 2006): a tree whose
+// UTS, Unbalanced Tree Search (the fairly prompt paper Sec. 6.2.2, after Olivier et al. 2006): a tree whose
 // every node has a geometrically distributed number of children (mean b = 4.0) down to a depth
-// limit (11 at full scale, as in seed 004), plus a small sequential fib at each node "to
+// limit (11 at full scale, as in the fairly prompt paper), plus a small sequential fib at each node "to
 // increase the work". Highly unbalanced and unpredictable: the shape is only known while it is
 // explored. A node's child count and its children's ids come from hashing the node's id, so the
 // tree is a pure function of the root id: the parallel and serial traversals visit the same
@@ -28,7 +28,7 @@ public:
     std::uint64_t run_serial() override { return visit<seq>(root_id, 0).checksum(); }
 
 private:
-    static constexpr double branching = 4.0;  // mean children per node (seed 004: b = 4.0)
+    static constexpr double branching = 4.0;  // mean children per node (the fairly prompt paper: b = 4.0)
     // Root of a tree of 5,635,618 nodes at depth 11 (352,402 at 9, 5,509 at 6; the expectation
     // at depth 11 is 5.59M. Tree sizes vary
     // wildly with the root; this one was chosen for being close to the expectation).

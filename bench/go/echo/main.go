@@ -43,7 +43,7 @@ func fib(n int) int {
 	return x + y
 }
 
-// seed 004 Sec. 6.2.1: accept a line of text and echo it back.
+// the fairly prompt paper Sec. 6.2.1: accept a line of text and echo it back.
 func echoLines(r io.Reader, w io.Writer) {
 	br := bufio.NewReader(r)
 	for {
