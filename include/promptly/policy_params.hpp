@@ -15,6 +15,25 @@ struct aps_params {
   double delta = 0.9;                      // efficiency threshold, in (0, 1]
   double rho = 2.0;                        // responsiveness (desire growth factor), > 1
   std::chrono::microseconds quantum{500};  // L; the authors' scripts use 500 us
+  // true: the paper's rule exactly (Fig. 1 and Sec. 3): the allotment is
+  // fixed for the whole quantum, an inefficient pool's desire may fall below
+  // 1, a pool given no worker updates its desire like any other, leftovers
+  // go half to each pool from the top whether or not it has ready work, and
+  // quanta continue while a single pool is busy. false (default): Promptly's
+  // variant, which reacts to a pool becoming non-empty at once
+  // (docs/priorities.md compares the two, measured).
+  bool exact = false;
+};
+
+// How the `fair` policy draws each worker's primary pool.
+enum class fair_sampling {
+  // Central, systematic sampling with credit: at each round one draw places
+  // all workers, so shares hold to within one worker per round (default).
+  systematic,
+  // The paper's rule: each worker draws its own primary pool at its own
+  // round boundaries, independently ("Fairness in Responsive Parallelism",
+  // Sec. 4).
+  independent,
 };
 
 // Parameters of the `fair` policy ("Fairness in Responsive Parallelism",
@@ -28,6 +47,7 @@ struct fair_params {
   // weighs 1. Pools created at run time carry their own weight
   // (pool_options::weight).
   std::vector<long long> weights;
+  fair_sampling sampling = fair_sampling::systematic;
 };
 
 }  // namespace promptly
