@@ -24,7 +24,8 @@
 //    active re-reads the belief after its increment (scheduling_loop.cpp).
 //  * The thread decides on the quantum deadline whatever else wakes it
 //    (events never push the deadline out). Quanta run while at least two
-//    pools had work during the last quantum (believed non-empty now, or
+//    pools (one, if the policy asks: ticks_while_one_pool_is_busy) had work
+//    during the last quantum (believed non-empty now, or
 //    reported non-empty since the last tick); otherwise the thread sleeps
 //    until an event: with one busy pool every policy shipped gives it all
 //    cores whatever it measured, so quanta would only cost wake-ups.
@@ -422,7 +423,7 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
     return static_cast<std::size_t>(std::unique(busy.begin(), busy.end()) - busy.begin());
   };
   if (!next_quantum_) {
-    if (busy_pools() >= 2) {
+    if (busy_pools() >= busy_pools_for_quanta_) {
       next_quantum_ = now + quantum_;
       last_tick_ = now;
     }
@@ -432,7 +433,7 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
   decide_locked({{ext::event_kind::quantum, ext::no_pool, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick_)}});
   last_tick_ = now;
   ++quanta_;
-  const bool keep_going = busy_pools() >= 2;
+  const bool keep_going = busy_pools() >= busy_pools_for_quanta_;
   nonempty_since_tick_.clear();
   if (!keep_going || quantum_.count() == 0) {
     next_quantum_.reset();
@@ -539,7 +540,9 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::unique_ptr<ext::policy> previous = std::move(policy_);
   const auto previous_quantum = quantum_;
+  const auto previous_busy = busy_pools_for_quanta_;
   policy_ = std::move(p);
+  busy_pools_for_quanta_ = policy_->ticks_while_one_pool_is_busy() ? 1 : 2;
   quantum_ = std::chrono::microseconds{0};
   const bool previous_switch = switch_when_out_of_work_.load(std::memory_order_relaxed);
   // Relaxed: a mode the workers read at their next boundary (see switches_when_out_of_work).
@@ -549,6 +552,7 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   } catch (...) {
     policy_ = std::move(previous);
     quantum_ = previous_quantum;
+    busy_pools_for_quanta_ = previous_busy;
     switch_when_out_of_work_.store(previous_switch, std::memory_order_relaxed);
     throw;
   }

@@ -207,6 +207,9 @@ class scheduler {
   std::uint64_t latency_next_ = 0;
   std::uint64_t decisions_ = 0;
   std::uint64_t quanta_ = 0;
+  // Busy pools needed to keep quanta ticking: 1 if the installed policy's
+  // ticks_while_one_pool_is_busy(), else 2. Guarded by policy_mutex_.
+  std::size_t busy_pools_for_quanta_ = 2;
   // The next quantum tick, or none while fewer than two pools have work.
   std::optional<std::chrono::steady_clock::time_point> next_quantum_;
   std::chrono::steady_clock::time_point last_tick_;

@@ -137,6 +137,13 @@ class policy {
   // when it would next steal (AMCilk's steal-boundary baseline, Sec. 5).
   // Read once at installation.
   virtual bool switches_only_when_out_of_work() const noexcept { return false; }
+  // When this is true, quantum ticks continue while a single pool has work
+  // (I-Cilk's exact APS, Sec. 3: desires keep growing, so a second pool that
+  // appears finds the first at its measured desire). When false (default),
+  // the runtime stops the ticks then: with one busy pool every policy
+  // shipped gives it all cores, so ticks would only cost wake-ups. Read once
+  // at installation.
+  virtual bool ticks_while_one_pool_is_busy() const noexcept { return false; }
 };
 
 using aps_params = promptly::aps_params;
