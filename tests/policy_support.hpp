@@ -56,6 +56,27 @@ class decisions {
     return per_pool;
   }
 
+  // As decide(), but each pool's `cores` is what the previous decision gave
+  // it, as the runtime's view reports (pool_view::cores): for policies
+  // whose rules read p_{q-1}, such as aps.
+  std::vector<unsigned> decide_with_cores(ext::policy& p, ext::event_kind kind, ext::pool_id pool,
+                                          std::vector<ext::pool_view> pools) {
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      if (pools[i].id == ext::no_pool) pools[i].id = static_cast<ext::pool_id>(i);
+      pools[i].cores = 0;
+      for (const auto& t : targets_)
+        if (t.target == ext::core_target::pool && t.pool == pools[i].id) ++pools[i].cores;
+    }
+    return decide(p, kind, pool, std::move(pools));
+  }
+
+  // Cores the last decision left asleep.
+  unsigned asleep() const {
+    unsigned n = 0;
+    for (const auto& t : targets_) n += t.target == ext::core_target::asleep ? 1 : 0;
+    return n;
+  }
+
   bool all_roaming() const {
     for (const auto& t : targets_)
       if (t.target != ext::core_target::roaming) return false;

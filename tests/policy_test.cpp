@@ -1,14 +1,24 @@
 // Table-driven tests of APS (I-Cilk's Fig. 1 desire, top-down allotment
-// with leftovers) and of the policies' decisions, through the runtime's own
-// decision object (tests/policy_support.hpp).
+// with leftovers), in Promptly's variant and in the paper's exact rule
+// (aps_params::exact), and of the policies' decisions, through the
+// runtime's own decision object (tests/policy_support.hpp); then aps exact
+// in a running runtime.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include "policy/aps.hpp"
 #include "policy_support.hpp"
 #include "promptly/ext/policy.hpp"
+#include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
+#include "test_support.hpp"
+
+using namespace std::chrono_literals;
 
 using namespace promptly::policy_impl;
 using promptly::ext::event_kind;
@@ -77,6 +87,154 @@ TEST(ApsAllotment, TopDownCappedWithLeftovers) {
   }
 }
 
+// Fig. 1 as written (aps_params::exact): every branch, and next to it what
+// Promptly's variant decides for the same input where the two differ.
+TEST(ApsDesireExact, EveryBranchOfFigure1AsWritten) {
+  const double delta = 0.9, rho = 2.0;
+  struct exact_case {
+    const char* what;
+    bool ready;
+    double prev_desire;
+    unsigned prev_allot;
+    double util;
+    double expect;
+    desire_rule rule;
+    double variant;  // next_desire for the same input
+  };
+  const exact_case cases[] = {
+      {"line 1: no ready work", false, 4, 4, 1.0, 0, desire_rule::no_ready_work, 0},
+      {"line 2: restart from 0", true, 0, 0, 0.0, 1, desire_rule::restart, 1},
+      {"lines 3-4: inefficient halves", true, 4, 4, 0.5, 2, desire_rule::inefficient, 2},
+      {"lines 3-4: no floor of 1", true, 1.5, 1, 0.2, 0.75, desire_rule::inefficient, 1},
+      {"lines 3-4: from 1 to below 1", true, 1, 1, 0.5, 0.5, desire_rule::inefficient, 1},
+      {"no worker, desire below 1: every step complete, satisfied: grows", true, 0.5, 0, 0.0, 1.0,
+       desire_rule::efficient_satisfied, 0.5},
+      {"no worker, desire below 1 grows whatever the utilization reads", true, 0.25, 0, 0.3, 0.5,
+       desire_rule::efficient_satisfied, 0.25},
+      {"no worker, desire >= 1: efficient and deprived keeps", true, 3, 0, 0.0, 3, desire_rule::efficient_deprived, 3},
+      {"lines 5-6: efficient and satisfied grows", true, 2, 2, 0.95, 4, desire_rule::efficient_satisfied, 4},
+      {"line 5: satisfied means floor(d) workers", true, 2.5, 2, 0.95, 5, desire_rule::efficient_satisfied, 5},
+      {"line 5: a leftover worker above a desire below 1 is satisfied", true, 0.5, 1, 0.95, 1.0,
+       desire_rule::efficient_satisfied, 1.0},
+      {"line 7: efficient and deprived keeps", true, 4, 2, 0.99, 4, desire_rule::efficient_deprived, 4},
+      {"utilization exactly delta is efficient", true, 2, 2, 0.9, 4, desire_rule::efficient_satisfied, 4},
+  };
+  for (const auto& c : cases) {
+    const desire_result r = next_desire_exact(c.ready, c.prev_desire, c.prev_allot, c.util, delta, rho);
+    EXPECT_DOUBLE_EQ(r.desire, c.expect) << c.what;
+    EXPECT_EQ(r.rule, c.rule) << c.what;
+    EXPECT_DOUBLE_EQ(next_desire(c.ready, c.prev_desire, c.prev_allot, c.util, delta, rho).desire, c.variant)
+        << "variant: " << c.what;
+  }
+  EXPECT_DOUBLE_EQ(next_desire_exact(true, 3, 3, 0.1, 0.9, 1.5).desire, 2.0);  // rho scales the fall
+}
+
+TEST(ApsAllotmentExact, TopDownThenHalfOfTheLeftoversToEveryLevelFromTheTop) {
+  struct exact_allot_case {
+    const char* what;
+    std::vector<double> desires;
+    unsigned workers;
+    std::vector<unsigned> expect;
+  };
+  const exact_allot_case cases[] = {
+      {"most urgent first, capped by P", {8, 4, 2}, 4, {4, 0, 0}},
+      {"top-down fill", {1, 2, 8}, 8, {1, 2, 5}},
+      {"leftovers go from the top whatever has work", {0, 1, 0}, 4, {2, 2, 0}},
+      {"nothing anywhere: every worker is still allotted", {0, 0}, 4, {2, 2}},
+      {"the last level takes what is left", {0, 0, 0}, 8, {4, 2, 2}},
+      {"desires below 1 give 0 workers from the top-down pass", {0.5, 0.5}, 2, {1, 1}},
+      {"the level with the only work can get none", {0, 0, 0.5}, 2, {1, 1, 0}},
+      {"odd remainder rounds up at the top", {1, 1, 1}, 6, {3, 2, 1}},
+      {"fractional desires count whole workers", {1.5, 2.9}, 8, {4, 4}},
+      {"one level", {0.7}, 3, {3}},
+  };
+  for (const auto& c : cases) {
+    std::vector<unsigned> out(c.desires.size(), 99);
+    allot_top_down_exact(c.desires, c.workers, out);
+    EXPECT_EQ(out, c.expect) << c.what;
+    unsigned sum = 0;
+    for (unsigned a : out) sum += a;
+    EXPECT_EQ(sum, c.workers) << "every worker is allotted: " << c.what;
+  }
+  std::vector<unsigned> none;
+  allot_top_down_exact({}, 4, none);  // no pools: nothing to do, no crash
+}
+
+namespace {
+std::unique_ptr<promptly::ext::policy> aps_exact(std::chrono::microseconds quantum = 500us) {
+  promptly::ext::aps_params params;
+  params.exact = true;
+  params.quantum = quantum;
+  return promptly::ext::make_policy("aps", params);
+}
+}  // namespace
+
+TEST(Policies, ApsExactOnlyTicksChangeTheAllotment) {
+  auto p = aps_exact();
+  EXPECT_TRUE(p->ticks_while_one_pool_is_busy());
+  EXPECT_FALSE(promptly::ext::make_policy("aps")->ticks_while_one_pool_is_busy());
+  decisions d(2);
+  std::vector<pool_view> s(3);
+  const auto none = promptly::ext::no_pool;
+  // Nothing anywhere: the leftovers still go out from the top.
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::installed, none, s), (std::vector<unsigned>{1, 1, 0}));
+  // Work at level 2 waits for the next quantum.
+  s[2].has_ready_work = true;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 2, s), (std::vector<unsigned>{1, 1, 0}));
+  EXPECT_DOUBLE_EQ(p->desire(2), 0.0);
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::quantum, none, s), (std::vector<unsigned>{1, 0, 1}));  // restart at 1
+  EXPECT_DOUBLE_EQ(p->desire(2), 1.0);
+  // An inefficient quantum takes level 2 below 1: no worker for it.
+  s[2].work_s = 0.00025;
+  s[2].look_s = 0.00025;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::quantum, none, s), (std::vector<unsigned>{1, 1, 0}));
+  EXPECT_DOUBLE_EQ(p->desire(2), 0.5);
+  // A quantum with no worker is efficient and, below 1, satisfied: it grows back.
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::quantum, none, s), (std::vector<unsigned>{1, 0, 1}));
+  EXPECT_DOUBLE_EQ(p->desire(2), 1.0);
+  s[2].look_s = 0;
+  s[2].work_s = 0.0005;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::quantum, none, s), (std::vector<unsigned>{0, 0, 2}));
+  EXPECT_DOUBLE_EQ(p->desire(2), 2.0);
+  // Mid-quantum events change nothing, desires included.
+  s[0].has_ready_work = true;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 0, s), (std::vector<unsigned>{0, 0, 2}));
+  s[2].has_ready_work = false;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_empty, 2, s), (std::vector<unsigned>{0, 0, 2}));
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::more_cores_requested, 1, s), (std::vector<unsigned>{0, 0, 2}));
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::pool_added, 1, s), (std::vector<unsigned>{0, 0, 2}));
+  EXPECT_DOUBLE_EQ(p->desire(0), 0.0);
+  EXPECT_DOUBLE_EQ(p->desire(2), 2.0);
+  // The tick: level 0 restarts at 1 and takes the leftover; level 2 gives back.
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::quantum, none, s), (std::vector<unsigned>{2, 0, 0}));
+  EXPECT_DOUBLE_EQ(p->desire(0), 1.0);
+  EXPECT_DOUBLE_EQ(p->desire(2), 0.0);
+}
+
+TEST(Policies, ApsVariantReactsAtOnceWhereExactWaits) {
+  auto p = promptly::ext::make_policy("aps");
+  decisions d(2);
+  std::vector<pool_view> s(3);
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::installed, promptly::ext::no_pool, s), (std::vector<unsigned>{0, 0, 0}));
+  s[2].has_ready_work = true;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 2, s), (std::vector<unsigned>{0, 0, 2}));
+  EXPECT_DOUBLE_EQ(p->desire(2), 1.0);
+}
+
+TEST(Policies, ApsExactRemovedPoolsCoresSleepUntilTheNextQuantum) {
+  auto p = aps_exact();
+  decisions d(2);
+  auto s = policy_support::pools_with({false, true});
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::installed, promptly::ext::no_pool, s), (std::vector<unsigned>{1, 1}));
+  EXPECT_DOUBLE_EQ(p->desire(1), 1.0);
+  const std::vector<pool_view> only_0(s.begin(), s.begin() + 1);
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::pool_removed, 1, only_0), (std::vector<unsigned>{1}));
+  EXPECT_EQ(d.asleep(), 1u) << "the removed pool's core goes idle, not to pool 0";
+  EXPECT_DOUBLE_EQ(p->desire(1), 0.0) << "a reused id starts from desire 0";
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::quantum, promptly::ext::no_pool, only_0), (std::vector<unsigned>{2}));
+  EXPECT_EQ(d.asleep(), 0u);
+}
+
 TEST(Policies, PromptGivesEveryoneToTheMostUrgentNonEmptyLevel) {
   auto p = promptly::ext::make_policy("prompt");
   decisions d(4);
@@ -132,4 +290,125 @@ TEST(Policies, UnknownNamesAndBadParametersAreRejected) {
   bad = {};
   bad.delta = 0;
   EXPECT_THROW(promptly::ext::make_policy("aps", bad), std::invalid_argument);
+}
+
+// --- aps exact in a running runtime ------------------------------------------
+
+namespace {
+
+promptly::runtime_config exact_config(unsigned workers, unsigned levels) {
+  promptly::runtime_config c = config(workers, "aps", levels);
+  c.aps.exact = true;
+  return c;
+}
+
+// Waits for `f` (the hang guard turns a task that never runs into a failure
+// that shows where every worker is), then returns its value.
+template <class T>
+T value_of(promptly::runtime& rt, promptly::future<T>& f, const char* what) {
+  if (!wait_until([&] { return f.is_ready(); })) ADD_FAILURE() << what << " never completed\n" << describe(rt);
+  return f.get();
+}
+
+// A level kept busy with join trees until `stop`; `rounds` counts the trees done.
+auto busy_level(const std::atomic<bool>& stop, std::atomic<long>& rounds) {
+  return [&stop, &rounds] {
+    long sum = 0;
+    while (!stop.load(std::memory_order_relaxed)) {  // relaxed: a flag; join's synchronisation orders the rest
+      sum += fib(12);
+      rounds.fetch_add(1, std::memory_order_relaxed);  // relaxed: a progress count read by the test thread
+    }
+    return sum;
+  };
+}
+
+}  // namespace
+
+TEST(ApsExactRuntime, JoinTreesAtTwoLevelsAllComplete) {
+  promptly::runtime rt(exact_config(2, 2));
+  const int n = under_tsan ? 14 : 20;
+  std::vector<promptly::future<long>> fs;
+  for (int round = 0; round < 6; ++round)
+    for (unsigned l = 0; l < 2; ++l) fs.push_back(rt.submit(promptly::level{l}, [n] { return fib(n); }));
+  for (auto& f : fs) EXPECT_EQ(value_of(rt, f, "a fib tree"), fib_serial(n));
+}
+
+// The paper's desires keep evolving while one level runs alone: the policy
+// asks for it (ticks_while_one_pool_is_busy) and the runtime keeps ticking.
+// Under the variant the ticks stop with a single busy level.
+TEST(ApsExactRuntime, QuantaContinueWhileOneLevelIsBusy) {
+  promptly::runtime rt(exact_config(2, 2));
+  std::atomic<bool> stop{false};
+  std::atomic<long> rounds{0};
+  auto bg = rt.submit(promptly::level{1}, busy_level(stop, rounds));
+  ASSERT_TRUE(wait_until([&] { return rounds.load() > 0; })) << describe(rt);
+  const auto q0 = rt.stats().quanta;
+  const bool ticking = wait_until([&] { return rt.stats().quanta >= q0 + 5; });
+  stop = true;
+  (void)value_of(rt, bg, "the busy level");
+  EXPECT_TRUE(ticking) << "no quantum ticks while only level 1 had work";
+}
+
+// Level 0 gets a small join tree, runs empty, gets the next one, ... while
+// level 1 is busy: every flip waits at most for a quantum (no re-allotment
+// mid-quantum), and nothing is lost. Then the same with level 1 idle, when
+// the ticks may have stopped between jobs: the job's arrival restarts them.
+TEST(ApsExactRuntime, ALevelThatFlipsEmptyAndNonEmptyRepeatedly) {
+  promptly::runtime rt(exact_config(2, 2));
+  std::atomic<bool> stop{false};
+  std::atomic<long> rounds{0};
+  auto bg = rt.submit(promptly::level{1}, busy_level(stop, rounds));
+  const int jobs = under_tsan ? 10 : 60;
+  for (int i = 0; i < jobs; ++i) {
+    auto job = rt.submit(promptly::level{0}, [] { return fib(12); });
+    ASSERT_EQ(value_of(rt, job, "a level-0 job under a busy level 1"), 144) << "job " << i;
+  }
+  stop = true;
+  const long sum = value_of(rt, bg, "the busy level");  // before reading rounds: the task has ended
+  EXPECT_EQ(sum, 144 * rounds.load());
+  for (int i = 0; i < jobs / 2; ++i) {
+    auto job = rt.submit(promptly::level{i % 2 == 0 ? 0u : 1u}, [] { return fib(12); });
+    ASSERT_EQ(value_of(rt, job, "a job on an idle runtime"), 144) << "job " << i;
+  }
+}
+
+// Three levels on two workers: with no desire anywhere the leftovers go to
+// levels 0 and 1, so work at level 2 has no worker until the next quantum
+// (the paper's rule). It must then run: every job completes.
+TEST(ApsExactRuntime, WorkAtALevelWithoutWorkersRunsAtTheNextQuantum) {
+  promptly::runtime rt(exact_config(2, 3));
+  const int jobs = under_tsan ? 5 : 30;
+  for (int i = 0; i < jobs; ++i) {
+    // Once the previous job's level ran empty, a tick takes its worker away.
+    ASSERT_TRUE(wait_until([&] { return rt.stats().levels[2].allotted == 0; })) << describe(rt);
+    auto job = rt.submit(promptly::level{2}, [] { return fib(10); });
+    ASSERT_EQ(value_of(rt, job, "a level-2 job"), 55) << "job " << i;
+  }
+  EXPECT_GT(rt.stats().levels[2].tasks_run, 0u);
+}
+
+// Switching between the paper's rule (the runtime's configuration,
+// set_policy("aps")) and Promptly's variant (a policy object) while a
+// background level runs and urgent work comes and goes.
+TEST(ApsExactRuntime, SwitchingExactAndVariantWhileWorkRuns) {
+  promptly::runtime rt(exact_config(2, 3));
+  std::atomic<bool> stop{false};
+  std::atomic<long> rounds{0};
+  auto bg = rt.submit(promptly::level{2}, busy_level(stop, rounds));
+  const int switches = under_tsan ? 4 : 20;
+  for (int i = 0; i < switches; ++i) {
+    if (i % 2 == 0)
+      rt.set_policy(promptly::ext::make_policy("aps"));  // the variant
+    else
+      rt.set_policy("aps");  // cfg.aps: exact
+    EXPECT_EQ(rt.policy(), "aps");
+    auto urgent = rt.submit(promptly::level{i % 2 == 0 ? 0u : 1u}, [] { return fib(14); });
+    EXPECT_EQ(value_of(rt, urgent, "an urgent job"), 377) << "switch " << i;
+  }
+  // The background still gets workers after the last switch (to exact).
+  const long so_far = rounds.load();
+  EXPECT_TRUE(wait_until([&] { return rounds.load() > so_far; })) << "the background never ran again\n" << describe(rt);
+  stop = true;
+  const long sum = value_of(rt, bg, "the background");  // before reading rounds: the task has ended
+  EXPECT_EQ(sum, 144 * rounds.load());
 }

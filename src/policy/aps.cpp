@@ -1,8 +1,15 @@
-// The `aps` policy (I-Cilk, Sec. 3 and 5).
+// The `aps` policy (I-Cilk, Sec. 3 and 5), in Promptly's variant or the
+// paper's rule exactly (aps_params::exact; aps.hpp states both).
 //
 // Invariants
-//  * desire_[id] is 0 for every pool without ready work at the last decision
-//    and for every id not (or no longer) a live pool.
+//  * Variant: desire_[id] is 0 for every pool without ready work at the last
+//    decision and for every id not (or no longer) a live pool.
+//  * Exact: desire_ changes only at quantum ticks and installation (Fig. 1
+//    runs once per quantum), and is 0 for every id not (or no longer) a live
+//    pool. The allotment changes only at quantum ticks and installation
+//    (Sec. 3: "This allocation does not change for the duration of the
+//    quantum"); other events leave every core where it is, except the cores
+//    of a removed pool, which sleep until the next quantum.
 #include "aps.hpp"
 
 #include <algorithm>
@@ -49,6 +56,33 @@ void allot_top_down(std::span<const double> desires, std::span<const ext::pool_v
   }
 }
 
+desire_result next_desire_exact(bool has_ready_work, double previous_desire, unsigned previous_allotment,
+                                double utilization, double delta, double rho) noexcept {
+  if (!has_ready_work) return {0.0, desire_rule::no_ready_work};  // Fig. 1 line 1
+  if (previous_desire == 0.0) return {1.0, desire_rule::restart};   // line 2
+  // Lines 3-4. With no processor allotted every step is complete (aps.hpp),
+  // so only a pool that had workers can be inefficient.
+  if (previous_allotment > 0 && utilization < delta) return {previous_desire / rho, desire_rule::inefficient};
+  // Lines 5-6: satisfied = got the whole workers its desire asked for.
+  if (previous_allotment >= static_cast<unsigned>(std::floor(previous_desire)))
+    return {previous_desire * rho, desire_rule::efficient_satisfied};
+  return {previous_desire, desire_rule::efficient_deprived};  // line 7
+}
+
+void allot_top_down_exact(std::span<const double> desires, unsigned workers, std::span<unsigned> allotment) noexcept {
+  unsigned left = workers;
+  for (std::size_t l = 0; l < desires.size(); ++l) {
+    const auto want = static_cast<unsigned>(std::min<double>(std::floor(desires[l]), workers));
+    allotment[l] = std::min(want, left);
+    left -= allotment[l];
+  }
+  for (std::size_t l = 0; l < desires.size() && left > 0; ++l) {
+    const unsigned extra = l + 1 == desires.size() ? left : (left + 1) / 2;
+    allotment[l] += extra;
+    left -= extra;
+  }
+}
+
 namespace {
 
 class aps_policy final : public ext::policy {
@@ -56,14 +90,26 @@ class aps_policy final : public ext::policy {
   explicit aps_policy(const ext::aps_params& p) : params_(p) {}
   std::string_view name() const noexcept override { return "aps"; }
   double desire(ext::pool_id pool) const noexcept override { return pool < desire_.size() ? desire_[pool] : 0.0; }
+  // The paper's desires keep evolving while one level runs alone (Sec. 3),
+  // so a second level that appears finds the first at its measured desire.
+  bool ticks_while_one_pool_is_busy() const noexcept override { return params_.exact; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    const auto pools = d.pools();
     std::uint32_t end = 0;
-    for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
+    for (const ext::pool_view& p : d.pools()) end = std::max(end, p.id + 1);
     if (desire_.size() < end) desire_.resize(end, 0.0);
     if (ev.kind == ext::event_kind::installed) d.set_quantum(params_.quantum);
+    // An id is reused by the next pool created: its desire restarts at 0.
     if (ev.kind == ext::event_kind::pool_removed && ev.pool < desire_.size()) desire_[ev.pool] = 0.0;
+    if (params_.exact)
+      decide_exact(ev, d);
+    else
+      decide_variant(ev, d);
+  }
+
+ private:
+  void decide_variant(const ext::event& ev, ext::decision& d) {
+    const auto pools = d.pools();
     // Fig. 1 line 1 holds at every decision, not only at quantum ticks: a
     // pool without ready work desires nothing (its desire restarts at 1
     // when work appears), so stale desires never hold cores.
@@ -78,14 +124,45 @@ class aps_policy final : public ext::policy {
       if (const ext::pool_view* p = d.find(ev.pool); p != nullptr && p->has_ready_work && desire_[p->id] == 0.0)
         desire_[p->id] = 1.0;
     }
+    std::vector<unsigned> allotment(pools.size(), 0);
+    allot_top_down(desires_of(pools), pools, d.core_count(), allotment);
+    allot(d, allotment);
+  }
+
+  // The paper's master thread (Sec. 5): it wakes every quantum, computes
+  // the desires from the utilization of the quantum that ended and allots;
+  // in between nothing changes. So a pool that gets work mid-quantum waits
+  // for the next tick (the runtime keeps ticking while it has work:
+  // ticks_while_one_pool_is_busy), and a pool that empties keeps its cores,
+  // idle, until then. A removed pool's cores cannot stay with it: they
+  // sleep until the next tick rather than go to another pool, since
+  // handing them out now would be the mid-quantum re-allotment the paper
+  // rules out (its levels are never removed; a removed pool is one that
+  // emptied for good). Not calling allot() leaves every core where it is
+  // and puts the removed pool's cores to sleep (ext::decision::allot).
+  void decide_exact(const ext::event& ev, ext::decision& d) {
+    if (ev.kind != ext::event_kind::quantum && ev.kind != ext::event_kind::installed) return;
+    const auto pools = d.pools();
+    for (const ext::pool_view& p : pools)
+      desire_[p.id] =
+          next_desire_exact(p.has_ready_work, desire_[p.id], p.cores, p.utilization(), params_.delta, params_.rho)
+              .desire;
+    std::vector<unsigned> allotment(pools.size(), 0);
+    allot_top_down_exact(desires_of(pools), d.core_count(), allotment);
+    allot(d, allotment);
+  }
+
+  std::vector<double> desires_of(std::span<const ext::pool_view> pools) const {
     std::vector<double> desires(pools.size());
     for (std::size_t i = 0; i < pools.size(); ++i) desires[i] = desire_[pools[i].id];
-    std::vector<unsigned> allotment(pools.size(), 0);
-    allot_top_down(desires, pools, d.core_count(), allotment);
+    return desires;
+  }
+
+  static void allot(ext::decision& d, const std::vector<unsigned>& allotment) {
+    const auto pools = d.pools();
     for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, allotment[i]);
   }
 
- private:
   ext::aps_params params_;
   std::vector<double> desire_;  // by pool id
 };
