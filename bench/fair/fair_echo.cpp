@@ -17,15 +17,15 @@
 // runtime::stats(): the accounting of cycles received vs. the criterion.
 //
 // Options (besides the driver's --mode --workers --warmup --reps --min-loaded-ms): --kernel K
-// --scale full|quick|test --criterion H-M-L [--baseline H-M-L] --round-us R, and --n/--cutoff:
-// the size of each time-sink fib round (fib(n), serial below cutoff).
+// --scale full|quick|test --criterion H-M-L [--baseline H-M-L] --round-us R
+// --sampling systematic|independent (runtime_config::fair.sampling), and --n/--cutoff: the size
+// of each time-sink fib round (fib(n), serial below cutoff).
 #include <promptly/promptly.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,21 +34,6 @@
 #include "kernels.hpp"
 
 namespace {
-
-std::vector<long long> parse_criterion(const std::string& text, const char* option) {
-    std::vector<long long> w;
-    std::stringstream in(text);
-    std::string part;
-    while (std::getline(in, part, '-')) {
-        char* end = nullptr;
-        const long long v = std::strtoll(part.c_str(), &end, 10);
-        if (part.empty() || *end != '\0')
-            bench::args::fail(std::string("--") + option + " must look like 50-25-25, not '" + text + "'");
-        w.push_back(v);
-    }
-    if (w.size() < 2) bench::args::fail(std::string("--") + option + " needs at least two levels: '" + text + "'");
-    return w;
-}
 
 long sink_cutoff = 16;
 
@@ -73,15 +58,18 @@ int main(int argc, char** argv) {
     o.policy = a.get_string("policy", "fair");
     const std::string kernel_name = a.get_string("kernel", "fib");
     const std::string scale = a.get_string("scale", "full");
-    const std::vector<long long> criterion = parse_criterion(a.get_string("criterion", "50-25-25"), "criterion");
+    const std::vector<long long> criterion = echo::parse_weights(a.get_string("criterion", "50-25-25"), "criterion");
     const long round_us = a.get_long("round-us", 5000);
+    const std::string sampling = a.get_string("sampling", "systematic");
     std::vector<long long> baseline(criterion.size(), 0);
     baseline.back() = 100;
-    if (std::string b = a.get_string("baseline", ""); !b.empty()) baseline = parse_criterion(b, "baseline");
+    if (std::string b = a.get_string("baseline", ""); !b.empty()) baseline = echo::parse_weights(b, "baseline");
     a.finish();
     if (o.policy != "fair") bench::args::fail("this server runs the fair policy only (--policy fair)");
     if (baseline.size() != criterion.size()) bench::args::fail("--baseline and --criterion need as many levels");
     if (o.mode != "net" && o.mode != "term") bench::args::fail("--mode must be net or term");
+    if (sampling != "systematic" && sampling != "independent")
+        bench::args::fail("--sampling must be systematic or independent, not '" + sampling + "'");
     sink_cutoff = std::max(2L, o.cutoff);
 
     promptly::runtime_config cfg;
@@ -89,6 +77,10 @@ int main(int argc, char** argv) {
     cfg.levels = unsigned(criterion.size());
     cfg.policy = "fair";
     cfg.fair.round = std::chrono::microseconds(round_us);
+    // systematic: Promptly's central draw per round; independent: each worker draws its own
+    // primary level at its own round boundaries, as the fairly prompt paper's Sec. 4 does.
+    cfg.fair.sampling =
+        sampling == "independent" ? promptly::fair_sampling::independent : promptly::fair_sampling::systematic;
     cfg.fair.weights = baseline;
     try {
         promptly::validate(cfg);
@@ -121,6 +113,8 @@ int main(int argc, char** argv) {
     for (unsigned l = 1; l < kernel_level; ++l)
         sinks.push_back(rt.submit(promptly::level{l}, [&stop_sink, n = o.n] {
             long rounds = 0;
+            // relaxed: a flag polled between rounds; the sink's result is read through its
+            // future (which synchronises), and a round more or less changes nothing.
             while (!stop_sink.load(std::memory_order_relaxed)) {
                 long v = sink_fib(n);
                 bench::opaque(v);

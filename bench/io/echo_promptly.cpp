@@ -1,5 +1,5 @@
 // Echo server of suite `io` on Promptly (runtimes `promptly-oblivious`, `promptly-prompt`,
-// `promptly-aps`): the fairly prompt paper Sec. 6.2.1's interactive kernels next to a saturating compute
+// `promptly-aps`, `promptly-fair`): the fairly prompt paper Sec. 6.2.1's interactive kernels next to a saturating compute
 // kernel, all in one runtime, as the fairly prompt paper runs them: interaction at the most urgent level,
 // computation at a lower one.
 //   net:  io::listener::serve spawns a task per connection at level 0; each reads lines
@@ -7,12 +7,15 @@
 //   term: one task at level 0 echoes stdin lines to stdout through io:: descriptors.
 //   compute: fib(n) with promptly::join above the cutoff (as in suite `core`), one
 //         runtime::run at level 1 per repetition.
-// --policy oblivious|prompt|aps picks how the runtime shares workers between the levels
-// (runtime_config::policy); `oblivious` ignores the levels. Protocol with the driver:
-// echo_server.hpp.
+// --policy oblivious|prompt|aps|fair picks how the runtime shares workers between the levels
+// (runtime_config::policy); `oblivious` ignores the levels. With `fair`, --criterion H-L sets
+// the two levels' weights (runtime_config::fair.weights; suite `io` runs 100-0, the
+// winner-take-all criterion of the fairly prompt paper's Table 3 and its Table 5 comparison);
+// without it every level weighs the same. Protocol with the driver: echo_server.hpp.
 #include <promptly/promptly.hpp>
 
 #include <stdexcept>
+#include <string>
 
 #include "promptly_echo.hpp"
 
@@ -25,13 +28,21 @@ static long fib(long n) {
 }
 
 int main(int argc, char** argv) {
-    echo::options o = echo::parse(argc, argv);
+    std::string criterion;
+    echo::options o = echo::parse(argc, argv, [&](bench::args& a) { criterion = a.get_string("criterion", ""); });
     cutoff = o.cutoff;
     promptly::runtime_config cfg;
     cfg.workers = unsigned(o.workers);
     cfg.levels = 2;
-    if (o.policy.empty()) bench::args::fail("--policy oblivious|prompt|aps is required");
+    if (o.policy.empty()) bench::args::fail("--policy oblivious|prompt|aps|fair is required");
     cfg.policy = o.policy;
+    if (!criterion.empty()) {
+        if (o.policy != "fair") bench::args::fail("--criterion is a weight per level of the fair policy only");
+        cfg.fair.weights = echo::parse_weights(criterion, "criterion");
+        if (cfg.fair.weights.size() != cfg.levels)
+            bench::args::fail("--criterion needs one weight per level (interaction-compute, e.g. 100-0), not '" +
+                              criterion + "'");
+    }
     try {
         promptly::validate(cfg);
     } catch (const std::invalid_argument& e) {

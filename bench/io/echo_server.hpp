@@ -7,7 +7,8 @@
 //            net mode: stdin is a pipe the driver closes to stop the server
 //   fd 3     control channel, server -> driver, one line per event
 // and these options: --mode net|term --workers W --n N --cutoff C --warmup W --reps R
-// --min-loaded-ms M, and for Promptly --policy oblivious|prompt|aps.
+// --min-loaded-ms M, and for Promptly --policy oblivious|prompt|aps|fair (and with fair
+// --criterion H-L, echo_promptly.cpp).
 //
 // Control lines (server -> driver):
 //   ready [port=P]                  endpoints are up (net: listening on 127.0.0.1:P)
@@ -19,11 +20,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "bench_common.hpp"
 
@@ -38,8 +42,11 @@ struct options {
     long min_loaded_ms;
 };
 
-inline options parse(int argc, char** argv) {
+// `extra(a)` reads a server's own options before the unknown ones are rejected.
+template <class Extra>
+inline options parse(int argc, char** argv, Extra&& extra) {
     bench::args a(argc, argv);
+    extra(a);
     options o;
     o.mode = a.get_string("mode", "net");
     o.policy = a.get_string("policy", "");
@@ -53,6 +60,31 @@ inline options parse(int argc, char** argv) {
     if (o.mode != "net" && o.mode != "term") bench::args::fail("--mode must be net or term");
     if (o.workers < 1 || o.reps < 0 || o.warmup < 0) bench::args::fail("bad --workers/--reps/--warmup");
     return o;
+}
+
+inline options parse(int argc, char** argv) {
+    return parse(argc, argv, [](bench::args&) {});
+}
+
+// A fairness criterion "50-25-25": one integer weight per level, most urgent first (the
+// fairly prompt paper's H-M-L notation). Exits 2 naming `option` on anything else.
+inline std::vector<long long> parse_weights(const std::string& text, const char* option) {
+    std::vector<long long> w;
+    std::size_t begin = 0;
+    for (;;) {
+        const std::size_t end = std::min(text.find('-', begin), text.size());
+        const std::string part = text.substr(begin, end - begin);
+        char* stop = nullptr;
+        const long long v = std::strtoll(part.c_str(), &stop, 10);
+        if (part.empty() || *stop != '\0')
+            bench::args::fail(std::string("--") + option + " must look like 50-25-25, not '" +
+                              text + "'");
+        w.push_back(v);
+        if (end == text.size()) break;
+        begin = end + 1;
+    }
+    if (w.size() < 2) bench::args::fail(std::string("--") + option + " needs at least two levels: '" + text + "'");
+    return w;
 }
 
 // One line to the driver on fd 3 (a single write: lines never interleave).
