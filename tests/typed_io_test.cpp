@@ -1,6 +1,7 @@
 // Typed I/O (promptly/typed/io.hpp): I/O operations return typed futures at the caller's
 // priority or a named one, are touched under rule TOUCH, fit typed cells, and rethrow
-// io errors. The compile-time side (touching an I/O future of a less urgent priority) is
+// io errors, and the run-time detector counts touches of them that get around the types. The
+// compile-time side (touching an I/O future of a less urgent priority) is
 // tests/compile_fail/io_touch_less_urgent.cpp.
 #include <gtest/gtest.h>
 
@@ -119,5 +120,36 @@ TEST(TypedIo, DocsExample) {
     const int moved = pt::run<order, batch>(rt, [&](ctx<batch> c) { return relay(c, in.first, out.first); });
     EXPECT_EQ(moved, 3 + 2);
     EXPECT_EQ(io_test::read_exactly(out.second, 2), "ok");
+  });
+}
+
+// The detector (runtime_config::detect_inversions) sees a typed I/O future: touched around
+// the types (through untyped()) from code more urgent than the priority it was declared at,
+// it counts like a task's future of that priority; touches TOUCH allows count nothing.
+TEST(TypedIo, TheDetectorSeesIoFuturesTouchedAroundTheTypes) {
+  io_test::within(60s, "TypedIo.Detector", [] {
+    promptly::runtime rt{typed_config(2, true)};
+    auto sockets = io::make_socket_pair();
+    pt::run<order, ui>(rt, [&sockets](ctx<ui> c) {
+      // Pending when touched: the timer has not fired yet.
+      auto nap = tio::sleep_for<batch>(c, 1ms);
+      std::move(nap).untyped().get();  // ui waits on batch: an inversion
+      EXPECT_EQ(c.touch(tio::write(c, sockets.first, std::string_view("z"))), 1u);  // ui on ui: fine
+      std::string buf(1, '\0');
+      auto got = tio::read<batch>(c, sockets.second, std::span<char>(buf));
+      EXPECT_EQ(got.untyped().get(), 1u);  // ui waits on batch again
+      EXPECT_EQ(buf, "z");
+    });
+    pt::run<order, batch>(rt, [&sockets](ctx<batch> c) {
+      c.touch(tio::sleep_for<ui>(c, 1ms));  // batch on ui: fine
+      (void)c.touch(tio::write(c, sockets.first, std::string_view("y")));  // batch on batch: fine
+    });
+    const promptly::inversion_stats s = rt.inversions();
+    EXPECT_EQ(s.total, 2u);
+    ASSERT_EQ(s.pairs.size(), 1u);
+    EXPECT_EQ(s.pairs[0].toucher_level, order::level_of<ui>);
+    EXPECT_EQ(s.pairs[0].touched_level, order::level_of<batch>);
+    EXPECT_EQ(s.pairs[0].count, 2u);
+    EXPECT_EQ(order::name_of_level(s.pairs[0].touched_level), "batch");
   });
 }

@@ -11,6 +11,16 @@
 // *incomparable* priorities that the topological sort put in the harmless
 // direction is not counted; the typed API and the dynamic API check those.
 //
+// Futures that no task computes (promises, I/O) have no level, except the
+// futures of typed I/O operations (promptly/typed/io.hpp): the priority Q
+// they are declared at is known when they are created, and label_level()
+// records Q's level in their state, so touching one from a more urgent task
+// counts like touching a task's future (the futures-and-state paper's I/O
+// futures carry a priority, Sec. 4.1). The state keeps the level the only
+// way the touch hook (future.hpp) reads one: its queued_task points at a
+// level_record, a task record that is never queued or run and carries only
+// `pool`.
+//
 // Invariants
 //  * touch_observer (future.hpp) is non-null iff at least one detector is
 //    attached (registry::detectors is not empty); both change only under
@@ -21,10 +31,15 @@
 //    of a dead runtime.
 //  * Each worker thread serves one runtime for its whole life, so the
 //    thread-local (scheduler, detector) cache can never go stale.
+//  * A level_record is a static that is written once, by its constructor,
+//    and never queued: of a state whose queued_task points at one, only
+//    observe() reads it (wait() reads queued_task further only for states
+//    with a body, run_claimed != null, which label_level() leaves alone).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -36,6 +51,33 @@
 #include "promptly/config.hpp"
 
 namespace promptly::detail {
+
+// The execute function of a level_record, which no queue ever holds.
+inline void level_record_never_runs(task*) noexcept { std::terminate(); }
+
+// The task record that stands for `Level` in the state of a future no task
+// computes; one per level for the whole program.
+template <unsigned Level>
+task* level_record() noexcept {
+  static_assert(Level < max_levels, "promptly: a level_record is for a priority level, 0 .. max_levels-1");
+  struct record : task {
+    record() noexcept : task(&level_record_never_runs) { pool = Level; }
+  };
+  static record r;  // thread-safe static initialisation: pool is set before any thread sees &r
+  return &r;
+}
+
+// Records `Level` as the level of `f`'s state if no task computes it (a
+// promise's future, such as an I/O operation's), so that the detector sees
+// touches of it. Must be called before `f`'s handle is shared: the field is
+// plain, and the thread that later touches the future got the handle
+// through whatever synchronisation handed it over, which orders this write
+// before its read. A future computed by a task keeps its task's level.
+template <unsigned Level, class T>
+void label_level(const future<T>& f) noexcept {
+  future_state<T>* s = future_access::state(f);
+  if (s != nullptr && s->run_claimed == nullptr && s->queued_task == nullptr) s->queued_task = level_record<Level>();
+}
 
 class inversion_detector {
  public:

@@ -18,8 +18,11 @@
 // a task waiting on it resumes at its own level; Q is the priority the program declares for
 // the operation's result. TOUCH then keeps code from waiting on I/O declared less urgent than
 // itself, and the handle can be stored in typed cells next to task futures. The run-time
-// detector (runtime_config::detect_inversions) does not see I/O futures: their state records
-// no level.
+// detector (runtime_config::detect_inversions) sees them as it sees task futures: each
+// operation records Order::level_of<Q> in its future's state when it creates it
+// (inversion_detector.hpp, label_level), so a touch that gets around the types (an untyped()
+// handle, an escaped ctx) from a task more urgent than Q is counted. Futures of the untyped
+// promptly::io functions still record no level.
 //
 // Errors: as promptly::io (io::error and its subclasses, rethrown by the touch).
 #pragma once
@@ -33,6 +36,7 @@
 #include "promptly/io.hpp"
 #include "promptly/typed/context.hpp"
 #include "promptly/typed/future.hpp"
+#include "promptly/typed/inversion_detector.hpp"
 
 namespace promptly::typed::io {
 
@@ -42,10 +46,12 @@ namespace detail {
 template <class Q, class P>
 using io_priority = std::conditional_t<std::is_void_v<Q>, P, Q>;
 
-// Wraps the future of an operation created at priority io_priority<Q, P>.
+// Wraps the future of an operation created at priority io_priority<Q, P>, and records that
+// priority's level in its state for the run-time detector (f is still the only handle).
 template <class Q, class Order, class P, class T>
 [[nodiscard]] future<T, io_priority<Q, P>> at(const ctx<Order, P>&, promptly::future<T> f) {
   static_assert(promptly::detail::require_priority<Order, io_priority<Q, P>>());
+  promptly::detail::label_level<Order::template level_of<io_priority<Q, P>>>(f);
   return unsafe_future_cast<io_priority<Q, P>>(std::move(f));  // an I/O future has no task to mislabel
 }
 
