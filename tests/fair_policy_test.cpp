@@ -1,8 +1,11 @@
 // The `fair` policy (the fairly prompt paper): criterion validation (table-driven),
-// systematic sampling, donation and credit claims (table-driven), winner-
-// take-all = prompt, and in a running runtime: received shares follow the
-// criterion, donation of an empty level's share, changing the criterion
-// while running, and a stress of criterion/policy switches.
+// systematic sampling, donation and credit claims (table-driven), the
+// paper's independent sampling (per-worker draws, donation, its tick;
+// table-driven, and with a fixed seed and a clock the test advances: sampled
+// shares converge to the criterion), winner-take-all = prompt in both
+// modes, and in a running runtime: received shares follow the criterion,
+// donation of an empty level's share, changing the criterion while running,
+// and a stress of criterion/policy switches, in both sampling modes.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -155,7 +159,57 @@ TEST(FairSampling, FrequenciesConvergeToTheCriterionAndCountsStayStratified) {
   }
 }
 
+TEST(FairSampling, IndependentDrawTable) {
+  struct row {
+    std::vector<double> shares;
+    double u;
+    std::size_t pool;
+  };
+  const row rows[] = {
+      {{0.5, 0.25, 0.25}, 0.0, 0},        {{0.5, 0.25, 0.25}, 0.49, 0},   {{0.5, 0.25, 0.25}, 0.5, 1},
+      {{0.5, 0.25, 0.25}, 0.74, 1},       {{0.5, 0.25, 0.25}, 0.99, 2},   {{0.05, 0.45, 0.5}, 0.04, 0},
+      {{0, 0, 1}, 0.0, 2},                 // zero shares are never drawn
+      {{0, 1, 0}, 0.999999, 1},            // nor past the last positive one
+      {{0.3, 0, 0.7}, 0.3, 2},             // a zero share in the middle is skipped
+      {{1.0 / 3, 1.0 / 3, 1.0 / 3}, 0.9999999999, 2},  // rounding at the last bound
+      {{1}, 0.7, 0},
+  };
+  for (const row& r : rows)
+    EXPECT_EQ(promptly::policy_impl::draw_primary(r.shares, r.u), r.pool) << "u = " << r.u;
+}
+
+TEST(FairSampling, IndependentTickTable) {
+  using promptly::policy_impl::independent_tick;
+  EXPECT_EQ(independent_tick(5ms, 2), 2500us);  // one of the two staggered boundaries per tick
+  EXPECT_EQ(independent_tick(5ms, 1), 5ms);
+  EXPECT_EQ(independent_tick(5ms, 8), 1ms);     // not below the paper's 1 ms check
+  EXPECT_EQ(independent_tick(500us, 4), 500us);  // a round shorter than 1 ms is the tick
+  EXPECT_EQ(independent_tick(5ms, 0), 5ms);
+}
+
 // --- donation and credit --------------------------------------------------
+
+TEST(FairAllotment, IndependentDonationTable) {
+  struct row {
+    const char* what;
+    std::vector<std::size_t> primary;
+    std::vector<pool_view> stats;
+    std::vector<std::size_t> target;
+  };
+  const row rows[] = {
+      {"primaries with work keep their worker", {0, 2}, with_work({true, true, true}), {0, 2}},
+      {"both workers may draw the same pool", {1, 1}, with_work({true, true, true}), {1, 1}},
+      {"an empty primary donates to the most urgent pool with work", {0, 2}, with_work({false, true, true}), {1, 2}},
+      {"donation goes up as well as down", {2, 2}, with_work({true, false, false}), {0, 0}},
+      {"nothing anywhere: each worker waits at its primary", {2, 1}, with_work({false, false, false}), {2, 1}},
+  };
+  for (const row& r : rows) {
+    std::vector<std::size_t> t(r.primary.size(), 99);
+    promptly::policy_impl::allot_independent(r.primary, r.stats, t);
+    EXPECT_EQ(t, r.target) << r.what;
+  }
+}
+
 
 TEST(FairAllotment, DonationAndCreditTable) {
   struct row {
@@ -198,7 +252,9 @@ TEST(FairAllotment, DonationAndCreditTable) {
 }
 
 TEST(FairAllotment, WinnerTakeAllIsPrompt) {
-  auto fair = promptly::ext::make_policy("fair", {}, {.round = 5ms, .weights = {1}});
+  for (auto sampling : {promptly::fair_sampling::systematic, promptly::fair_sampling::independent}) {
+  SCOPED_TRACE(sampling == promptly::fair_sampling::systematic ? "systematic" : "independent");
+  auto fair = promptly::ext::make_policy("fair", {}, {.round = 5ms, .weights = {1}, .sampling = sampling});
   auto prompt = promptly::ext::make_policy("prompt");
   policy_support::decisions df(3), dp(3);
   std::vector<pool_view> s(4);
@@ -215,18 +271,135 @@ TEST(FairAllotment, WinnerTakeAllIsPrompt) {
       }
       EXPECT_EQ(df.decide(*fair, ev, 0, s), dp.decide(*prompt, ev, 0, s)) << "mask " << mask;
     }
+  }
+}
+
+// --- independent sampling, with a fixed seed and a clock the test advances ---
+
+namespace {
+
+// Drives a fair policy as the runtime would: quantum ticks every `tick` on a
+// clock the test owns, every pool with work, and each pool's measured work
+// = the workers the previous decision gave it for the whole tick.
+struct fair_driver {
+  std::chrono::steady_clock::time_point now{};
+  std::unique_ptr<promptly::ext::policy> policy;
+  policy_support::decisions d;
+  std::vector<pool_view> pools;
+  std::vector<unsigned> last;
+
+  fair_driver(promptly::fair_sampling sampling, std::vector<long long> weights, unsigned cores, std::uint64_t seed)
+      : d(cores) {
+    promptly::ext::fair_params params{.round = 5ms, .weights = {}, .sampling = sampling};
+    policy = promptly::policy_impl::make_fair_policy_with(params, seed, [this] { return now; });
+    for (long long w : weights) {
+      pool_view v;
+      v.id = static_cast<promptly::ext::pool_id>(pools.size());
+      v.rank = v.id;
+      v.weight = static_cast<double>(w);
+      v.has_ready_work = true;
+      pools.push_back(v);
+    }
+    last = d.decide(*policy, promptly::ext::event_kind::installed, promptly::ext::no_pool, pools);
+  }
+  const std::vector<unsigned>& tick() {
+    const auto q = d.quantum();
+    now += q;
+    for (std::size_t i = 0; i < pools.size(); ++i) pools[i].work_s = last[i] * std::chrono::duration<double>(q).count();
+    last = d.decide(*policy, promptly::ext::event_kind::quantum, promptly::ext::no_pool, pools);
+    return last;
+  }
+};
+
+}  // namespace
+
+// The paper's rule: every worker-round draws pool p with probability F(p).
+// 20000 ticks draw 20000 worker-rounds (one boundary per tick); the bound
+// (0.02, over 10 standard deviations for these shares) is generous, yet a
+// draw that ignored the weights (0.25 each) misses it by 0.05 or more.
+TEST(FairIndependent, SampledSharesConvergeToTheCriterion) {
+  const std::vector<long long> weights = {5, 45, 30, 20};
+  for (unsigned cores : {1u, 2u, 3u}) {
+    fair_driver f(promptly::fair_sampling::independent, weights, cores, 42);
+    EXPECT_EQ(f.d.quantum(), promptly::policy_impl::independent_tick(5ms, cores));
+    for (int t = 0; t < 20000; ++t) {
+      const auto& a = f.tick();
+      ASSERT_EQ(std::accumulate(a.begin(), a.end(), 0u), cores);
+    }
+    for (std::size_t p = 0; p < weights.size(); ++p) {
+      const auto acc = f.policy->fairness(static_cast<promptly::ext::pool_id>(p));
+      EXPECT_DOUBLE_EQ(acc.share, weights[p] / 100.0);
+      EXPECT_NEAR(acc.sampled_share, acc.share, 0.02) << cores << " cores, pool " << p;
+      // Every pool has work, so nothing is donated: what a pool receives is what it drew.
+      EXPECT_NEAR(acc.received_share, acc.share, 0.02) << cores << " cores, pool " << p;
+    }
+  }
+}
+
+// The draws are independent: with two workers and 1-1 the two workers
+// sometimes share a primary, which systematic sampling never does (its
+// round's counts are floor or ceil of F(p) P = 1).
+TEST(FairIndependent, WorkersDrawIndependentlyUnlikeSystematicSampling) {
+  auto together = [](promptly::fair_sampling sampling) {
+    fair_driver f(sampling, {1, 1}, 2, 7);
+    int rounds_with_both_on_one_pool = 0;
+    for (int t = 0; t < 2000; ++t) {
+      const auto& a = f.tick();
+      rounds_with_both_on_one_pool += a[0] == 2 || a[1] == 2;
+    }
+    return rounds_with_both_on_one_pool;
+  };
+  EXPECT_EQ(together(promptly::fair_sampling::systematic), 0);
+  const int independent = together(promptly::fair_sampling::independent);
+  EXPECT_GT(independent, 500) << "expected about half of the 2000 ticks";
+  EXPECT_LT(independent, 1500) << "expected about half of the 2000 ticks";
+}
+
+// A worker keeps its primary for its whole round: events between its
+// boundaries move it only for donation, and a drawn primary is given back
+// when the pool has work again.
+TEST(FairIndependent, PrimariesHoldBetweenBoundariesAndDonationIsTemporary) {
+  fair_driver f(promptly::fair_sampling::independent, {1, 1, 1}, 3, 3);
+  const auto start = f.last;
+  for (int i = 0; i < 50; ++i)  // no time passes: nobody's round ends
+    EXPECT_EQ(f.d.decide(*f.policy, promptly::ext::event_kind::became_nonempty, 0, f.pools), start);
+  // Every pool but the last runs empty: all workers go to the last (donation)...
+  for (std::size_t p = 0; p + 1 < f.pools.size(); ++p) f.pools[p].has_ready_work = false;
+  EXPECT_EQ(f.d.decide(*f.policy, promptly::ext::event_kind::became_empty, 0, f.pools), (std::vector<unsigned>{0, 0, 3}));
+  // ... and back to their primaries when the work returns, within the same rounds.
+  for (auto& p : f.pools) p.has_ready_work = true;
+  EXPECT_EQ(f.d.decide(*f.policy, promptly::ext::event_kind::became_nonempty, 0, f.pools), start);
+}
+
+TEST(FairIndependent, APrimaryWhosePoolIsRemovedIsRedrawn) {
+  fair_driver f(promptly::fair_sampling::independent, {0, 1}, 2, 5);  // every draw is pool 1
+  EXPECT_EQ(f.last, (std::vector<unsigned>{0, 2}));
+  f.pools[0].weight = 1;  // only pool 0 is left: its weight is its share
+  const std::vector<pool_view> only_0(f.pools.begin(), f.pools.begin() + 1);
+  EXPECT_EQ(f.d.decide(*f.policy, promptly::ext::event_kind::pool_removed, 1, only_0), (std::vector<unsigned>{2}));
+  EXPECT_EQ(f.d.asleep(), 0u);
+  EXPECT_DOUBLE_EQ(f.policy->fairness(1).sampled_share, 0.0) << "a removed pool's accounts are cleared";
+}
+
+TEST(FairIndependent, AnUnknownSamplingModeIsRejected) {
+  const std::string msg = what_of<std::invalid_argument>([] {
+    (void)promptly::ext::make_policy("fair", {}, {.round = 5ms, .weights = {}, .sampling = static_cast<promptly::fair_sampling>(7)});
+  });
+  EXPECT_NE(msg.find("sampling = 7"), std::string::npos) << msg;
 }
 
 // --- in a running runtime ---------------------------------------------------
 
 namespace {
 
-promptly::runtime_config fair_config(unsigned workers, unsigned levels, std::vector<long long> weights) {
+promptly::runtime_config fair_config(unsigned workers, unsigned levels, std::vector<long long> weights,
+                                     promptly::fair_sampling sampling = promptly::fair_sampling::systematic) {
   promptly::runtime_config c;
   c.workers = workers;
   c.levels = levels;
   c.policy = "fair";
   c.fair.weights = std::move(weights);
+  c.fair.sampling = sampling;
   return c;
 }
 
@@ -385,8 +558,28 @@ TEST(FairRuntime, CriterionChangesWhileRunning) {
   EXPECT_LT(top, 0.35);  // loose: wall-clock accounting (see ReceivedSharesFollowTheCriterion)
 }
 
-TEST(FairRuntime, StressCriterionAndPolicySwitches) {
-  promptly::runtime rt(fair_config(3, 3, {50, 25, 25}));
+// The paper's rule in a running runtime: the policy's draws follow the
+// criterion (600 worker-rounds over 1.5 s, random seed: 0.08 is over four
+// standard deviations), and the received share is checked loosely, as above.
+TEST(FairRuntime, IndependentSamplingFollowsTheCriterion) {
+  promptly::runtime rt(fair_config(2, 2, {1, 3}, promptly::fair_sampling::independent));
+  std::atomic<bool> stop{false};
+  auto a = rt.submit(promptly::level{0}, [&] { keep_busy(stop); });
+  auto b = rt.submit(promptly::level{1}, [&] { keep_busy(stop); });
+  const double top = measure_received(rt, 0, under_tsan ? 3000ms : 1500ms);
+  const auto st = rt.stats();
+  stop = true;
+  a.get();
+  b.get();
+  EXPECT_NEAR(st.levels[0].sampled_share, 0.25, 0.08);
+  EXPECT_GT(top, 0.1) << "received share of level 0 under criterion 1-3";
+  EXPECT_LT(top, 0.45) << "received share of level 0 under criterion 1-3";
+}
+
+class FairModes : public ::testing::TestWithParam<promptly::fair_sampling> {};
+
+TEST_P(FairModes, StressCriterionAndPolicySwitches) {
+  promptly::runtime rt(fair_config(3, 3, {50, 25, 25}, GetParam()));
   std::mt19937 rng(11);
   const int rounds = under_tsan ? 4 : 30;
   auto fib = [](auto& self, int n) -> long {
@@ -415,3 +608,31 @@ TEST(FairRuntime, StressCriterionAndPolicySwitches) {
   rt.set_policy("fair");
   EXPECT_EQ(rt.run(promptly::level{2}, [] { return 3; }), 3);
 }
+
+// An urgent level with a small share under the paper's rule: no credit, so it
+// waits for a worker to draw it or for donation; every job still completes.
+TEST_P(FairModes, EveryUrgentJobCompletesUnderBackgroundLoad) {
+  promptly::runtime rt(fair_config(2, 3, {5, 45, 50}, GetParam()));
+  std::atomic<bool> stop{false}, middle_started{false}, low_started{false};
+  auto m = rt.submit(promptly::level{1}, busy_at(middle_started, stop));
+  auto l = rt.submit(promptly::level{2}, busy_at(low_started, stop));
+  ASSERT_TRUE(wait_until([&] { return middle_started.load() && low_started.load(); })) << "the background never started";
+  const int jobs = under_tsan ? 5 : 20;
+  for (int i = 0; i < jobs; ++i) {
+    auto job = rt.submit(promptly::level{0}, [] { return promptly::current_level(); });
+    if (!wait_until([&] { return job.is_ready(); })) {
+      ADD_FAILURE() << "urgent job " << i << " was never served";
+      break;
+    }
+    EXPECT_EQ(job.get(), 0u);
+  }
+  stop = true;
+  m.get();
+  l.get();
+}
+
+INSTANTIATE_TEST_SUITE_P(Sampling, FairModes,
+                         ::testing::Values(promptly::fair_sampling::systematic, promptly::fair_sampling::independent),
+                         [](const auto& info) {
+                           return info.param == promptly::fair_sampling::systematic ? "systematic" : "independent";
+                         });

@@ -13,10 +13,19 @@
 //  * sampled_ and received_ only grow while a pool lives; they count since
 //    construction, and a new criterion builds a new policy
 //    (runtime::set_fairness). A removed pool's entries are cleared.
+//    sampled_ counts worker-rounds in both modes: P per round under
+//    systematic sampling, one per worker's draw under independent sampling.
+//  * Independent sampling: core_primary_[c] is a pool that was live at the
+//    last decision, drawn at core c's last round boundary (or, if its pool
+//    went away, at the decision that noticed); core_round_end_[c] is c's
+//    next boundary, on c's own grid of whole rounds from its first one.
+//    credit_ is kept as accounting (what each pool is owed) but never spent:
+//    the paper's rule has no claims.
 #include "fair.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -84,15 +93,53 @@ void allot_fair(std::span<const unsigned> primaries, std::span<const double> cre
   }
 }
 
+std::size_t draw_primary(std::span<const double> shares, double u) noexcept {
+  std::size_t last_positive = 0;
+  for (std::size_t p = 0; p < shares.size(); ++p)
+    if (shares[p] > 0) last_positive = p;
+  double cumulative = 0;
+  for (std::size_t p = 0; p < last_positive; ++p) {
+    cumulative += shares[p];
+    if (shares[p] > 0 && u < cumulative) return p;
+  }
+  return last_positive;  // also where rounding leaves u past the last bound
+}
+
+void allot_independent(std::span<const std::size_t> primary, std::span<const ext::pool_view> stats,
+                       std::span<std::size_t> target) noexcept {
+  std::size_t top = stats.size();  // the most urgent pool with work
+  for (std::size_t p = 0; p < stats.size(); ++p)
+    if (stats[p].has_ready_work) {
+      top = p;
+      break;
+    }
+  for (std::size_t c = 0; c < primary.size(); ++c) {
+    const bool works_at_primary = primary[c] < stats.size() && stats[primary[c]].has_ready_work;
+    // Fig. 2 lines 28-30: the primary when it has work, else the highest
+    // available priority; with no work anywhere the worker stays put.
+    target[c] = works_at_primary || top == stats.size() ? primary[c] : top;
+  }
+}
+
+std::chrono::microseconds independent_tick(std::chrono::microseconds round, unsigned workers) noexcept {
+  using std::chrono::microseconds;
+  const microseconds floor = std::min(round, microseconds{1000});
+  return std::max(round / std::max(1u, workers), floor);
+}
+
 namespace {
+
+using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 
 class fair_policy final : public ext::policy {
  public:
-  explicit fair_policy(const ext::fair_params& params)
+  fair_policy(const ext::fair_params& params, std::uint64_t seed, clock_fn now)
       : round_(params.round),
+        sampling_(params.sampling),
         cap_s_(std::chrono::duration<double>(params.round).count()),
         floor_s_(-debt_rounds * cap_s_),
-        rng_(std::random_device{}()) {}
+        rng_(seed),
+        now_(std::move(now)) {}
 
   std::string_view name() const noexcept override { return "fair"; }
 
@@ -102,33 +149,19 @@ class fair_policy final : public ext::policy {
     std::uint32_t end = 0;
     for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
     grow(end);
-    if (ev.kind == ext::event_kind::installed) d.set_quantum(round_);
-    if (ev.kind == ext::event_kind::pool_removed && ev.pool < share_.size()) {
-      share_[ev.pool] = credit_[ev.pool] = last_credit_[ev.pool] = received_[ev.pool] = 0;
-      primaries_[ev.pool] = 0;
-      sampled_[ev.pool] = 0;
-    }
-    const auto now = std::chrono::steady_clock::now();
+    const bool installed = ev.kind == ext::event_kind::installed;
+    if (installed)
+      d.set_quantum(sampling_ == promptly::fair_sampling::independent ? independent_tick(round_, workers) : round_);
+    if (ev.kind == ext::event_kind::pool_removed && ev.pool < share_.size()) forget(ev.pool);
+    const auto now = now_();
     const bool first = !started_;
     if (first) {
       started_ = true;
       last_tick_ = now;
     }
-    // The criterion over the pools that exist now.
-    double total = 0;
-    for (const ext::pool_view& p : pools) total += p.weight;
-    std::vector<double> shares(pools.size());
-    for (std::size_t i = 0; i < pools.size(); ++i) {
-      shares[i] = total > 0 ? pools[i].weight / total : 1.0 / static_cast<double>(pools.size());
-      share_[pools[i].id] = shares[i];
-    }
-    const double elapsed = std::chrono::duration<double>(now - last_tick_).count();
-    std::vector<double> credit(pools.size());
-    for (std::size_t i = 0; i < pools.size(); ++i)
-      credit[i] = std::clamp(credit_[pools[i].id] + shares[i] * workers * elapsed - pools[i].work_s, floor_s_, cap_s_);
-
+    const std::vector<double> shares = criterion(pools);
+    const std::vector<double> credit = accrued_credit(pools, shares, workers, now);
     const bool tick = ev.kind == ext::event_kind::quantum;
-    const bool new_round = first || tick || ev.kind == ext::event_kind::installed;
     if (tick) {
       for (std::size_t i = 0; i < pools.size(); ++i) {
         credit_[pools[i].id] = credit[i];
@@ -136,23 +169,11 @@ class fair_policy final : public ext::policy {
       }
       last_tick_ = now;
     }
-    std::vector<unsigned> primaries(pools.size(), 0);
-    if (new_round) {
-      sample_primaries(shares, workers, std::uniform_real_distribution<double>(0.0, 1.0)(rng_), primaries);
-      std::fill(primaries_.begin(), primaries_.end(), 0u);
-      for (std::size_t i = 0; i < pools.size(); ++i) {
-        primaries_[pools[i].id] = primaries[i];
-        sampled_[pools[i].id] += primaries[i];
-      }
-    } else {
-      for (std::size_t i = 0; i < pools.size(); ++i) primaries[i] = primaries_[pools[i].id];
-    }
-    std::vector<unsigned> allotment(pools.size(), 0);
-    allot_fair(primaries, credit, pools, workers, allotment);
-    for (std::size_t i = 0; i < pools.size(); ++i) {
-      d.allot(pools[i].id, allotment[i]);
-      last_credit_[pools[i].id] = credit[i];
-    }
+    if (sampling_ == promptly::fair_sampling::independent)
+      decide_independent(d, shares, now, installed || first);
+    else
+      decide_systematic(d, shares, credit, first || tick || installed);
+    for (std::size_t i = 0; i < pools.size(); ++i) last_credit_[pools[i].id] = credit[i];
   }
 
   ext::fair_account fairness(ext::pool_id pool) const noexcept override {
@@ -174,6 +195,7 @@ class fair_policy final : public ext::policy {
   // every lucky round and, with claims, push the pool above F (measured:
   // 0.33 instead of 0.25 received under 1-3 with a floor of one round).
   static constexpr double debt_rounds = 100;
+  using time_point = std::chrono::steady_clock::time_point;
 
   void grow(std::uint32_t end) {
     if (share_.size() >= end) return;
@@ -185,20 +207,133 @@ class fair_policy final : public ext::policy {
     sampled_.resize(end, 0);
   }
 
+  void forget(ext::pool_id pool) {
+    share_[pool] = credit_[pool] = last_credit_[pool] = received_[pool] = 0;
+    primaries_[pool] = 0;
+    sampled_[pool] = 0;
+  }
+
+  // The criterion over the pools that exist now (shares_ by id for stats).
+  std::vector<double> criterion(std::span<const ext::pool_view> pools) {
+    double total = 0;
+    for (const ext::pool_view& p : pools) total += p.weight;
+    std::vector<double> shares(pools.size());
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      shares[i] = total > 0 ? pools[i].weight / total : 1.0 / static_cast<double>(pools.size());
+      share_[pools[i].id] = shares[i];
+    }
+    return shares;
+  }
+
+  // Each pool's credit now: its credit at the last tick, plus its share of
+  // the workers since, minus the work the driver reports since (choice 2 in
+  // fair.hpp), clamped to [-floor, +cap].
+  std::vector<double> accrued_credit(std::span<const ext::pool_view> pools, std::span<const double> shares,
+                                     unsigned workers, time_point now) const {
+    const double elapsed = std::chrono::duration<double>(now - last_tick_).count();
+    std::vector<double> credit(pools.size());
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      credit[i] = std::clamp(credit_[pools[i].id] + shares[i] * workers * elapsed - pools[i].work_s, floor_s_, cap_s_);
+    return credit;
+  }
+
+  // Systematic sampling with credit (fair.hpp, choices 1 and 2): one draw
+  // per round places every worker; counts per pool, the runtime picks cores.
+  void decide_systematic(ext::decision& d, std::span<const double> shares, std::span<const double> credit,
+                         bool new_round) {
+    const auto pools = d.pools();
+    const unsigned workers = d.core_count();
+    std::vector<unsigned> primaries(pools.size(), 0);
+    if (new_round) {
+      sample_primaries(shares, workers, uniform(rng_), primaries);
+      std::fill(primaries_.begin(), primaries_.end(), 0u);
+      for (std::size_t i = 0; i < pools.size(); ++i) {
+        primaries_[pools[i].id] = primaries[i];
+        sampled_[pools[i].id] += primaries[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < pools.size(); ++i) primaries[i] = primaries_[pools[i].id];
+    }
+    std::vector<unsigned> allotment(pools.size(), 0);
+    allot_fair(primaries, credit, pools, workers, allotment);
+    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, allotment[i]);
+  }
+
+  // Independent sampling (the paper's rule, fair.hpp): each worker redraws
+  // at its own round boundaries; every worker is placed explicitly, since
+  // the draw is the worker's own.
+  void decide_independent(ext::decision& d, std::span<const double> shares, time_point now, bool restart) {
+    const auto pools = d.pools();
+    const unsigned workers = d.core_count();
+    if (pools.empty() || workers == 0) return;
+    if (restart || core_primary_.size() != workers) start_rounds(workers, now);
+    std::vector<std::size_t> primary(workers), target(workers);
+    for (unsigned c = 0; c < workers; ++c) {
+      const bool gone = d.find(core_primary_[c]) == nullptr;  // never drawn yet, or its pool was removed
+      if (gone || now >= core_round_end_[c]) {
+        if (!gone) core_round_end_[c] = next_boundary(core_round_end_[c], now);
+        core_primary_[c] = pools[draw_primary(shares, uniform(rng_))].id;
+        ++sampled_[core_primary_[c]];
+      }
+      primary[c] = position_of(pools, core_primary_[c]);
+    }
+    allot_independent(primary, pools, target);
+    for (unsigned c = 0; c < workers; ++c) d.give_core(c, pools[target[c]].id);
+  }
+
+  // Fresh rounds for every worker: each draws at once (the primaries are
+  // cleared), worker c's first round ends after (c + 1) / P rounds.
+  void start_rounds(unsigned workers, time_point now) {
+    core_primary_.assign(workers, ext::no_pool);
+    core_round_end_.resize(workers);
+    for (unsigned c = 0; c < workers; ++c)
+      core_round_end_[c] = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(round_ * (c + 1)) / workers;
+  }
+
+  // The first boundary after `now` on the grid of whole rounds from `end`
+  // (a worker keeps its phase even after ticks paused).
+  time_point next_boundary(time_point end, time_point now) const {
+    const auto round = std::chrono::duration_cast<std::chrono::steady_clock::duration>(round_);
+    return end + round * ((now - end) / round + 1);
+  }
+
+  static std::size_t position_of(std::span<const ext::pool_view> pools, ext::pool_id id) {
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      if (pools[i].id == id) return i;
+    return pools.size();
+  }
+
+  static double uniform(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
+
   std::chrono::microseconds round_;
+  promptly::fair_sampling sampling_;
   double cap_s_, floor_s_;
   // By pool id:
   std::vector<double> share_, credit_, last_credit_, received_;
-  std::vector<unsigned> primaries_;
+  std::vector<unsigned> primaries_;  // systematic: the round's primaries
   std::vector<std::uint64_t> sampled_;
+  // By core (independent sampling):
+  std::vector<ext::pool_id> core_primary_;
+  std::vector<time_point> core_round_end_;
   std::mt19937_64 rng_;
+  clock_fn now_;
   bool started_ = false;
-  std::chrono::steady_clock::time_point last_tick_;
+  time_point last_tick_;
 };
 
 }  // namespace
 
-std::unique_ptr<ext::policy> make_fair_policy(const ext::fair_params& p) { return std::make_unique<fair_policy>(p); }
+std::unique_ptr<ext::policy> make_fair_policy_with(const ext::fair_params& p, std::uint64_t seed, clock_fn now) {
+  if (p.sampling != promptly::fair_sampling::systematic && p.sampling != promptly::fair_sampling::independent)
+    throw std::invalid_argument("promptly: fair sampling = " + std::to_string(static_cast<int>(p.sampling)) +
+                                " is not a fair_sampling (systematic or independent)");
+  if (!now) throw std::invalid_argument("promptly: the fair policy needs a clock");
+  return std::make_unique<fair_policy>(p, seed, std::move(now));
+}
+
+std::unique_ptr<ext::policy> make_fair_policy(const ext::fair_params& p) {
+  return make_fair_policy_with(p, std::random_device{}(), [] { return std::chrono::steady_clock::now(); });
+}
 
 }  // namespace promptly::policy_impl
 

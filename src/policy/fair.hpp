@@ -10,9 +10,10 @@
 // during the round it works at its primary pool while that pool has work and
 // donates its cycles to the most urgent pool with work otherwise (Sec. 3.1, second property; Sec. 4.2, Fig. 2 lines 28-30).
 //
-// Two choices of ours, both keeping the paper's guarantee (each pool p gets
-// an expected share F(p) of the worker-rounds while it has work, so a
-// computation at p is stretched by at most 1/F(p)):
+// Two choices of ours (fair_params::sampling = systematic, the default),
+// both keeping the paper's guarantee (each pool p gets an expected share F(p)
+// of the worker-rounds while it has work, so a computation at p is stretched
+// by at most 1/F(p)):
 //
 //  1. Systematic sampling. The P draws of a round are one uniform u and the
 //     points (u + i) / P, i = 0..P-1, looked up in F's cumulative
@@ -42,9 +43,25 @@
 //
 // Winner-take-all is F(top) = 1: every draw is the top pool, nothing else has
 // credit, and the allotment is exactly the `prompt` policy's.
+//
+// fair_params::sampling = independent is the paper's rule instead of both
+// choices (Sec. 4.2, Fig. 2 lines 18-20 and 28-30): each worker has its own
+// rounds, draws its own primary pool at each of its round boundaries with
+// probability F(p), independently of the other workers, works there while
+// it has work and otherwise donates itself to the most urgent pool with
+// work. No credit claims: a pool with a small share waits for a worker to
+// draw it. The policy thread ticks every independent_tick(round, P) so that
+// each worker's boundary is honoured within one tick; the workers' first
+// rounds are staggered (worker c's lasts (c + 1) / P rounds) and each keeps
+// its phase, so about P / round boundaries fall per unit of time, one per
+// tick, as with the paper's unsynchronised processors.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 
 #include "promptly/ext/policy.hpp"
@@ -64,5 +81,30 @@ void sample_primaries(std::span<const double> shares, unsigned workers, double u
 // pool first. With no work anywhere, every worker goes to pool 0 (asleep).
 void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
                 std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment) noexcept;
+
+// One worker's draw (independent sampling): the pool whose interval of the
+// cumulative distribution of `shares` holds u, u in [0, 1). Pools with share
+// 0 are never drawn; rounding past the last bound gives the last positive
+// pool. `shares` must not be empty.
+std::size_t draw_primary(std::span<const double> shares, double u) noexcept;
+
+// Independent sampling's allotment, per worker: target[c] = primary[c] (a
+// position in `stats`) when that pool has ready work, else the most urgent
+// pool with work (donation), else primary[c] (nothing anywhere: the worker
+// waits at its primary).
+void allot_independent(std::span<const std::size_t> primary, std::span<const ext::pool_view> stats,
+                       std::span<std::size_t> target) noexcept;
+
+// The quantum of independent sampling: round / workers, so that one of the
+// workers' staggered boundaries falls in each tick, but not below 1 ms (the
+// fairly prompt paper's implementation checks at 1 ms for 5 ms rounds, Sec.
+// 5.2) unless the round itself is shorter.
+std::chrono::microseconds independent_tick(std::chrono::microseconds round, unsigned workers) noexcept;
+
+// The `fair` policy with its random numbers and clock given (tests: a fixed
+// seed and a clock they advance). make_policy("fair") uses a random seed and
+// steady_clock.
+std::unique_ptr<ext::policy> make_fair_policy_with(const ext::fair_params& p, std::uint64_t seed,
+                                                   std::function<std::chrono::steady_clock::time_point()> now);
 
 }  // namespace promptly::policy_impl
