@@ -32,6 +32,13 @@ inline double get_double(bench::args& a, const std::string& key, double def) {
     return v;
 }
 
+// A 0/1 option (`--key 1`); anything else is an error naming the option.
+inline bool get_flag01(bench::args& a, const std::string& key) {
+    long v = a.get_long(key, 0);
+    if (v != 0 && v != 1) bench::args::fail("--" + key + " must be 0 or 1, got " + std::to_string(v));
+    return v == 1;
+}
+
 // Nearest-rank percentile (p in [0, 100]) of an unsorted sample.
 inline double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;

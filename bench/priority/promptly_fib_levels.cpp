@@ -4,8 +4,17 @@
 // both branches with promptly::join; below --base the serial base case runs, calling
 // promptly::yield() at every call with n <= 12 (about every microsecond), so that a long strand
 // gives its worker up when the policy moves it (the paper's "yield in the serial base case").
-//   fib-ep: --base 2   (ample parallelism)
-//   fib-rp: --base n-1 (two serial strands per level: fib(n-1) and fib(n-2))
+//   fib-ep: --base 2 (ample parallelism)
+//   fib-rp: --base n (restricted parallelism: the root forks once, into exactly two serial
+//           strands per level, fib(n-1) and fib(n-2)). Chosen for 2 workers: a level's
+//           parallelism is then fib(n)/fib(n-1) = 1.6, below P = 2 (it keeps both workers busy
+//           only while its shorter strand runs), while the three levels together have 6 strands
+//           for 2 workers -- the paper's situation (8 strands of 20 cores per level, three levels
+//           together about P). One strand would be no parallelism at all; --base n-1 forks
+//           fib(n-1) again, three strands with parallelism fib(n)/fib(n-2) = 2.6 > P, which is
+//           not restricted on 2 workers.
+// --aps-exact 1: the paper's APS rule exactly (runtime_config::aps.exact, docs/priorities.md);
+// 0 (default): Promptly's variant. Only meaningful with --policy aps.
 //
 // fib-ideal is one fib(n) alone, measured in this process in every repetition on a second
 // runtime with policy `oblivious` (the paper's Cilk-F reference); `ideal_policy_s` is one fib(n)
@@ -88,6 +97,7 @@ int main(int argc, char** argv) {
     double rho = prio::get_double(a, "rho", 2.0);
     double delta = prio::get_double(a, "delta", 0.9);
     long quantum_us = a.get_long("quantum-us", 500);
+    bool aps_exact = prio::get_flag01(a, "aps-exact");
     std::string trace = a.get_string("trace", "");
     long workers = a.get_long("workers", 2);
     long warmup = a.get_long("warmup", 1), reps = a.get_long("reps", 3);
@@ -101,6 +111,7 @@ int main(int argc, char** argv) {
     cfg.aps.rho = rho;
     cfg.aps.delta = delta;
     cfg.aps.quantum = std::chrono::microseconds(quantum_us);
+    cfg.aps.exact = aps_exact;
     promptly::runtime_config ideal_cfg = cfg;
     ideal_cfg.policy = "oblivious";
 
@@ -153,9 +164,10 @@ int main(int argc, char** argv) {
         // (to within the runtime's start-up, well under a millisecond).
         if (std::FILE* side = std::fopen((trace + ".json").c_str(), "w")) {
             std::fprintf(side, "{\"policy\": \"%s\", \"workers\": %ld, \"n\": %ld, \"base\": %ld, \"rho\": %g, "
-                               "\"quantum_us\": %ld, \"delta\": %g, \"ideal_s\": %.6f, \"submitted_s\": [%.6f, %.6f, %.6f], "
+                               "\"quantum_us\": %ld, \"delta\": %g, \"aps_exact\": %s, \"ideal_s\": %.6f, \"submitted_s\": [%.6f, %.6f, %.6f], "
                                "\"done_s\": [%.6f, %.6f, %.6f]}\n",
-                         policy.c_str(), workers, n, base_case, rho, quantum_us, delta, bench::median(ideal),
+                         policy.c_str(), workers, n, base_case, rho, quantum_us, delta, aps_exact ? "true" : "false",
+                         bench::median(ideal),
                          prio::seconds_since(t0, r.submitted[0]), prio::seconds_since(t0, r.submitted[1]),
                          prio::seconds_since(t0, r.submitted[2]), prio::seconds_since(t0, r.done[0]),
                          prio::seconds_since(t0, r.done[1]), prio::seconds_since(t0, r.done[2]));

@@ -1,5 +1,6 @@
 // latency-under-load on Promptly (protocol: latency_driver.hpp). One runtime of --workers workers
-// and 3 levels, policy --policy (oblivious | prompt | aps, with --rho --delta --quantum-us).
+// and 3 levels, policy --policy (oblivious | prompt | aps, with --rho --delta --quantum-us, and
+// --aps-exact 1 for the paper's APS rule exactly: runtime_config::aps.exact).
 // Background: one task submitted at level 2 that loops over fib(n), each call with n >= cutoff
 // forking both branches with promptly::join (one spawn per call), serial leaves below the cutoff.
 // Interaction: the driver thread submits each job with rt.submit(level{0}, ...); the root spins,
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     double rho = prio::get_double(a, "rho", 2.0);
     double delta = prio::get_double(a, "delta", 0.9);
     long quantum_us = a.get_long("quantum-us", 500);
+    bool aps_exact = prio::get_flag01(a, "aps-exact");
     a.finish();
 
     promptly::runtime_config cfg;
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
     cfg.aps.rho = rho;
     cfg.aps.delta = delta;
     cfg.aps.quantum = std::chrono::microseconds(quantum_us);
+    cfg.aps.exact = aps_exact;
     promptly_rt rt{cfg};
     prio::latency_driver<promptly_rt> d{p, rt};
     int rc = d.run();
