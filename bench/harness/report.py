@@ -124,6 +124,20 @@ def _summary(lines, results, bench_specs, runtimes_in_order):
     lines.append("")
 
 
+def _derived_tables(lines, suite, results):
+    """A suite's "tables": functions of the results returning (title, text, header, rows), e.g.
+    a paper's table assembled from metrics of several benches. Cells are strings; a table
+    with no rows (its benches did not run) is left out."""
+    for make in suite.get("tables", []):
+        title, text, header, rows = make(results)
+        if not rows:
+            continue
+        lines += [f"## {title}", ""] + ([text, ""] if text else [])
+        lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines.append("")
+
+
 def write_md(path, suite, machine, run_info, results, failures, plots, extra_plots=None):
     from machine import one_line  # local import: report.py is usable without it
 
@@ -158,6 +172,7 @@ def write_md(path, suite, machine, run_info, results, failures, plots, extra_plo
             lines += [f"- **{label}**:", "", "```", msg, "```", ""]
 
     _summary(lines, results, benches, runtimes)
+    _derived_tables(lines, suite, results)
 
     for name, spec in benches.items():
         rs = [r for r in results if r["bench"] == name]

@@ -20,7 +20,7 @@
 // (idle: the number of connections that echoed), metrics region_s (median loaded compute time),
 // compute_alone_s, compute_slowdown, latency_us_p50/p95/p99/max/mean, interactions, dropped,
 // server_cpu_s, server_rss_mib (idle: idle_cpu_pct, idle_rss_mib, idle_kib_per_conn); suite
-// `fair` adds stretch metrics, the server's own "metric" lines and speedups (speedups() below).
+// `fair` adds stretch metrics and the server's own "metric" lines.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -315,24 +315,6 @@ std::string fmt(const char* f, double v) {
     return b;
 }
 
-// Suite `fair`: a server that reports its kernel's serial time Ts ("metric serial_s") gets the
-// fairly prompt paper's speedups over it: `speedup` = Ts / Tp with Tp the median loaded run
-// (Table 3's speedup under winner-take-all); with an expected stretch 100/L (the criterion
-// gives the kernel's level L percent), `speedup_baseline` = Ts / baseline run (Table 4's
-// 0-0-100 column) and `norm_speedup` = 100 Ts / (L Tp) = speedup * 100/L (Table 4's
-// normalised speedup: at most the number of workers when the kernel gets exactly its share).
-std::string speedups(const std::vector<std::pair<std::string, double>>& server_metrics, double loaded_s,
-                     double baseline_s, double expected_stretch) {
-    auto ts = std::find_if(server_metrics.begin(), server_metrics.end(),
-                           [](const auto& m) { return m.first == "serial_s"; });
-    if (ts == server_metrics.end() || loaded_s <= 0 || baseline_s <= 0) return "";
-    std::string out = fmt(", \"speedup\": %.6f", ts->second / loaded_s);
-    if (expected_stretch > 0)
-        out += fmt(", \"speedup_baseline\": %.6f", ts->second / baseline_s) +
-               fmt(", \"norm_speedup\": %.6f", ts->second / loaded_s * expected_stretch);
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -514,7 +496,6 @@ int main(int argc, char** argv) {
                  fmt(", \"stretch_ratio\": %.6f", region / alone_s / expected_stretch) +
                  fmt(", \"baseline_s\": %.9g", alone_s);
     for (const auto& [k, val] : server_metrics) extra += ", \"" + k + "\": " + fmt("%.9g", val);
-    extra += speedups(server_metrics, region, alone_s, expected_stretch);
     std::printf("RESULT {\"result\": %ld, \"metrics\": {\"region_s\": %.9g, \"region_s_min\": %.9g, "
                 "\"compute_alone_s\": %.9g, \"compute_slowdown\": %.6f, \"latency_us_p50\": %.3f, "
                 "\"latency_us_p95\": %.3f, \"latency_us_p99\": %.3f, \"latency_us_max\": %.3f, "
