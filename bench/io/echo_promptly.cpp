@@ -1,7 +1,7 @@
 // Echo server of suite `io` on Promptly (runtimes `promptly-oblivious`, `promptly-prompt`,
-// `promptly-aps`, `promptly-fair`): the fairly prompt paper Sec. 6.2.1's interactive kernels next to a saturating compute
-// kernel, all in one runtime, as the fairly prompt paper runs them: interaction at the most urgent level,
-// computation at a lower one.
+// `promptly-aps`, `promptly-fair`): the fairly prompt paper Sec. 6.2.1's interactive kernels
+// next to a saturating compute kernel, all in one runtime, as the fairly prompt paper runs them:
+// interaction at the most urgent level, computation at a lower one.
 //   net:  io::listener::serve spawns a task per connection at level 0; each reads lines
 //         with io::line_reader and writes them back (parking, never blocking a worker).
 //   term: one task at level 0 echoes stdin lines to stdout through io:: descriptors.
