@@ -47,31 +47,54 @@ namespace promptly::detail {
 void scheduler::note_nonempty(std::uint32_t pool) noexcept {
   if (roaming_.load(std::memory_order_seq_cst)) return;
   if (pool_at(pool).believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
-  post_event(became_nonempty_, pool);
-  request_decision_from_a_worker();
+  post_event(became_nonempty_, pool, decider::poster);  // the bit first: whoever is asked below must see it
+  if (!ask_workers_to_decide()) poke_driver();
 }
 
 // The policy thread needs a core to run, and on a machine whose cores all
 // run workers that means preempting one (measured with every decision on
 // that thread and a core taken by other work: an urgent job's p99 of 4.0 ms
 // under prompt, bench/results/priority/latency-recheck/driver-only-one-core/).
-// So one working worker is also asked: its next strand
-// boundary parks its task and its loop top decides (idle workers leave
-// their wait for a pending event by themselves, `moved`). Whoever comes
-// first decides; the other finds nothing pending.
-void scheduler::request_decision_from_a_worker() noexcept {
-  const std::size_t n = workers_.size();
-  static thread_local unsigned rotor = 0;
-  const unsigned start = rotor++;
-  for (std::size_t k = 0; k < n; ++k) {
-    worker& v = *workers_[(start + k) % n];
-    if (v.phase.load(std::memory_order_relaxed) != worker_phase::working) continue;
-    unsigned word = v.assigned.load(std::memory_order_relaxed);
-    if (word == no_pool || (word & decide_request)) return;
+// So the workers decide instead: every awake worker gets decide_request (a
+// working one parks its task at its next strand boundary and its loop top
+// decides; an idle one leaves its wait, `moved`), the first to get there
+// decides and the others find nothing pending. Asking all, not one, makes
+// the delay the nearest strand boundary of any worker. If every worker
+// waits, one is woken to decide (one, not all: no herd). Only a worker the
+// policy put to sleep (no pool) cannot decide (it waits for an assignment,
+// sleep_unassigned), so then the policy thread is woken as well: it is the
+// only one that may wake such a core, and the core it runs on is idle.
+//
+// Why no event is left undecided: the caller set the event bit (seq-cst)
+// and the fence below orders it before the slot reads. A worker read here
+// as awake stores `preparing` (seq-cst) before it re-checks `moved` (which
+// reads the bit) in wait_for_task, and a working one reaches its loop top,
+// which reads the bit, before it can wait at all. A worker read as waiting
+// is woken (notifier.hpp, no lost wake-up). A loop top that finds the
+// policy lock held wakes the policy thread (decide_at_loop_top), which
+// re-reads the bits before it sleeps (driver_main).
+bool scheduler::ask_workers_to_decide() noexcept {
+  notifier::fence_before_notify();
+  bool someone_decides = false;
+  worker* waiting = nullptr;
+  for (const auto& wp : workers_) {
+    worker& v = *wp;
+    unsigned word = v.assigned.load(std::memory_order_relaxed);  // relaxed: a CAS below re-reads it
+    if (word == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it
+    if (notifier::is_waiting(v.slot)) {
+      waiting = &v;
+      continue;
+    }
     // Release: the worker's acquire at its loop top then sees the event bits set above.
-    v.assigned.compare_exchange_strong(word, word | decide_request, std::memory_order_release, std::memory_order_relaxed);
-    return;
+    while (!(word & decide_request) && word != no_pool &&
+           !v.assigned.compare_exchange_weak(word, word | decide_request, std::memory_order_release,
+                                             std::memory_order_relaxed)) {
+    }
+    if (word == no_pool) return false;  // the policy put it to sleep meanwhile
+    someone_decides = true;
   }
+  if (!someone_decides && waiting != nullptr) someone_decides = notifier::notify(waiting->slot);
+  return someone_decides;
 }
 
 bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
@@ -82,11 +105,12 @@ bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
   return true;
 }
 
-// An event's poster either wakes the policy thread or decides itself at its
-// loop top (decider::poster): then decide_at_loop_top either takes the
-// event bits under the policy lock, or, finding the lock held, wakes the
-// thread, which re-reads the bits before it sleeps. No event waits for a
-// decision nobody will take.
+// An event's poster either wakes the policy thread or sees to it that a
+// worker decides at its loop top (decider::poster: the poster itself, an
+// idle worker, or the workers it asks, ask_workers_to_decide): then
+// decide_at_loop_top either takes the event bits under the policy lock, or,
+// finding the lock held, wakes the thread, which re-reads the bits before
+// it sleeps. No event waits for a decision nobody will take.
 void scheduler::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
   // The first event since the thread last decided starts the latency clock
   // (relaxed: a measurement; the event itself is ordered below).
@@ -393,7 +417,9 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
 void scheduler::decide_at_loop_top() noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
-    if (maybe_empty_.any()) poke_driver();  // maybe posted by us without waking the thread (post_event)
+    // Posted without waking the thread (post_event, decider::poster): a
+    // failed try_lock orders nothing, so the holder may have missed them.
+    if (maybe_empty_.any() || became_nonempty_.any()) poke_driver();
     return;
   }
   if (stopping_.load(std::memory_order_relaxed)) return;

@@ -140,12 +140,14 @@ class scheduler {
 
   // policy_driver.cpp
   void note_nonempty(std::uint32_t pool) noexcept;
-  // Who takes the decision on an event: the policy thread (woken), or the
-  // posting worker itself at its loop top (an idle worker preempts nobody).
+  // Who takes the decision on an event: the policy thread (woken), or a
+  // worker at its loop top (the poster itself, or the workers it asks:
+  // a worker preempts nobody).
   enum class decider { policy_thread, poster };
   // True if it posted the event.
   bool note_maybe_empty(std::uint32_t pool, decider who = decider::policy_thread) noexcept;
-  void request_decision_from_a_worker() noexcept;
+  // Asks the workers to decide pending events; false when the policy thread must (policy_driver.cpp).
+  bool ask_workers_to_decide() noexcept;
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
