@@ -43,6 +43,16 @@ TEST(Config, DefaultsAndValidation) {
   c = {};
   c.workers = 100000;
   EXPECT_THROW(promptly::runtime{c}, std::invalid_argument);
+  // A bad fair sampling mode is caught whatever the policy (set_policy("fair") must not fail later).
+  c = {};
+  c.policy = "prompt";
+  c.fair.sampling = static_cast<promptly::fair_sampling>(7);
+  try {
+    promptly::validate(c);
+    FAIL() << "an unknown fair.sampling was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("fair.sampling"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(promptly::parse_sleep_mode("never"), promptly::sleep_mode::never);
   EXPECT_THROW(promptly::parse_sleep_mode("sometimes"), std::invalid_argument);
 }

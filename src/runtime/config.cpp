@@ -59,6 +59,9 @@ void validate(const runtime_config& cfg) {
     fail("levels = " + std::to_string(cfg.levels) + " must be in 1.." + std::to_string(max_levels));
   // The criterion is checked even when another policy runs: set_policy("fair") must not fail later.
   if (cfg.fair.round.count() <= 0) fail("fair.round must be > 0");
+  if (cfg.fair.sampling != fair_sampling::systematic && cfg.fair.sampling != fair_sampling::independent)
+    fail("fair.sampling = " + std::to_string(static_cast<int>(cfg.fair.sampling)) +
+         " is not a fair_sampling (systematic or independent)");
   try {
     (void)ext::fair_shares(cfg.fair.weights, cfg.levels);
   } catch (const std::invalid_argument& e) {
