@@ -5,13 +5,19 @@
 // exits 1 if any check failed.
 //
 //   proxy_driver --server PATH|cmake:TARGET [--policy P] [--workers N] [--clients 8]
-//                [--requests 500] [--seed 1] [--warmup W --reps R]
+//                [--requests 500] [--seed 1] [--samples-out FILE.json] [--warmup W --reps R]
 //
 // --reps R multiplies the requests per client; --warmup W runs W rounds of 100 requests per
-// client first (they fill the cache and are not measured).
+// client first (they fill the cache and are not measured). --samples-out writes every measured
+// latency as {"resp": [us...], "hit": [...], "miss": [...]} (the email driver's format), from
+// which bench/apps/plot_cdf.py draws the latency CDFs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <stdexcept>
 #include <string>
 
 #include "bench_common.hpp"
@@ -32,6 +38,27 @@ summary summarize(std::vector<double> v) {
   s.p99 = v[std::min(v.size() - 1, static_cast<std::size_t>(std::ceil(0.99 * v.size())) - 1)];
   return s;
 }
+
+// Latencies to 0.1 us, like the RESULT line: the CDF needs no more and the file stays small.
+void write_list(std::ostream& f, const char* name, const std::vector<double>& v) {
+  f << '"' << name << "\": [" << std::fixed << std::setprecision(1);
+  for (std::size_t i = 0; i < v.size(); ++i) f << (i ? "," : "") << v[i];
+  f << ']';
+}
+
+void write_samples(const std::string& path, const proxy::driver_report& r) {
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  std::ofstream f(path);
+  f << '{';
+  write_list(f, "resp", r.resp_us);
+  f << ", ";
+  write_list(f, "hit", r.hit_us);
+  f << ", ";
+  write_list(f, "miss", r.miss_us);
+  f << "}\n";
+  if (!f.flush()) throw std::runtime_error("cannot write the samples to " + path);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,6 +71,7 @@ int main(int argc, char** argv) {
   const long requests = a.get_long("requests", 500);
   o.seed = static_cast<std::uint64_t>(a.get_long("seed", 1));
   const long warmup = a.get_long("warmup", 0), reps = a.get_long("reps", 1);
+  const std::string samples_out = a.get_string("samples-out", "");
   a.finish();
   if (server.empty()) bench::args::fail("--server is required");
   if (o.clients < 1 || requests < 1 || reps < 1 || warmup < 0) bench::args::fail("bad --clients/--requests/--reps/--warmup");
@@ -83,6 +111,14 @@ int main(int argc, char** argv) {
   for (auto [n, s] : {std::pair{"resp", resp}, {"hit", hit}, {"miss", miss}})
     std::fprintf(stderr, "  %-5s mean %8.1f us  p50 %8.1f  p99 %8.1f\n", n, s.mean, s.p50, s.p99);
   std::fprintf(stderr, "  proxy: %s\n", r.proxy_stats.c_str());
+  if (!samples_out.empty()) {
+    try {
+      write_samples(samples_out, r);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "proxy_driver: %s\n", e.what());
+      ok = false;
+    }
+  }
   if (!ok || hit.mean == 0 || miss.mean == 0) {
     std::fprintf(stderr, "proxy_driver: failed (checks, unanswered requests, unclean stop, or no hit/miss sample)\n");
     return 1;
