@@ -1,4 +1,5 @@
-"""Suite `apps`: the papers' applications under load (apps/, issue "the papers' applications").
+"""Suite `apps`: the papers' applications under load (apps/; I-Cilk Sec. 5.2, and "Responsive
+Parallelism with Futures and State" Sec. 5.1).
 
 email-N: the email server of apps/email (README there) with N closed-loop clients, driven by
 `email_driver` (apps/email/driver.hpp), which starts the runtime's server as its child, warms
@@ -16,14 +17,13 @@ runtime_config::policy set by --policy; fair with the criterion 40-25-15-10-5-5 
 priorities, which favours the client loop and send), go (apps/email/go: goroutines + net,
 GOMAXPROCS = workers).
 
-Metrics (the issue's names): <type>_us_mean / _p50 / _p95 / _p99 for resp (request -> ACK), send,
+Metrics (stable names): <type>_us_mean / _p50 / _p95 / _p99 for resp (request -> ACK), send,
 sort, print (request -> DONE) measured by the driver, compress (a compress task's creation to
 its end, measured by the server), missed_periods (compression check periods that passed while
 the checker was still busy), periods, throughput_per_s (answered requests per second).
 region_s is send_us_p99 in seconds, so the Summary's ratio is a ratio of send p99s against
-promptly-oblivious. The driver writes every latency sample of the last round of each pair to
-/tmp/promptly-bench/apps/email-N-RUNTIME.json; bench/apps/plot_cdf.py draws the latency CDFs
-per request type per runtime from them.
+promptly-oblivious. The driver writes every latency sample of each run to
+/tmp/promptly-bench/apps/email-N-RUNTIME.json (the last measured round's stays).
 
 jserver-L: the job server of apps/jserver (README there) at L% offered utilisation of the 2
 workers (50, 70, 95 and 120, the paper's "about 50%, 70%, 95% and >95%"), 1.5 s of Poisson
@@ -42,8 +42,30 @@ process and the proxy as its child. Metrics: resp (request -> first byte of the 
 hit and miss (whole response time, split by X-Cache; also *_ns_per_byte_p50), stats (one
 run of the statistics task over the whole cache, measured by the proxy), hit_ratio,
 throughput_per_s. region_s is hit_us_p99. go is apps/proxy/go (net/http, a goroutine per
-connection, http.Client fetches, the same sharded cache).
+connection, http.Client fetches, the same sharded cache). Like the email driver, the proxy
+driver writes every resp, hit and miss latency of each run to
+/tmp/promptly-bench/apps/proxy-N-RUNTIME.json.
+
+Latency CDFs: after its own plots the harness calls this suite's extra_plots hook,
+bench/apps/plot_cdf.py, which draws BENCH-cdf.png for every bench, a panel per request or job
+type, a curve per runtime: email and proxy from the samples of the last measured round (a file
+is used only if its p50 and p99 are that round's reported ones), the job server from the
+quantiles it reports (p50, p90, p95, p99, max, medians over the rounds; it writes no samples).
 """
+
+import importlib.util
+from pathlib import Path
+
+_SAMPLES = "/tmp/promptly-bench/apps"
+
+
+def _cdf_plots(out_dir, results):
+    """The suite-level "extra_plots" hook: the latency CDFs (bench/apps/plot_cdf.py)."""
+    path = Path(__file__).resolve().parents[1] / "apps" / "plot_cdf.py"
+    spec = importlib.util.spec_from_file_location("promptly_apps_plot_cdf", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.cdf_plots(out_dir, results, _SAMPLES)
 
 _EMAIL_SERVERS = {
     "promptly-aps": ("cmake:email_server", "aps"),
@@ -81,7 +103,7 @@ def _email_bench(clients):
         "workers": [2],
         "args": ["--server", "{server}", "--clients", "{clients}", "--measure-ms", "{measure_ms}",
                  "--warmup-ms", "{warmup_ms}",
-                 "--samples-out", "/tmp/promptly-bench/apps/email-{clients}-{rt}.json"],
+                 "--samples-out", _SAMPLES + "/email-{clients}-{rt}.json"],
         "inner": [1, 1],
         "runtimes": _email_runtimes(),
         "baseline": "promptly-oblivious",
@@ -129,12 +151,14 @@ def _proxy_bench(clients):
         "params": {"clients": clients, "requests": 1500},
         "quick_params": {"requests": 200},
         "workers": [2],
-        "args": ["--server", "{server}", "--clients", "{clients}", "--requests", "{requests}"],
+        "args": ["--server", "{server}", "--clients", "{clients}", "--requests", "{requests}",
+                 "--samples-out", _SAMPLES + "/proxy-{clients}-{rt}.json"],
         "inner": [1, 1],
         "runtimes": {**{f"promptly-{p}": {"exe": "cmake:proxy_driver", "args": ["--policy", p],
-                                          "params": {"policy": p, "server": "cmake:proxy_server"}}
+                                          "params": {"policy": p, "server": "cmake:proxy_server",
+                                                     "rt": f"promptly-{p}"}}
                         for p in _PROXY_POLICIES},
-                     "go": {"exe": "cmake:proxy_driver", "params": {"server": "go:proxy"},
+                     "go": {"exe": "cmake:proxy_driver", "params": {"server": "go:proxy", "rt": "go"},
                             "env": {"GOMAXPROCS": "{workers}"}}},
         "baseline": "promptly-oblivious",
         "expected": lambda p: p["clients"] * p["requests"],
@@ -151,6 +175,7 @@ SUITE = {
     "name": "apps",
     "title": "The papers' applications under load: email server, job server, caching proxy (I-Cilk Sec. 5.2; futures and state Sec. 5.1)",
     "runtime_order": ["promptly-aps", "promptly-prompt", "promptly-fair", "promptly-oblivious", "go", "tbb-arenas"],
+    "extra_plots": _cdf_plots,
     "benches": [_email_bench(6), _email_bench(18), _email_bench(36)] +
                [_jserver_bench(load) for load in (50, 70, 95, 120)] +
                [_proxy_bench(8), _proxy_bench(32)],
