@@ -280,6 +280,76 @@ TEST(Pools, DecisionLatencyIsReported) {
   EXPECT_GE(s.decision_latency_p99_us, s.decision_latency_p50_us);
 }
 
+// The mechanism's timings (runtime_stats::mechanism) are recorded by the
+// operations they name. Each scenario forces its operation by events: a
+// stolen branch the owner waits for, a parked task woken by a promise,
+// sleeping workers woken by a submission, a core limit that puts a core to
+// sleep, an urgent pool that takes the cores and gives them back (the
+// parked continuations left behind are mugged on the way back).
+TEST(Pools, MechanismTimingsAreReported) {
+  promptly::runtime rt(config(2, "prompt"));
+  auto stats = [&] { return rt.stats().mechanism; };
+  // steal: the second branch can run only on the other worker.
+  {
+    std::atomic<bool> stolen{false};
+    rt.run([&] {
+      promptly::join([&] { while (!stolen.load()) promptly::yield(); }, [&] { stolen = true; });
+    });
+    EXPECT_GT(stats().steal.samples, 0u);
+  }
+  // resume: a task parks on a promise's future until this thread keeps it.
+  {
+    promptly::promise<int> p;
+    promptly::future<int> f = p.get_future();
+    std::atomic<bool> waiting{false};
+    auto waiter = rt.submit([&] {
+      waiting = true;
+      return f.get();
+    });
+    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+    p.set_value(7);
+    EXPECT_EQ(waiter.get(), 7);
+    EXPECT_GT(stats().resume.samples, 0u);
+  }
+  // wake: both workers asleep, then a submission wakes one.
+  {
+    ASSERT_TRUE(wait_until([&] { return rt.stats().sleeping_workers == 2; }));
+    EXPECT_EQ(rt.submit([] { return fib(12); }).get(), 144);
+    ASSERT_TRUE(wait_until([&] { return stats().wake.samples > 0; }));
+  }
+  // realloc and mug: level 1 busy on both workers (strands with boundaries),
+  // then urgent work at level 0 takes the cores and gives them back.
+  {
+    std::atomic<bool> stop{false};
+    std::atomic<int> spinning{0};
+    auto background = rt.submit(promptly::level{1}, [&] {
+      promptly::parallel_for(0, 8, 1, [&](int) {
+        spinning.fetch_add(1);
+        while (!stop.load()) promptly::yield();
+      });
+    });
+    ASSERT_TRUE(wait_until([&] { return spinning.load() >= 2; }));
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(rt.submit(promptly::level{0}, [] { return fib(12); }).get(), 144);
+    ASSERT_TRUE(wait_until([&] { return stats().realloc.samples > 0 && stats().mug.samples > 0; }))
+        << "realloc " << stats().realloc.samples << ", mug " << stats().mug.samples;
+    stop = true;
+    background.get();
+  }
+  // sleep: a core limit leaves one core without a pool.
+  {
+    rt.set_core_limit(1);
+    ASSERT_TRUE(wait_until([&] { return stats().sleep.samples > 0; }));
+    rt.set_core_limit(0);
+  }
+  const promptly::mechanism_stats m = stats();
+  for (const promptly::overhead_stats* o : {&m.realloc, &m.sleep, &m.wake, &m.resume, &m.mug, &m.steal}) {
+    EXPECT_GT(o->max_us, 0.0);
+    EXPECT_LE(o->p50_us, o->p95_us);
+    EXPECT_LE(o->p95_us, o->p99_us);
+    EXPECT_LE(o->p99_us, o->max_us);
+  }
+}
+
 // Elastic real-time parameters (for the elastic policy): checked at
 // creation, naming the field, and shown to the policy in its pool view.
 namespace {

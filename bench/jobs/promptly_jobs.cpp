@@ -94,6 +94,16 @@ int main(int argc, char** argv) {
                              // Policy decisions per job: 2 would be one arrival and one exit each.
                              {"decisions_per_job", static_cast<double>(rs.decisions - decisions_before) /
                                                        static_cast<double>(p.count)}};
+          // The runtime's mechanism (the last 512 samples of each worker and operation).
+          const std::pair<const char*, const promptly::overhead_stats*> ops[] = {
+              {"realloc", &rs.mechanism.realloc}, {"sleep", &rs.mechanism.sleep},   {"wake", &rs.mechanism.wake},
+              {"resume", &rs.mechanism.resume},   {"mug", &rs.mechanism.mug},       {"steal", &rs.mechanism.steal}};
+          for (const auto& [op, q] : ops) {
+            o.extra_metrics.emplace_back(std::string(op) + "_us_p50", q->p50_us);
+            o.extra_metrics.emplace_back(std::string(op) + "_us_p99", q->p99_us);
+            o.extra_metrics.emplace_back(std::string(op) + "_us_max", q->max_us);
+            o.extra_metrics.emplace_back(std::string(op) + "_samples", static_cast<double>(q->samples));
+          }
           o.end_ns.resize(p.count);
           for (std::size_t i = 0; i < p.count; ++i) {
             o.end_ns[i] = st.end_ns[i].load(std::memory_order_acquire);  // acquire: pairs with the job's release

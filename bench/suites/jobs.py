@@ -16,10 +16,18 @@ Metrics flow_ms_mean / _p50 / _p99 / _max; region_s is the mean flow time in sec
 Summary's ratio compares mean flow times against promptly-drep-steal-boundary (the baseline
 DREP is measured against in AMCilk Fig. 7). Promptly's runs also report the server's start
 (start decision -> root task running) and remove (pool removal) latency and the runtime's
-event-to-decision latency: start_us_*, remove_us_*, decision_us_* (AMCilk Sec. 5.1's overheads,
-here under the bench's load; `overheads` is bing-75's Promptly rows), and decisions_per_job (policy
+event-to-decision latency: start_us_*, remove_us_*, decision_us_*, and decisions_per_job (policy
 decisions during the replay / jobs: about 2 means one arrival and one exit each; more would mean
 pools flapping between empty and non-empty).
+
+overheads (AMCilk Sec. 5.1, under 75% Bing load): bing-75's replay on promptly-drep and
+promptly-drep-steal-boundary, showing the overheads: start, remove and decision as above, and the
+runtime's mechanism timings (runtime_stats::mechanism, the last 512 samples per worker):
+realloc_us_* (a decision gives a core another pool -> the core serves it: the reallocation, split
+into decision_us_* before it and sleep/wake), sleep_us_* (a core given no pool -> asleep),
+wake_us_* (a sleeping worker notified -> running), resume_us_* (a parked task made ready ->
+running again: preempted work resumed), mug_us_* (a worker starts looking -> it took a whole deque
+left at its pool) and steal_us_* (one successful steal); *_samples says how many samples each has.
 
 bing-sweep: the same runtimes replay `jobs` jobs at loads 0.5, 0.6, ... in turn until one is not
 sustained: mean flow time above 20 x E[work] / P (beyond it, clients wait for the queue, not for
@@ -58,6 +66,10 @@ def _runtimes():
     return rts
 
 
+_OVERHEADS = [f"{op}_us_{q}" for op in ["start", "remove", "decision"] for q in ["p50", "p99"]] + \
+    [f"{op}_us_{q}" for op in ["realloc", "sleep", "wake", "resume", "mug", "steal"] for q in ["p50", "p99", "max"]] + \
+    [f"{op}_samples" for op in ["realloc", "sleep", "wake", "resume", "mug", "steal"]]
+
 _SHOW = ["flow_ms_mean", "flow_ms_p50", "flow_ms_p99", "flow_ms_max", "rate_per_s", "unit_ns",
          "flow_excl_start_ms_mean", "flow_excl_start_ms_p99",
          "start_us_p50", "start_us_p99", "remove_us_p50", "remove_us_p99", "decision_us_p50", "decision_us_p99",
@@ -92,6 +104,15 @@ SUITE = {
         _load_bench("bing", 75),
         _load_bench("bing", 90),
         _load_bench("finance", 75),
+        {
+            **_load_bench("bing", 75),
+            "name": "overheads",
+            "title": "the overheads of bing-75's replay: server start/remove, decisions, and the runtime's "
+                     "mechanism (reallocation, sleep, wake, resumption, mugging vs stealing)",
+            "runtimes": {k: v for k, v in _runtimes().items() if k in ("promptly-drep", "promptly-drep-steal-boundary")},
+            "show": _OVERHEADS,
+            "plot": ["realloc_us_p99", "wake_us_p99", "resume_us_p99"],
+        },
         {
             "name": "bing-sweep",
             "title": "bing trace, 500 jobs per load, loads 0.5, 0.6, ... 1.1 until one is not sustained",

@@ -40,6 +40,27 @@ struct worker_state {
   int cpu = -1;          // runtime_config::pin_workers: the CPU the worker is pinned to; -1 = not pinned
 };
 
+// Quantiles of one mechanism timing, in microseconds.
+struct overhead_stats {
+  std::size_t samples = 0;
+  double p50_us = 0;
+  double p95_us = 0;
+  double p99_us = 0;
+  double max_us = 0;
+};
+
+// What the scheduler's mechanism costs (the operations AMCilk's job server
+// measures, Sec. 5.1), over the most recent samples of each worker (up to
+// 512 per worker and operation).
+struct mechanism_stats {
+  overhead_stats realloc;  // a decision gave a core another pool -> the core serves it
+  overhead_stats sleep;    // a decision gave a core no pool -> the core is asleep
+  overhead_stats wake;     // a sleeping worker is notified -> it runs again
+  overhead_stats resume;   // a parked task is made ready -> a worker runs it again
+  overhead_stats mug;      // a worker starts looking -> it takes a whole deque left at its pool
+  overhead_stats steal;    // a worker starts looking -> it steals a task (or takes one queued)
+};
+
 struct runtime_stats {
   std::string policy;
   unsigned workers = 0;
@@ -59,6 +80,7 @@ struct runtime_stats {
   std::size_t decision_latency_samples = 0;
   double decision_latency_p50_us = 0;
   double decision_latency_p99_us = 0;
+  mechanism_stats mechanism;
   std::vector<worker_state> worker_states;
   std::vector<pool_stats> levels;  // levels 0..L-1
   std::vector<pool_stats> pools;   // live pools made by runtime::create_pool, by id

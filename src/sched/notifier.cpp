@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 
 namespace promptly::detail {
@@ -13,13 +14,18 @@ long futex(std::atomic<std::uint32_t>* addr, int op, std::uint32_t val, const ti
   return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), op, val, timeout, nullptr, 0);
 }
 
+std::uint64_t steady_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 }  // namespace
 
-void notifier::commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout) noexcept {
+std::uint64_t notifier::commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout) noexcept {
   std::uint32_t expected = sleep_slot::preparing;
   if (!s.state.compare_exchange_strong(expected, sleep_slot::sleeping, std::memory_order_seq_cst)) {
     s.state.store(sleep_slot::awake, std::memory_order_seq_cst);  // notified while preparing
-    return;
+    return 0;
   }
   if (timeout.count() > 0) {
     timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000), static_cast<long>(timeout.count() % 1'000'000'000)};
@@ -30,12 +36,19 @@ void notifier::commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout) noex
     while (s.state.load(std::memory_order_seq_cst) == sleep_slot::sleeping)
       futex(&s.state, FUTEX_WAIT_PRIVATE, sleep_slot::sleeping, nullptr);
   }
-  s.state.store(sleep_slot::awake, std::memory_order_seq_cst);
+  const bool notified = s.state.exchange(sleep_slot::awake, std::memory_order_seq_cst) == sleep_slot::notified;
+  if (!notified) return 0;  // the nap timed out
+  const std::uint64_t at = s.notified_ns.load(std::memory_order_relaxed);  // relaxed: a statistic
+  const std::uint64_t now = steady_ns();
+  return at != 0 && now > at ? now - at : 0;
 }
 
 bool notifier::notify(sleep_slot& s) noexcept {
   std::uint32_t v = s.state.load(std::memory_order_seq_cst);
   while (v == sleep_slot::preparing || v == sleep_slot::sleeping) {
+    // Stamped before the CAS, so the waiter that sees `notified` sees the
+    // stamp too (the seq-cst CAS orders it). Relaxed: a statistic.
+    if (v == sleep_slot::sleeping) s.notified_ns.store(steady_ns(), std::memory_order_relaxed);
     if (s.state.compare_exchange_weak(v, sleep_slot::notified, std::memory_order_seq_cst)) {
       if (v == sleep_slot::sleeping) futex(&s.state, FUTEX_WAKE_PRIVATE, 1, nullptr);
       return true;

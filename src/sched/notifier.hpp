@@ -26,14 +26,20 @@ namespace promptly::detail {
 struct sleep_slot {
   enum : std::uint32_t { awake = 0, preparing = 1, sleeping = 2, notified = 3 };
   alignas(64) std::atomic<std::uint32_t> state{awake};
+  // When a notifier woke the slot from `sleeping` (steady clock, ns), for
+  // the wake-up's latency. Relaxed: a statistic; written before the futex
+  // wake, read by the woken waiter.
+  std::atomic<std::uint64_t> notified_ns{0};
 };
 
 class notifier {
  public:
   static void prepare_wait(sleep_slot& s) noexcept { s.state.store(sleep_slot::preparing, std::memory_order_seq_cst); }
   static void cancel_wait(sleep_slot& s) noexcept { s.state.store(sleep_slot::awake, std::memory_order_seq_cst); }
-  // Sleeps until notified; with a timeout > 0, at most that long.
-  static void commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout = std::chrono::nanoseconds{0}) noexcept;
+  // Sleeps until notified; with a timeout > 0, at most that long. Returns
+  // how long the wake-up took (notify to running again, ns) when a notifier
+  // woke the slot from a real sleep, else 0.
+  static std::uint64_t commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout = std::chrono::nanoseconds{0}) noexcept;
   // Wakes the slot if it is preparing or sleeping. Returns true if it did.
   // The caller must have made its condition visible (fence_before_notify).
   static bool notify(sleep_slot& s) noexcept;

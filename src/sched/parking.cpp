@@ -41,6 +41,8 @@ struct fiber_waiter final : waiter {
   // The wake path: the waking worker's deque when it serves the pool and
   // has room, else the pool's injection queue (resumed lane).
   static void wake_resume_task(scheduler& s, task* t) noexcept {
+    // Published to the resumer by the push below (release/acquire of the queues).
+    static_cast<resume_task*>(t)->made_ready_ns = now_ns();
     worker_view* w = reload_current_worker();
     if (s.owns(w) && w->pool == t->pool && w->deque->try_push(t)) return;
     s.inject(t, /*resumed=*/true);
@@ -52,6 +54,7 @@ struct fiber_waiter final : waiter {
     fiber_waiter* self = static_cast<resume_task*>(t)->owner;
     worker& w = worker::of(*reload_current_worker());
     w.at->parked.fetch_sub(1, std::memory_order_seq_cst);  // seq-cst: read by remove_pool's quiescence check
+    w.samples.record(mechanism_op::resume, scheduler::elapsed_since(static_cast<resume_task*>(t)->made_ready_ns));
     fiber_record& loop_fiber = *w.current;
     fiber_record& parked = self->fiber;  // *self ends when the parked fiber continues
     w.current = &parked;
@@ -64,6 +67,7 @@ struct fiber_waiter final : waiter {
   struct resume_task : task {
     explicit resume_task(fiber_waiter* o) noexcept : task(&resume_fiber), owner(o) {}
     fiber_waiter* owner;
+    std::uint64_t made_ready_ns = 0;  // when the wake path made it ready (mechanism timing)
   } resume;
   fiber_record& fiber;
   scheduler& sched;

@@ -331,6 +331,7 @@ void scheduler::apply_locked(const std::vector<core_assignment>& next) {
     }
     const unsigned target = usable && next[c].target == ext::core_target::pool ? next[c].pool : no_pool;
     if (assigned_pool(w.assigned.load(std::memory_order_relaxed)) == target && !was_roaming) continue;
+    w.reassigned_ns.store(now_ns(), std::memory_order_relaxed);  // relaxed: a statistic (worker.hpp)
     // Seq-cst: a worker about to sleep re-reads its assignment after
     // preparing to wait, and notify() below then finds it waiting.
     w.assigned.store(target, std::memory_order_seq_cst);
@@ -617,6 +618,17 @@ runtime_stats scheduler::stats() const {
   s.decision_latency_samples = latency_ns_.size();
   s.decision_latency_p50_us = percentile_us(latency_ns_, 0.5);
   s.decision_latency_p99_us = percentile_us(latency_ns_, 0.99);
+  auto mechanism = [&](mechanism_op op) {
+    std::vector<std::uint32_t> ns;
+    for (auto& w : workers_) w->samples.collect(op, ns);
+    return summarize_ns(ns);
+  };
+  s.mechanism.realloc = mechanism(mechanism_op::realloc);
+  s.mechanism.sleep = mechanism(mechanism_op::sleep);
+  s.mechanism.wake = mechanism(mechanism_op::wake);
+  s.mechanism.resume = mechanism(mechanism_op::resume);
+  s.mechanism.mug = mechanism(mechanism_op::mug);
+  s.mechanism.steal = mechanism(mechanism_op::steal);
   const bool roaming = roaming_.load(std::memory_order_relaxed);
   const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
   const std::vector<unsigned> cores = cores_by_pool();

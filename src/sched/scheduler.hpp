@@ -95,6 +95,10 @@ class scheduler {
 
   // ---- used by the scheduling loop and parking (same library) ----
   void run_scheduling_loop();
+  // Mechanism timings (mechanism_samples.hpp): ns since a now_ns() stamp,
+  // and a wake-up's latency as commit_wait returns it (0 = not woken).
+  static std::uint64_t elapsed_since(std::uint64_t start_ns) noexcept;
+  static void record_wake(worker& w, std::uint64_t wake_ns) noexcept;
   fiber_record& take_idle_fiber(worker& w);
   // A fiber suspended in the loop becomes idle on worker w. Fibers migrate
   // (a fiber parked on one worker resumes on another, whose loop fiber then

@@ -61,6 +61,8 @@ void scheduler::run_scheduling_loop() {
         continue;
       }
       move_to_pool(w, target);
+      if (const std::uint64_t asked = w.reassigned_ns.exchange(0, std::memory_order_relaxed); asked != 0)  // relaxed: a statistic
+        w.samples.record(mechanism_op::realloc, elapsed_since(asked));
     }
     task* t = w.continuation;  // Taskflow: the cached successor runs first
     if (t != nullptr)
@@ -82,6 +84,15 @@ void scheduler::run_scheduling_loop() {
 }
 
 // In roaming mode all workers form one sleep domain: pool 0's counters.
+
+std::uint64_t scheduler::elapsed_since(std::uint64_t start_ns) noexcept {
+  const std::uint64_t now = now_ns();
+  return now > start_ns ? now - start_ns : 0;
+}
+
+void scheduler::record_wake(worker& w, std::uint64_t wake_ns) noexcept {
+  if (wake_ns != 0) w.samples.record(mechanism_op::wake, wake_ns);
+}
 
 void scheduler::set_phase(worker& w, worker_phase p) noexcept {
   const std::uint64_t now = now_ns();
@@ -205,7 +216,11 @@ task* scheduler::explore_task(worker& w, bool roaming) {
   unsigned yields = 0;
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (moved(w, roaming)) return nullptr;
-    if (task* t = steal_once(w, roaming)) return t;
+    const std::uint64_t start = now_ns();
+    if (task* t = steal_once(w, roaming)) {
+      w.samples.record(mechanism_op::steal, elapsed_since(start));
+      return t;
+    }
     if (++failed >= cfg_.steal_bound) {
       sched_yield();
       if (++yields >= cfg_.yield_bound) break;
@@ -222,9 +237,13 @@ task* scheduler::find_work(worker& w) {
     // of local work now, so the loop top moves it; it must not mug its old
     // pool first.
     if (w.assigned.load(std::memory_order_relaxed) != w.pool) return nullptr;
+    const std::uint64_t start = now_ns();
     while (task_deque* m = w.at->take_muggable()) {
       adopt_deque(w, m);
-      if (task* t = m->pop()) return t;
+      if (task* t = m->pop()) {
+        w.samples.record(mechanism_op::mug, elapsed_since(start));
+        return t;
+      }
     }
   }
   return wait_for_task(w);
@@ -291,7 +310,7 @@ task* scheduler::wait_for_task(worker& w) {
     // for at most sentinel_nap (README.md, "Lemma 1 with a bounded nap").
     if (p.num_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 && p.num_actives.load(std::memory_order_seq_cst) > 0) {
       chaos::point();
-      notifier::commit_wait(w.slot, cfg_.sentinel_nap);
+      record_wake(w, notifier::commit_wait(w.slot, cfg_.sentinel_nap));
       continue;
     }
     // Nobody works at this pool any more: it may have become empty, which
@@ -308,7 +327,7 @@ task* scheduler::wait_for_task(worker& w) {
       notifier::cancel_wait(w.slot);
       return nullptr;
     }
-    notifier::commit_wait(w.slot);  // line 33
+    record_wake(w, notifier::commit_wait(w.slot));  // line 33
   }
 }
 
@@ -334,7 +353,9 @@ void scheduler::sleep_unassigned(worker& w) {
       notifier::cancel_wait(w.slot);
       return;
     }
-    notifier::commit_wait(w.slot);
+    if (const std::uint64_t asked = w.reassigned_ns.exchange(0, std::memory_order_relaxed); asked != 0)  // relaxed: a statistic
+      w.samples.record(mechanism_op::sleep, elapsed_since(asked));
+    record_wake(w, notifier::commit_wait(w.slot));
   }
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fiber.hpp"
+#include "mechanism_samples.hpp"
 #include "notifier.hpp"
 #include "pool.hpp"
 #include "promptly/config.hpp"
@@ -47,6 +48,11 @@ struct worker : worker_view {
   std::atomic<std::uint64_t> phase_since_ns{0};
 
   sleep_slot slot;
+  // When the policy last gave this core another pool or none (0 = no such
+  // change pending); the core records realloc or sleep when it acts on it.
+  // Relaxed: a statistic, written by the policy thread, consumed by the worker.
+  std::atomic<std::uint64_t> reassigned_ns{0};
+  mechanism_samples samples;
   fiber_record main_fiber;               // the thread's own context while a fiber runs
   fiber_record* current = nullptr;       // the fiber running on this thread
   std::vector<fiber_record*> idle;       // pooled fibers, suspended in the loop
