@@ -89,7 +89,7 @@ SUITE = {
     "name": "core",
     "title": "Core runtime: spawn cost, scaling, sleep protocol",
     # column order of the tables (default: order of first appearance)
-    "runtime_order": ["promptly", "promptly-nosleep", "tbb", "tbb-simple", "openmp", "go", "rayon", "serial"],
+    "runtime_order": ["promptly", "promptly-traced", "promptly-nosleep", "tbb", "tbb-simple", "openmp", "go", "rayon", "serial"],
     "benches": [
         {
             "name": "fib32-nocutoff",
@@ -103,6 +103,10 @@ SUITE = {
             "quick_inner": [1, 3],
             "runtimes": {
                 **_FIB_RUNTIMES,
+                # The event trace on (runtime_config::trace_file via PROMPTLY_TRACE; the file is
+                # written at exit, outside the timed region): its cost on the spawn-heaviest bench.
+                "promptly-traced": {**_FIB_RUNTIMES["promptly"],
+                                    "env": {"PROMPTLY_TRACE": "/tmp/promptly-fib-trace-w{workers}.json"}},
                 "openmp": {**_FIB_RUNTIMES["openmp"], "inner": [1, 3]},
                 "go": {**_FIB_RUNTIMES["go"], "inner": [1, 3]},
             },

@@ -55,6 +55,7 @@ struct fiber_waiter final : waiter {
     worker& w = worker::of(*reload_current_worker());
     w.at->parked.fetch_sub(1, std::memory_order_seq_cst);  // seq-cst: read by remove_pool's quiescence check
     w.samples.record(mechanism_op::resume, scheduler::elapsed_since(static_cast<resume_task*>(t)->made_ready_ns));
+    w.sched->trace(w, trace_kind::resume, t->pool, trace_id(&self->fiber));  // the parked task runs on from here
     fiber_record& loop_fiber = *w.current;
     fiber_record& parked = self->fiber;  // *self ends when the parked fiber continues
     w.current = &parked;
@@ -101,6 +102,7 @@ bool try_park(publish_fn publish, void* event) {
   // Frames that pushed work before this park must not pop it back (see
   // worker_view.hpp): the worker's loop continues on `next` and may run it.
   w.park_epoch.store(w.park_epoch.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  s.trace(w, trace_kind::park, w.pool, trace_id(&self));
   w.current = next;
   switch_fiber(self, *next, [&] {
     // On `next`'s stack; `self` is saved and may be resumed from now on.

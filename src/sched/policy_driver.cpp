@@ -259,6 +259,9 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
     decision_impl d(pools, view_cores_locked(tick), quantum_, installed);
     for (const ext::event& ev : events) policy_->on_event(ev, d);
     apply_locked(d.resolve());  // throws (nothing applied) if the policy mixed roaming and not
+    if (tracing_) [[unlikely]]
+      policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
+                           static_cast<std::uint32_t>(events.size()));
     quantum_ = d.quantum();
     if (tick) last_quantum_ = pools;
     for (const ext::event& ev : events)

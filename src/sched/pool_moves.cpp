@@ -85,6 +85,7 @@ void scheduler::arrive_at_pool(worker& w, std::uint32_t target) {
   w.deque = own_deque(w, p);
   w.visible.store(w.deque, std::memory_order_release);
   p.switches_in.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+  trace(w, trace_kind::move, target);
 }
 
 void scheduler::move_to_pool(worker& w, std::uint32_t target) {

@@ -82,6 +82,7 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
     if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + cfg_.allotment_trace + "'");
     trace_ << "t_s,policy,pool,desire,allotted,utilization,ready\n";
   }
+  start_trace();
   chaos::enable_from_environment();
   set_policy(cfg_.policy);  // initial allotment
   driver_ = std::thread([this] { driver_main(); });
@@ -97,6 +98,34 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
       // Recorded for stats() (worker_state::cpu) only if the pinning took.
       if (pthread_setaffinity_np(wp->thread.native_handle(), sizeof(set), &set) == 0) wp->cpu = cpu;
     }
+  }
+}
+
+// The event trace (event_trace.hpp): runtime_config::trace_file, else
+// PROMPTLY_TRACE. The file is opened (and truncated) now, so that a path
+// that cannot be written is an error from the constructor, not a lost trace.
+void scheduler::start_trace() {
+  trace_path_ = cfg_.trace_file;
+  if (trace_path_.empty())
+    if (const char* env = std::getenv("PROMPTLY_TRACE"); env != nullptr) trace_path_ = env;
+  if (trace_path_.empty()) return;
+  if (!std::ofstream(trace_path_, std::ios::trunc))
+    throw std::invalid_argument("promptly: cannot open trace_file '" + trace_path_ + "'");
+  constexpr std::size_t kept = 65536;  // events per thread (24 B each)
+  for (auto& w : workers_) w->trace = trace_ring(kept);
+  policy_trace_ = trace_ring(kept);
+  trace_t0_ns_ = now_ns();
+  tracing_ = true;
+}
+
+void scheduler::write_trace() noexcept {
+  if (!tracing_) return;
+  try {
+    std::vector<const trace_ring*> rings;
+    for (auto& w : workers_) rings.push_back(&w->trace);
+    write_chrome_trace(trace_path_, rings, policy_trace_, trace_t0_ns_);
+  } catch (const std::exception& e) {  // a destructor must not throw: say it
+    std::fprintf(stderr, "%s\n", e.what());
   }
 }
 
@@ -126,6 +155,7 @@ void scheduler::shutdown() {
     notifier::fence_before_notify();
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
+    write_trace();  // every thread that records has stopped
     for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));
   });
 }

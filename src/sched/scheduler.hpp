@@ -40,6 +40,8 @@
 
 namespace promptly::detail {
 
+std::uint64_t now_ns() noexcept;  // steady clock
+
 class scheduler {
  public:
   explicit scheduler(runtime_config cfg);
@@ -99,6 +101,11 @@ class scheduler {
   // and a wake-up's latency as commit_wait returns it (0 = not woken).
   static std::uint64_t elapsed_since(std::uint64_t start_ns) noexcept;
   static void record_wake(worker& w, std::uint64_t wake_ns) noexcept;
+  // Records an event in w's trace ring when tracing (one branch when not).
+  void trace(worker& w, trace_kind kind, std::uint32_t pool, std::uint32_t arg = 0) noexcept {
+    if (tracing_) [[unlikely]]
+      w.trace.record(kind, now_ns(), pool, arg);
+  }
   fiber_record& take_idle_fiber(worker& w);
   // A fiber suspended in the loop becomes idle on worker w. Fibers migrate
   // (a fiber parked on one worker resumes on another, whose loop fiber then
@@ -222,9 +229,14 @@ class scheduler {
   std::vector<std::uint32_t> nonempty_since_tick_;  // pools that became non-empty since the last tick
   std::chrono::steady_clock::time_point started_;
   std::ofstream trace_;
+  // The event trace (event_trace.hpp): fixed at construction.
+  bool tracing_ = false;
+  std::string trace_path_;
+  trace_ring policy_trace_;  // guarded by policy_mutex_
+  std::uint64_t trace_t0_ns_ = 0;
+  void start_trace();
+  void write_trace() noexcept;
   std::thread driver_;
 };
-
-std::uint64_t now_ns() noexcept;
 
 }  // namespace promptly::detail

@@ -79,7 +79,12 @@ void scheduler::run_scheduling_loop() {
     }
     assert(t->pool == w.pool && w.at == &pool_at(w.pool) && "a worker runs only tasks of the pool it serves");
     w.at->tasks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    trace(w, trace_kind::task_start, t->pool, trace_id(w.current));
     t->execute(t);
+    // The task may have parked and ended on another worker, and this frame
+    // may be an idle fiber's coming back: trace the fiber it returned on.
+    worker& ended = worker::of(*reload_current_worker());
+    trace(ended, trace_kind::task_end, ended.pool, trace_id(ended.current));
   }
 }
 
@@ -219,6 +224,7 @@ task* scheduler::explore_task(worker& w, bool roaming) {
     const std::uint64_t start = now_ns();
     if (task* t = steal_once(w, roaming)) {
       w.samples.record(mechanism_op::steal, elapsed_since(start));
+      trace(w, trace_kind::steal, t->pool);
       return t;
     }
     if (++failed >= cfg_.steal_bound) {
@@ -242,6 +248,7 @@ task* scheduler::find_work(worker& w) {
       adopt_deque(w, m);
       if (task* t = m->pop()) {
         w.samples.record(mechanism_op::mug, elapsed_since(start));
+        trace(w, trace_kind::mug, w.pool);
         return t;
       }
     }
@@ -310,7 +317,9 @@ task* scheduler::wait_for_task(worker& w) {
     // for at most sentinel_nap (README.md, "Lemma 1 with a bounded nap").
     if (p.num_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 && p.num_actives.load(std::memory_order_seq_cst) > 0) {
       chaos::point();
+      trace(w, trace_kind::sleep, d, 1);  // arg 1: a bounded nap
       record_wake(w, notifier::commit_wait(w.slot, cfg_.sentinel_nap));
+      trace(w, trace_kind::wake, d);
       continue;
     }
     // Nobody works at this pool any more: it may have become empty, which
@@ -327,7 +336,9 @@ task* scheduler::wait_for_task(worker& w) {
       notifier::cancel_wait(w.slot);
       return nullptr;
     }
+    trace(w, trace_kind::sleep, d);
     record_wake(w, notifier::commit_wait(w.slot));  // line 33
+    trace(w, trace_kind::wake, d);
   }
 }
 
@@ -355,7 +366,9 @@ void scheduler::sleep_unassigned(worker& w) {
     }
     if (const std::uint64_t asked = w.reassigned_ns.exchange(0, std::memory_order_relaxed); asked != 0)  // relaxed: a statistic
       w.samples.record(mechanism_op::sleep, elapsed_since(asked));
+    trace(w, trace_kind::sleep, no_pool);
     record_wake(w, notifier::commit_wait(w.slot));
+    trace(w, trace_kind::wake, no_pool);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fiber.hpp"
+#include "event_trace.hpp"
 #include "mechanism_samples.hpp"
 #include "notifier.hpp"
 #include "pool.hpp"
@@ -53,6 +54,7 @@ struct worker : worker_view {
   // Relaxed: a statistic, written by the policy thread, consumed by the worker.
   std::atomic<std::uint64_t> reassigned_ns{0};
   mechanism_samples samples;
+  trace_ring trace;  // empty unless tracing (event_trace.hpp)
   fiber_record main_fiber;               // the thread's own context while a fiber runs
   fiber_record* current = nullptr;       // the fiber running on this thread
   std::vector<fiber_record*> idle;       // pooled fibers, suspended in the loop
