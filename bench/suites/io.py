@@ -1,8 +1,8 @@
 """Suite `io`: interactive echo kernels next to a saturating compute kernel.
 
-the fairly prompt paper Sec. 6.2.1's terminal echo and network echo, at 50 interactions per second, while
-fib(n) (above the cutoff: one spawn per call, as in suite `core`) runs on every worker; the
-the fairly prompt paper Table 5 comparison (Sec. 6.2.5) on this machine. Every pair runs the same driver
+The fairly prompt paper's (Sec. 6.2.1) terminal echo and network echo, at 50 interactions per second, while
+fib(n) (above the cutoff: one spawn per call, as in suite `core`) runs on every worker: the
+fairly prompt paper's Table 5 comparison (Sec. 6.2.5) on this machine. Every pair runs the same driver
 (`bench_io_driver`, a separate process that starts the runtime's echo server, timestamps each
 request and response, and reports the server's compute times); see bench/io/README.md.
 
