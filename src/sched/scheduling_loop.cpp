@@ -82,9 +82,12 @@ void scheduler::run_scheduling_loop() {
     trace(w, trace_kind::task_start, t->pool, trace_id(w.current));
     t->execute(t);
     // The task may have parked and ended on another worker, and this frame
-    // may be an idle fiber's coming back: trace the fiber it returned on.
-    worker& ended = worker::of(*reload_current_worker());
-    trace(ended, trace_kind::task_end, ended.pool, trace_id(ended.current));
+    // may be an idle fiber's coming back: trace the fiber it returned on
+    // (the reload only when tracing: it is not free, and this runs per task).
+    if (tracing_) [[unlikely]] {
+      worker& ended = worker::of(*reload_current_worker());
+      trace(ended, trace_kind::task_end, ended.pool, trace_id(ended.current));
+    }
   }
 }
 
