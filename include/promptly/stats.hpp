@@ -58,7 +58,7 @@ struct mechanism_stats {
   overhead_stats wake;     // a sleeping worker is notified -> it runs again
   overhead_stats resume;   // a parked task is made ready -> a worker runs it again
   overhead_stats mug;      // a worker starts looking -> it takes a whole deque left at its pool
-  overhead_stats steal;    // a worker starts looking -> it steals a task (or takes one queued)
+  overhead_stats steal;    // one successful steal attempt (a task from a victim or the pool's queue)
 };
 
 struct runtime_stats {
