@@ -40,8 +40,9 @@ class decisions {
     std::vector<ext::core_view> cores(targets_.size());
     for (std::size_t c = 0; c < cores.size(); ++c) {
       cores[c].index = static_cast<unsigned>(c);
-      cores[c].target = targets_[c].target;
-      cores[c].assigned = targets_[c].target == ext::core_target::pool ? targets_[c].pool : ext::no_pool;
+      cores[c].target = targets_[c].target();
+      cores[c].assigned = targets_[c].first();
+      cores[c].pools.assign(targets_[c].ranked_ids().begin(), targets_[c].ranked_ids().end());
       cores[c].serving = cores[c].assigned;
     }
     promptly::detail::decision_impl d(pools, cores, quantum_, kind == ext::event_kind::installed);
@@ -50,9 +51,8 @@ class decisions {
     quantum_ = d.quantum();
     std::vector<unsigned> per_pool(pools.size(), 0);
     for (const auto& t : targets_)
-      if (t.target == ext::core_target::pool)
-        for (std::size_t i = 0; i < pools.size(); ++i)
-          if (pools[i].id == t.pool) ++per_pool[i];
+      for (std::size_t i = 0; i < pools.size(); ++i)
+        if (pools[i].id == t.first()) ++per_pool[i];
     return per_pool;
   }
 
@@ -65,7 +65,7 @@ class decisions {
       if (pools[i].id == ext::no_pool) pools[i].id = static_cast<ext::pool_id>(i);
       pools[i].cores = 0;
       for (const auto& t : targets_)
-        if (t.target == ext::core_target::pool && t.pool == pools[i].id) ++pools[i].cores;
+        if (t.first() == pools[i].id) ++pools[i].cores;
     }
     return decide(p, kind, pool, std::move(pools));
   }
@@ -73,19 +73,21 @@ class decisions {
   // Cores the last decision left asleep.
   unsigned asleep() const {
     unsigned n = 0;
-    for (const auto& t : targets_) n += t.target == ext::core_target::asleep ? 1 : 0;
+    for (const auto& t : targets_) n += t.asleep() ? 1 : 0;
     return n;
   }
 
-  bool all_roaming() const {
+  bool all_serve_every_pool() const {
     for (const auto& t : targets_)
-      if (t.target != ext::core_target::roaming) return false;
+      if (!t.every()) return false;
     return !targets_.empty();
   }
+  // Core c's assignment after the last decision.
+  const promptly::detail::pool_set& of(unsigned c) const { return targets_.at(c); }
   std::chrono::microseconds quantum() const { return quantum_; }
 
  private:
-  std::vector<promptly::detail::core_assignment> targets_;
+  std::vector<promptly::detail::pool_set> targets_;
   std::chrono::microseconds quantum_{0};
 };
 

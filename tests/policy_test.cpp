@@ -270,16 +270,16 @@ TEST(Policies, ApsReactsToEventsAtOnceAndToQuanta) {
   EXPECT_DOUBLE_EQ(p->desire(0), 0.0);
 }
 
-TEST(Policies, ObliviousRoamsEveryCoreAndKeepsThemRoaming) {
+TEST(Policies, ObliviousGivesEveryCoreEveryPoolAndKeepsIt) {
   auto p = promptly::ext::make_policy("oblivious");
   decisions d(3);
   std::vector<pool_view> s(2);
   d.decide(*p, event_kind::installed, promptly::ext::no_pool, s);
-  EXPECT_TRUE(d.all_roaming());
+  EXPECT_TRUE(d.all_serve_every_pool());
   s[1].has_ready_work = true;
   d.decide(*p, event_kind::became_nonempty, 1, s);
   d.decide(*p, event_kind::pool_added, 1, s);
-  EXPECT_TRUE(d.all_roaming());
+  EXPECT_TRUE(d.all_serve_every_pool());
 }
 
 TEST(Policies, UnknownNamesAndBadParametersAreRejected) {

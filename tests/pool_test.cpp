@@ -45,6 +45,44 @@ class round_robin_policy final : public promptly::ext::policy {
   std::size_t turn_ = 0;
 };
 
+// A user policy giving each core a ranked set of up to three pools with
+// work, rotated every quantum. With `mixed`, core 0 serves every pool and
+// core 1 sleeps every third quantum: sets, every pool and asleep at once.
+class ranked_sets_policy final : public promptly::ext::policy {
+ public:
+  explicit ranked_sets_policy(bool mixed) : mixed_(mixed) {}
+  std::string_view name() const noexcept override { return mixed_ ? "mixed-sets" : "ranked-sets"; }
+  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+    if (ev.kind == promptly::ext::event_kind::installed) d.set_quantum(200us);
+    if (ev.kind == promptly::ext::event_kind::quantum) ++turn_;
+    std::vector<promptly::ext::pool_id> busy;
+    for (const auto& p : d.pools())
+      if (p.has_ready_work) busy.push_back(p.id);
+    for (unsigned c = 0; c < d.core_count(); ++c) {
+      if (mixed_ && c == 0) {
+        d.serve_every_pool(c);
+      } else if (busy.empty() || (mixed_ && c == 1 && turn_ % 3 == 2)) {
+        d.take_core(c);
+      } else {
+        std::vector<promptly::ext::pool_id> set;
+        for (std::size_t k = 0; k < std::min<std::size_t>(3, busy.size()); ++k)
+          set.push_back(busy[(turn_ + c + k) % busy.size()]);
+        d.serve(c, set);
+      }
+    }
+  }
+
+ private:
+  bool mixed_;
+  std::size_t turn_ = 0;
+};
+
+std::unique_ptr<promptly::ext::policy> user_policy(const std::string& name) {
+  if (name == "round-robin") return std::make_unique<round_robin_policy>();
+  if (name == "ranked-sets" || name == "mixed-sets") return std::make_unique<ranked_sets_policy>(name == "mixed-sets");
+  return nullptr;
+}
+
 long tree_sum(int depth) {
   if (depth == 0) return 1;
   auto [a, b] = promptly::join([&] { return tree_sum(depth - 1); }, [&] { return tree_sum(depth - 1); });
@@ -59,8 +97,8 @@ class PoolsUnderPolicy : public ::testing::TestWithParam<std::string> {};
 // tree, an async and a task_group child: every task completes.
 TEST_P(PoolsUnderPolicy, HundredPoolsComeAndGoAndEveryTaskCompletes) {
   promptly::runtime rt(config(2, "prompt"));
-  if (GetParam() == "round-robin")
-    rt.set_policy(std::make_unique<round_robin_policy>());
+  if (auto mine = user_policy(GetParam()))
+    rt.set_policy(std::move(mine));
   else
     rt.set_policy(GetParam());
   watchdog guard(60s, "100 pools under " + GetParam(), [&] { return describe(rt); });
@@ -93,8 +131,8 @@ TEST_P(PoolsUnderPolicy, HundredPoolsComeAndGoAndEveryTaskCompletes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, PoolsUnderPolicy,
-                         ::testing::Values("prompt", "aps", "fair", "oblivious", "round-robin", "equi", "drep",
-                                           "drep-steal-boundary", "asteal", "elastic"),
+                         ::testing::Values("prompt", "aps", "fair", "oblivious", "round-robin", "ranked-sets",
+                                           "mixed-sets", "equi", "drep", "drep-steal-boundary", "asteal", "elastic"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
@@ -249,21 +287,83 @@ TEST(Pools, PoliciesSeePoolEventsAndViews) {
   EXPECT_EQ(r->kinds.front(), promptly::ext::event_kind::installed);
 }
 
-// A policy that throws or mixes roaming with pools: the runtime keeps the
-// previous policy (installation) and reports the problem.
-TEST(Pools, APolicyThatMixesRoamingIsRejectedAtInstallation) {
-  struct half_roaming final : promptly::ext::policy {
-    std::string_view name() const noexcept override { return "half"; }
-    void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
-      d.roam(0);
-      d.give_core(1, d.pools()[0].id);
+// A core given a ranked set goes to the most urgent pool of its set with
+// queued work at its next strand boundary, though the policy never decides
+// again: both cores spin at level 1 (yield() is their only strand
+// boundary) until a task at level 0 runs. Without the loop top's walk of the
+// set, the level-0 task would wait forever (the watchdog reports it).
+TEST(Pools, ACoreGoesToTheMostUrgentPoolOfItsSetByItself) {
+  struct fixed_set final : promptly::ext::policy {
+    std::string_view name() const noexcept override { return "fixed-set"; }
+    void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+      if (ev.kind != promptly::ext::event_kind::installed) return;  // decides once, at installation
+      const std::vector<promptly::ext::pool_id> set{d.pools()[0].id, d.pools()[1].id};
+      for (unsigned c = 0; c < d.core_count(); ++c) d.serve(c, set);
     }
   };
-  promptly::runtime rt(config(2, "prompt"));
-  EXPECT_NE(what_of<std::logic_error>([&] { rt.set_policy(std::make_unique<half_roaming>()); }).find("roam"),
-            std::string::npos);
-  EXPECT_EQ(rt.policy(), "prompt");
-  EXPECT_EQ(rt.submit([] { return fib(15); }).get(), fib_serial(15));
+  promptly::runtime rt(config(2, "prompt", 2));
+  rt.set_policy(std::make_unique<fixed_set>());
+  watchdog guard(60s, "cores spinning at level 1", [&] { return describe(rt); });
+  std::atomic<bool> done{false};
+  std::atomic<int> spinning{0};
+  auto spin = [&] {
+    spinning.fetch_add(1);
+    while (!done.load()) promptly::yield();
+  };
+  auto a = rt.submit(promptly::level{1}, spin);
+  auto b = rt.submit(promptly::level{1}, spin);
+  while (spinning.load() < 2) std::this_thread::yield();
+  auto urgent = rt.submit(promptly::level{0}, [&] {
+    done.store(true);
+    return promptly::current_pool();
+  });
+  EXPECT_EQ(urgent.get(), promptly::pool(promptly::level{0}));
+  a.get();
+  b.get();
+  for (const auto& w : rt.stats().worker_states) {
+    EXPECT_EQ(w.pools, (std::vector<int>{0, 1})) << "the policy gave every core the set {0, 1} and nothing else";
+  }
+}
+
+// Some cores serve every pool while others serve ranked sets or sleep: all
+// work runs; and a set the runtime cannot serve is an error naming it.
+TEST(Pools, CoresServingEveryPoolMixWithRankedSets) {
+  struct mixed final : promptly::ext::policy {
+    std::string_view name() const noexcept override { return "mixed"; }
+    void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
+      d.serve_every_pool(0);
+      const std::vector<promptly::ext::pool_id> set{d.pools().back().id, d.pools().front().id};
+      d.serve(1, set);
+      d.take_core(2);
+    }
+  };
+  promptly::runtime rt(config(3, "prompt"));
+  rt.set_policy(std::make_unique<mixed>());
+  watchdog guard(60s, "mixed sets", [&] { return describe(rt); });
+  std::vector<promptly::future<long>> results;
+  for (unsigned l = 0; l < rt.config().levels; ++l)
+    for (int i = 0; i < 4; ++i) results.push_back(rt.submit(promptly::level{l}, [] { return tree_sum(8); }));
+  for (auto& r : results) EXPECT_EQ(r.get(), 256);
+  const auto states = rt.stats().worker_states;
+  EXPECT_TRUE(states[0].every_pool);
+  EXPECT_EQ(states[1].pools, (std::vector<int>{2, 0}));
+  EXPECT_EQ(states[2].assigned, -1);
+
+  struct bad final : promptly::ext::policy {
+    explicit bad(std::vector<promptly::ext::pool_id> set) : set_(std::move(set)) {}
+    std::string_view name() const noexcept override { return "bad"; }
+    void on_event(const promptly::ext::event&, promptly::ext::decision& d) override { d.serve(0, set_); }
+    std::vector<promptly::ext::pool_id> set_;
+  };
+  auto rejected = [&](std::vector<promptly::ext::pool_id> set) {
+    return what_of<std::invalid_argument>([&] { rt.set_policy(std::make_unique<bad>(std::move(set))); });
+  };
+  EXPECT_NE(rejected({}).find("no pool"), std::string::npos);
+  EXPECT_NE(rejected({0, 1, 0}).find("appears twice"), std::string::npos);
+  EXPECT_NE(rejected({0, 77}).find("pool 77 is not a live pool"), std::string::npos);
+  EXPECT_NE(rejected(std::vector<promptly::ext::pool_id>(9, 0)).find("at most 8"), std::string::npos);
+  EXPECT_EQ(rt.policy(), "mixed") << "a rejected policy leaves the installed one";
+  EXPECT_EQ(rt.submit([] { return tree_sum(6); }).get(), 64);
 }
 
 // The policy thread's latency from event to decision is measured.

@@ -1,7 +1,8 @@
 // Randomized schedules: seeded perturbations in the sleep protocol, level
 // moves, parking and the policy driver (src/sched/chaos.hpp), a policy that
-// hands out random allotments every 300 us (workers moved at strand
-// boundaries in every direction, some left with no level), and policy
+// hands out random assignments every 300 us (counts, ranked sets of pools,
+// cores serving every pool, mixed; workers moved at strand boundaries in
+// every direction, some left with no level), and policy
 // switches through every built-in policy, including oblivious, while two
 // outside threads submit random mixes: fork-join, task groups spawning at
 // other levels, long future chains, low-level graphs with urgent arrivals,
@@ -13,9 +14,11 @@
 // PROMPTLY_STRESS_ROUNDS=<n> scales the number of operations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -36,9 +39,12 @@ namespace {
 
 constexpr unsigned levels = 3;
 
-// Random allotments every quantum and at every event; one random level with
-// work always gets a worker, so the runtime progresses, but levels lose all
-// their workers and workers are left with no level.
+// Random assignments every quantum and at every event, in three shapes:
+// counts per pool (allot), a random ranked set per core, or a mix of cores
+// serving every pool, ranked sets and sleeping cores. One random pool with
+// work always gets a core (the most urgent of core 0's set, or core 0 serves
+// every pool), so the runtime progresses, but pools lose all their cores
+// and cores are left with no pool.
 class random_policy final : public promptly::ext::policy {
  public:
   explicit random_policy(std::uint64_t seed) : rng_(seed) {}
@@ -46,21 +52,48 @@ class random_policy final : public promptly::ext::policy {
   void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
     if (ev.kind == promptly::ext::event_kind::installed) d.set_quantum(300us);
     const auto pools = d.pools();
-    unsigned left = d.core_count();
-    std::vector<unsigned> allotment(pools.size(), 0);
     std::vector<std::size_t> with_work;
     for (std::size_t p = 0; p < pools.size(); ++p)
       if (pools[p].has_ready_work) with_work.push_back(p);
-    if (!with_work.empty()) {
-      allotment[with_work[rng_() % with_work.size()]] = 1;
-      --left;
+    const unsigned shape = static_cast<unsigned>(rng_() % 3);
+    if (shape == 0) {
+      unsigned left = d.core_count();
+      std::vector<unsigned> allotment(pools.size(), 0);
+      if (!with_work.empty()) {
+        allotment[with_work[rng_() % with_work.size()]] = 1;
+        --left;
+      }
+      for (std::size_t p = 0; p < allotment.size() && left > 0; ++p) {
+        const unsigned extra = static_cast<unsigned>(rng_() % (left + 1));
+        allotment[p] += extra;
+        left -= extra;
+      }
+      for (std::size_t p = 0; p < pools.size(); ++p) d.allot(pools[p].id, allotment[p]);
+      return;
     }
-    for (std::size_t p = 0; p < allotment.size() && left > 0; ++p) {
-      const unsigned extra = static_cast<unsigned>(rng_() % (left + 1));
-      allotment[p] += extra;
-      left -= extra;
+    auto random_set = [&](std::optional<std::size_t> first) {
+      std::vector<promptly::ext::pool_id> set;
+      if (first) set.push_back(pools[*first].id);
+      const std::size_t size = 1 + rng_() % std::min<std::size_t>(pools.size(), 3);
+      for (std::size_t tries = 0; set.size() < size && tries < 8; ++tries) {
+        const promptly::ext::pool_id id = pools[rng_() % pools.size()].id;
+        if (std::find(set.begin(), set.end(), id) == set.end()) set.push_back(id);
+      }
+      return set;
+    };
+    for (unsigned c = 0; c < d.core_count(); ++c) {
+      const bool progress = c == 0;
+      const unsigned pick = shape == 1 ? 0 : static_cast<unsigned>(rng_() % 3);
+      if (pick == 1 || (progress && with_work.empty() && shape == 2)) {
+        d.serve_every_pool(c);
+      } else if (pick == 2 && !progress) {
+        d.take_core(c);
+      } else {
+        std::optional<std::size_t> first;
+        if (progress && !with_work.empty()) first = with_work[rng_() % with_work.size()];
+        d.serve(c, random_set(first));
+      }
     }
-    for (std::size_t p = 0; p < pools.size(); ++p) d.allot(pools[p].id, allotment[p]);
   }
 
  private:

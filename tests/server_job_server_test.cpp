@@ -371,13 +371,13 @@ TEST(JobServer, ClassesMapToPoolRanks) {
 }
 
 // The elastic parameters a job is submitted with reach its pool, as the policy sees it. The
-// recording policy lets every core roam (so jobs run) and remembers each pool's parameters; the
+// recording policy lets every core serve every pool (so jobs run) and remembers each pool's parameters; the
 // job waits until the policy has seen its pool, so no timing decides the outcome.
 class elastic_recorder final : public promptly::ext::policy {
  public:
   std::string_view name() const noexcept override { return "elastic-recorder"; }
   void on_event(const promptly::ext::event&, promptly::ext::decision& d) override {
-    for (unsigned c = 0; c < d.core_count(); ++c) d.roam(c);
+    for (unsigned c = 0; c < d.core_count(); ++c) d.serve_every_pool(c);
     std::lock_guard lock(mu);
     for (const auto& p : d.pools())
       if (p.elastic) seen[p.id] = *p.elastic;

@@ -35,7 +35,9 @@ using level_stats = pool_stats;
 // What one worker is doing now (a snapshot; for diagnostics and tests).
 struct worker_state {
   unsigned serving = 0;  // the pool (level) whose deque the worker works on
-  int assigned = -1;     // the pool the policy gave it; -1 = none (it sleeps)
+  int assigned = -1;     // the most urgent pool of its set, the pool it serves if it serves every pool; -1 = none (it sleeps)
+  std::vector<int> pools;  // its ranked set of pools, most urgent first (empty: asleep or every pool)
+  bool every_pool = false; // it serves every pool
   std::string state;     // "working", "looking" (stealing) or "sleeping" (in the notifier)
   int cpu = -1;          // runtime_config::pin_workers: the CPU the worker is pinned to; -1 = not pinned
 };

@@ -9,8 +9,8 @@ class oblivious_policy final : public ext::policy {
  public:
   std::string_view name() const noexcept override { return "oblivious"; }
   void on_event(const ext::event& ev, ext::decision& d) override {
-    if (ev.kind != ext::event_kind::installed) return;  // roaming cores stay roaming
-    for (unsigned c = 0; c < d.core_count(); ++c) d.roam(c);
+    if (ev.kind != ext::event_kind::installed) return;  // the cores keep serving every pool
+    for (unsigned c = 0; c < d.core_count(); ++c) d.serve_every_pool(c);
   }
 };
 

@@ -22,8 +22,11 @@ decision_impl::decision_impl(std::vector<ext::pool_view> pools, std::vector<ext:
   for (std::size_t i = 0; i < pools_.size(); ++i) index_by_id_[pools_[i].id] = i;
   if (from_scratch) return;
   for (std::size_t c = 0; c < cores_.size(); ++c) {
-    targets_[c].target = cores_[c].target;
-    targets_[c].pool = cores_[c].assigned;
+    const ext::core_view& v = cores_[c];
+    targets_[c] = v.target == ext::core_target::every_pool ? pool_set::every_pool()
+                  : v.target == ext::core_target::pool
+                      ? (v.pools.empty() ? pool_set::one(v.assigned) : pool_set::ranked(v.pools))
+                      : pool_set::none();
   }
 }
 
@@ -46,19 +49,37 @@ void decision_impl::give_core(unsigned core, ext::pool_id pool) {
   check_core(core, "give_core");
   if (index_of(pool) == pools_.size())
     throw std::invalid_argument("promptly: policy give_core: pool " + std::to_string(pool) + " is not a live pool");
-  targets_[core] = {ext::core_target::pool, pool};
+  targets_[core] = pool_set::one(pool);
+  explicit_[core] = true;
+}
+
+void decision_impl::serve(unsigned core, std::span<const ext::pool_id> ranked) {
+  check_core(core, "serve");
+  if (ranked.empty()) throw std::invalid_argument("promptly: policy serve: core " + std::to_string(core) + " was given no pool (take_core puts a core to sleep)");
+  if (ranked.size() > max_ranked_pools)
+    throw std::invalid_argument("promptly: policy serve: " + std::to_string(ranked.size()) + " pools for core " +
+                                std::to_string(core) + "; a ranked set holds at most " +
+                                std::to_string(max_ranked_pools) + " (serve_every_pool serves them all)");
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    if (index_of(ranked[i]) == pools_.size())
+      throw std::invalid_argument("promptly: policy serve: pool " + std::to_string(ranked[i]) + " is not a live pool");
+    if (std::find(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked[i]) != ranked.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument("promptly: policy serve: pool " + std::to_string(ranked[i]) + " appears twice in core " +
+                                  std::to_string(core) + "'s set");
+  }
+  targets_[core] = pool_set::ranked(ranked);
   explicit_[core] = true;
 }
 
 void decision_impl::take_core(unsigned core) {
   check_core(core, "take_core");
-  targets_[core] = {ext::core_target::asleep, 0};
+  targets_[core] = pool_set::none();
   explicit_[core] = true;
 }
 
-void decision_impl::roam(unsigned core) {
-  check_core(core, "roam");
-  targets_[core] = {ext::core_target::roaming, 0};
+void decision_impl::serve_every_pool(unsigned core) {
+  check_core(core, "serve_every_pool");
+  targets_[core] = pool_set::every_pool();
   explicit_[core] = true;
 }
 
@@ -75,11 +96,17 @@ void decision_impl::set_quantum(std::chrono::microseconds q) {
   quantum_ = q;
 }
 
-std::vector<core_assignment> decision_impl::resolve() const {
-  std::vector<core_assignment> out = targets_;
-  // A core left at a pool that is no longer live sleeps (unless counts move it below).
-  for (auto& a : out)
-    if (a.target == ext::core_target::pool && index_of(a.pool) == pools_.size()) a = {ext::core_target::asleep, 0};
+std::vector<pool_set> decision_impl::resolve() const {
+  std::vector<pool_set> out = targets_;
+  // Pools no longer live drop out of the sets; a core whose set empties
+  // sleeps (unless counts move it below).
+  for (auto& a : out) {
+    if (a.what != pool_set::kind::pools) continue;
+    std::uint8_t kept = 0;
+    for (std::uint8_t i = 0; i < a.count; ++i)
+      if (index_of(a.ids[i]) != pools_.size()) a.ids[kept++] = a.ids[i];
+    a = kept == 0 ? pool_set::none() : pool_set::ranked({a.ids.data(), kept});
+  }
   if (counted_) {
     // Counts to cores, for the cores the policy did not place explicitly:
     // keep each at its assigned pool, then at the pool it serves, while
@@ -92,7 +119,7 @@ std::vector<core_assignment> decision_impl::resolve() const {
       const std::size_t i = index_of(id);
       if (i == pools_.size() || room[i] == 0) return false;
       --room[i];
-      out[c] = {ext::core_target::pool, id};
+      out[c] = pool_set::one(id);
       placed[c] = true;
       return true;
     };
@@ -103,14 +130,9 @@ std::vector<core_assignment> decision_impl::resolve() const {
     for (std::size_t c = 0; c < out.size(); ++c) {
       if (placed[c]) continue;
       for (std::size_t i = 0; i < pools_.size() && !placed[c]; ++i) try_place(c, pools_[i].id);
-      if (!placed[c]) out[c] = {ext::core_target::asleep, 0};
+      if (!placed[c]) out[c] = pool_set::none();
     }
   }
-  std::size_t roaming = 0;
-  for (auto& a : out) roaming += a.target == ext::core_target::roaming ? 1 : 0;
-  if (roaming != 0 && roaming != out.size())
-    throw std::logic_error("promptly: the policy left " + std::to_string(roaming) + " of " +
-                           std::to_string(out.size()) + " cores roaming; either every core roams or none does");
   return out;
 }
 

@@ -5,24 +5,19 @@
 //
 // Invariants
 //  * Built and used on the policy thread only, under policy_mutex_.
-//  * resolve() gives every core exactly one target: a pool of the view
-//    (never a removed one: cores left at a pool that is gone go to sleep),
-//    asleep, or roaming; and either every core roams or none does.
+//  * resolve() gives every core exactly one assignment: a ranked set of
+//    live pools of the view (pools that are gone drop out of a set; a core
+//    whose set empties sleeps), asleep, or every pool.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <vector>
 
+#include "assignment.hpp"
 #include "promptly/ext/policy.hpp"
 
 namespace promptly::detail {
-
-struct core_assignment {
-  ext::core_target target = ext::core_target::asleep;
-  std::uint32_t pool = 0;  // target == pool
-  friend bool operator==(const core_assignment&, const core_assignment&) = default;
-};
 
 class decision_impl final : public ext::decision {
  public:
@@ -35,15 +30,15 @@ class decision_impl final : public ext::decision {
   const ext::pool_view* find(ext::pool_id id) const noexcept override;
   std::span<const ext::core_view> cores() const noexcept override { return cores_; }
   void give_core(unsigned core, ext::pool_id pool) override;
+  void serve(unsigned core, std::span<const ext::pool_id> ranked) override;
   void take_core(unsigned core) override;
-  void roam(unsigned core) override;
+  void serve_every_pool(unsigned core) override;
   void allot(ext::pool_id pool, unsigned cores) override;
   void set_quantum(std::chrono::microseconds q) override;
   std::chrono::microseconds quantum() const noexcept override { return quantum_; }
 
   // The assignment of every core after the policy acted (see the invariants).
-  // Throws std::logic_error if some cores roam and others do not.
-  std::vector<core_assignment> resolve() const;
+  std::vector<pool_set> resolve() const;
 
  private:
   std::size_t index_of(ext::pool_id id) const noexcept;  // pools_.size() if absent
@@ -52,7 +47,7 @@ class decision_impl final : public ext::decision {
   std::vector<ext::pool_view> pools_;
   std::vector<std::size_t> index_by_id_;  // pool id -> position in pools_ (pools_.size(): absent)
   std::vector<ext::core_view> cores_;
-  std::vector<core_assignment> targets_;
+  std::vector<pool_set> targets_;
   std::vector<bool> explicit_;        // the policy set this core's target in this decision
   std::vector<long long> counts_;     // per pool index: cores allotted (-1 = not named)
   bool counted_ = false;              // allot() was called

@@ -43,9 +43,10 @@
 namespace promptly::detail {
 
 // Seq-cst mode loads: a submitter that pushed after a decision read the
-// pool must see that decision's store of roaming_ (both seq-cst).
+// pool must see that decision's store of every_core_serves_every_pool_
+// (both seq-cst).
 void scheduler::note_nonempty(std::uint32_t pool) noexcept {
-  if (roaming_.load(std::memory_order_seq_cst)) return;
+  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return;
   if (pool_at(pool).believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
   post_event(became_nonempty_, pool, decider::poster);  // the bit first: whoever is asked below must see it
   if (!ask_workers_to_decide()) poke_driver();
@@ -98,7 +99,7 @@ bool scheduler::ask_workers_to_decide() noexcept {
 }
 
 bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
-  if (roaming_.load(std::memory_order_seq_cst)) return false;
+  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return false;
   pool_record& p = pool_at(pool);
   if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return false;
   post_event(maybe_empty_, pool, who);
@@ -211,7 +212,6 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     seen_core_work_ns_.assign(workers_.size(), 0);
     seen_core_look_ns_.assign(workers_.size(), 0);
   }
-  const bool roaming = roaming_.load(std::memory_order_relaxed);
   // The policy sees the usable cores only (set_core_limit); apply_locked
   // puts the others to sleep.
   std::vector<ext::core_view> cores(usable_cores());
@@ -222,9 +222,10 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     const std::uint64_t look = w.look_ns.load(std::memory_order_relaxed) + (open.working ? 0 : open.ns);
     ext::core_view& v = cores[c];
     v.index = static_cast<unsigned>(c);
-    const unsigned a = assigned_pool(w.assigned.load(std::memory_order_relaxed));
-    v.target = a == no_pool ? ext::core_target::asleep : roaming ? ext::core_target::roaming : ext::core_target::pool;
-    v.assigned = v.target == ext::core_target::pool ? a : ext::no_pool;
+    const pool_set& a = applied_[c];
+    v.target = a.target();
+    v.assigned = a.first();
+    v.pools.assign(a.ranked_ids().begin(), a.ranked_ids().end());
     v.serving = open.pool;
     v.work_s = seconds(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
     v.look_s = seconds(look > seen_core_look_ns_[c] ? look - seen_core_look_ns_[c] : 0);
@@ -236,12 +237,13 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
   return cores;
 }
 
-// Cores assigned to each pool id ever made (all zero while every core roams).
+// Cores whose set's most urgent pool is each pool id ever made (cores
+// serving every pool count nowhere). The caller holds policy_mutex_.
 std::vector<unsigned> scheduler::cores_by_pool() const {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
-  if (roaming_.load(std::memory_order_relaxed)) return cores;
-  for (auto& w : workers_)
-    if (const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed)); a < cores.size()) ++cores[a];
+  for (const pool_set& a : applied_)
+    if (const std::uint32_t first = a.first(); first < cores.size()) ++cores[first];
   return cores;
 }
 
@@ -258,7 +260,7 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
     std::vector<ext::pool_view> pools = view_pools_locked(tick);
     decision_impl d(pools, view_cores_locked(tick), quantum_, installed);
     for (const ext::event& ev : events) policy_->on_event(ev, d);
-    apply_locked(d.resolve());  // throws (nothing applied) if the policy mixed roaming and not
+    apply_locked(d.resolve());
     if (tracing_) [[unlikely]]
       policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
                            static_cast<std::uint32_t>(events.size()));
@@ -300,44 +302,31 @@ unsigned scheduler::usable_cores() const noexcept {
 }
 
 // Publishes the resolved assignment of the usable cores (the cores past
-// the limit sleep): roaming (every usable core serves any pool) or one pool
-// per core, or none (the core sleeps). A change of mode wakes every worker:
-// a waiting worker took a snapshot of the mode (scheduling_loop.cpp) and
-// leaves its wait when the mode differs. A roaming core's assignment word
-// holds the pool it serves, or no_pool when it must sleep.
-void scheduler::apply_locked(const std::vector<core_assignment>& next) {
+// the limit sleep). A core whose assignment changed gets a new word (a
+// one-pool set is the pool id; a larger set, or every pool, is published in
+// the worker's buffer first, assignment.hpp) and is woken: a waiting worker
+// re-reads its word after preparing to wait (`moved`) and leaves its wait.
+void scheduler::apply_locked(const std::vector<pool_set>& next) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   assert(next.size() == usable_cores() && "the policy decided over the usable cores");
-  const bool roam = !next.empty() && next[0].target == ext::core_target::roaming;
-  const bool was_roaming = roaming_.load(std::memory_order_relaxed);
-  if (roam) {
-    if (!was_roaming) {
-      for (std::size_t c = 0; c < next.size(); ++c)
-        workers_[c]->assigned.store(workers_[c]->serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-      roaming_.store(true, std::memory_order_seq_cst);
-    }
-  } else {
-    if (was_roaming) roaming_.store(false, std::memory_order_seq_cst);
-  }
+  const bool every = !next.empty() && std::all_of(next.begin(), next.end(), [](const pool_set& a) { return a.every(); });
+  // Seq-cst, before the words: a submitter that reads the new words also
+  // reads this (note_nonempty).
+  if (every_core_serves_every_pool_.load(std::memory_order_relaxed) != every)
+    every_core_serves_every_pool_.store(every, std::memory_order_seq_cst);
   notifier::fence_before_notify();
   for (std::size_t c = 0; c < workers_.size(); ++c) {
     worker& w = *workers_[c];
-    const bool usable = c < next.size();
-    if (roam && usable) {
-      if (!was_roaming) {
-        notifier::notify(w.slot);
-      } else if (w.assigned.load(std::memory_order_relaxed) == no_pool) {  // the limit grew: wake it roaming
-        w.assigned.store(w.serving.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-        notifier::notify(w.slot);
-      }
-      continue;
-    }
-    const unsigned target = usable && next[c].target == ext::core_target::pool ? next[c].pool : no_pool;
-    if (assigned_pool(w.assigned.load(std::memory_order_relaxed)) == target && !was_roaming) continue;
+    const pool_set target = c < next.size() ? next[c] : pool_set::none();
+    if (applied_[c] == target) continue;
+    applied_[c] = target;
+    const unsigned word = target.asleep()                                  ? no_pool
+                          : target.what == pool_set::kind::pools && target.count == 1 ? target.ids[0]
+                                                                         : w.published.publish(target);
     w.reassigned_ns.store(now_ns(), std::memory_order_relaxed);  // relaxed: a statistic (worker.hpp)
     // Seq-cst: a worker about to sleep re-reads its assignment after
     // preparing to wait, and notify() below then finds it waiting.
-    w.assigned.store(target, std::memory_order_seq_cst);
+    w.assigned.store(word, std::memory_order_seq_cst);
     notifier::notify(w.slot);
   }
 }
@@ -375,11 +364,11 @@ void scheduler::handle_events_locked() {
   std::vector<ext::event> decide;
   for (const ext::event& ev : events) {
     if (ev.kind == ext::event_kind::became_nonempty) {
-      if (roaming_.load(std::memory_order_relaxed)) continue;
+      if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
       if (std::find(nonempty_since_tick_.begin(), nonempty_since_tick_.end(), ev.pool) == nonempty_since_tick_.end())
         nonempty_since_tick_.push_back(ev.pool);
     } else if (ev.kind == ext::event_kind::became_empty) {
-      if (roaming_.load(std::memory_order_relaxed)) continue;
+      if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
       const pool_record& p = pool_at(ev.pool);
       if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) continue;  // not news
     }
@@ -433,13 +422,13 @@ void scheduler::decide_at_loop_top() noexcept {
     poke_driver();  // the events are back; the policy thread retries them (and reports)
     return;
   }
-  if (!next_quantum_ && quantum_.count() > 0 && !roaming_.load(std::memory_order_relaxed)) poke_driver();
+  if (!next_quantum_ && quantum_.count() > 0 && !every_core_serves_every_pool_.load(std::memory_order_relaxed)) poke_driver();
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
 void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  if (quantum_.count() == 0 || roaming_.load(std::memory_order_relaxed)) {
+  if (quantum_.count() == 0 || every_core_serves_every_pool_.load(std::memory_order_relaxed)) {
     next_quantum_.reset();
     nonempty_since_tick_.clear();
     return;
@@ -632,14 +621,16 @@ runtime_stats scheduler::stats() const {
   s.mechanism.resume = mechanism(mechanism_op::resume);
   s.mechanism.mug = mechanism(mechanism_op::mug);
   s.mechanism.steal = mechanism(mechanism_op::steal);
-  const bool roaming = roaming_.load(std::memory_order_relaxed);
   const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
   const std::vector<unsigned> cores = cores_by_pool();
-  for (auto& w : workers_) {
+  for (std::size_t c = 0; c < workers_.size(); ++c) {
+    const auto& w = workers_[c];
     worker_state ws;
     ws.serving = w->serving.load(std::memory_order_relaxed);
-    const unsigned a = assigned_pool(w->assigned.load(std::memory_order_relaxed));
-    ws.assigned = a == no_pool ? -1 : roaming ? static_cast<int>(ws.serving) : static_cast<int>(a);
+    const pool_set& a = applied_[c];
+    ws.assigned = a.asleep() ? -1 : a.every() ? static_cast<int>(ws.serving) : static_cast<int>(a.first());
+    for (const std::uint32_t id : a.ranked_ids()) ws.pools.push_back(static_cast<int>(id));
+    ws.every_pool = a.every();
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
     ws.cpu = w->cpu;

@@ -111,7 +111,7 @@ struct pool_record {
     return found;
   }
   // Steals one task from some muggable deque without taking the deque (for
-  // roaming workers and thieves of the pool); drops emptied deques.
+  // thieves of the pool and workers serving every pool); drops emptied deques.
   task* steal_muggable() {
     if (muggable_count.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard lock(mutex);

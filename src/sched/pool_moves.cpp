@@ -74,14 +74,6 @@ void scheduler::arrive_at_pool(worker& w, std::uint32_t target) {
   w.pool = target;
   w.at = &p;
   w.serving.store(target, std::memory_order_release);
-  // A roaming core's word follows the pool it serves, unless the policy
-  // just put the core to sleep (a core limit): the CAS never overwrites that.
-  if (roaming_.load(std::memory_order_relaxed)) {
-    unsigned word = w.assigned.load(std::memory_order_relaxed);
-    // Relaxed: the word is the worker's own while it roams; the policy
-    // thread's seq-cst store of no_pool makes the CAS fail and is read at the loop top.
-    if (word != no_pool) w.assigned.compare_exchange_strong(word, target, std::memory_order_relaxed);
-  }
   w.deque = own_deque(w, p);
   w.visible.store(w.deque, std::memory_order_release);
   p.switches_in.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic

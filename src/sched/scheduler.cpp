@@ -55,6 +55,7 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
     w->phase_since_ns.store(now_ns(), std::memory_order_relaxed);
     workers_.push_back(std::move(w));
   }
+  applied_.assign(cfg_.workers, pool_set::one(0));  // every word starts at pool 0 (worker_view::assigned)
   // The levels: pools 0..L-1 with rank = level, never removed.
   pool_slots_ = std::make_unique<std::atomic<pool_record*>[]>(max_pools);
   for (unsigned l = 0; l < cfg_.levels; ++l) {

@@ -129,17 +129,31 @@ class scheduler {
   pool_record& make_pool_record_locked(std::uint32_t id);
 
   // scheduling_loop.cpp
+  unsigned pool_to_serve(worker& w) noexcept;  // the loop top's pick from w's set
   task* find_work(worker& w);                   // mugging, then Algorithm 5
-  task* wait_for_task(worker& w);               // Algorithm 5 at w.pool
-  task* explore_task(worker& w, bool roaming);  // Algorithm 4
+  task* wait_for_task(worker& w);               // Algorithm 5 over w's set
+  task* explore_task(worker& w);                // Algorithm 4
   task* wait_never_sleeping(worker& w);         // the ABP-style baseline
-  task* steal_once(worker& w, bool roaming);
-  bool moved(const worker& w, bool roaming) const noexcept;
+  task* steal_once(worker& w);
+  bool moved(const worker& w) const noexcept;
   void sleep_unassigned(worker& w);
   void become_active(worker& w) noexcept;
   void become_inactive(worker& w) noexcept;
   void set_phase(worker& w, worker_phase p) noexcept;
+  // The sleep domain of the workers that serve every pool (Lemma 1's
+  // counters for them), named like a pool in notify_thief_of.
+  static constexpr std::uint32_t every_domain = max_pools;
+  // Wakes one waiting worker whose set holds `pool` (a worker serving every
+  // pool too): work arrived there. Never one the policy put to sleep.
   void notify_pool(std::uint32_t pool) noexcept;
+  // Wakes one waiting worker counted among the thieves of `domain` (a pool:
+  // a worker whose ranked set holds it; every_domain: one serving every
+  // pool): Lemma 1's hand-over.
+  void notify_thief_of(std::uint32_t domain) noexcept;
+  void notify_matching(std::uint32_t pool, bool thieves_only) noexcept;
+  // v's assignment for the word `word` read from v.assigned (updated if it
+  // changed while the set was read).
+  pool_set read_assignment(const worker& v, unsigned& word) const noexcept;
 
   // pool_moves.cpp
   void leave_pool(worker& w);
@@ -166,7 +180,7 @@ class scheduler {
   std::vector<ext::pool_view> view_pools_locked(bool advance);
   std::vector<ext::core_view> view_cores_locked(bool advance);
   std::vector<unsigned> cores_by_pool() const;
-  void apply_locked(const std::vector<core_assignment>& next);
+  void apply_locked(const std::vector<pool_set>& next);
   unsigned usable_cores() const noexcept;
   void driver_main();
   void handle_events_locked();
@@ -178,6 +192,10 @@ class scheduler {
   runtime_config cfg_;
   std::vector<std::unique_ptr<worker>> workers_;
   alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished counted tasks (all pools)
+  // The every-pool domain's Taskflow counters (a worker serving every pool
+  // and active at pool P counts in P's num_actives and here).
+  alignas(64) std::atomic<int> every_actives_{0};
+  alignas(64) std::atomic<int> every_thieves_{0};
   std::atomic<bool> accepting_{true};
   std::atomic<int> foreign_injectors_{0};  // non-worker threads inside inject (pools.cpp)
   std::atomic<bool> stopping_{false};
@@ -211,7 +229,11 @@ class scheduler {
   mutable checked_mutex policy_mutex_;
   std::unique_ptr<ext::policy> policy_;
   std::chrono::microseconds quantum_{0};
-  std::atomic<bool> roaming_{false};  // every usable core roams (the policy said so); cores past the limit sleep
+  // Every usable core serves every pool (cores past the limit sleep): no
+  // decision can change what a core does, so no pool events are posted and
+  // no quanta tick. Written by apply_locked.
+  std::atomic<bool> every_core_serves_every_pool_{false};
+  std::vector<pool_set> applied_;  // each core's assignment as last applied (policy_mutex_)
   std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
   std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;

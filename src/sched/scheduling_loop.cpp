@@ -5,21 +5,30 @@
 // and restates Lemma 1 per pool), plus the moves of I-Cilk (Sec. 5): a
 // worker whose assignment changed leaves its pool at a strand boundary
 // (pool_moves.cpp), and workers arriving at a pool mug deques left there
-// (AMCilk, Sec. 3.5) before they steal.
+// (AMCilk, Sec. 3.5) before they steal. A worker's assignment is a ranked
+// set of pools (assignment.hpp): one sleep rule serves one pool, several,
+// or every pool.
 //
 // Invariants (asserted in the Debug build)
 //  * Work keeps its pool: a worker runs a task only while serving the
 //    task's pool (w.pool == t->pool).
-//  * Lemma 1 per pool, across moves: a thief that stops being a thief of
-//    pool P without sleeping (it found work, or the policy moved it, or the
-//    mode changed) and was P's last thief while P has active workers wakes
-//    a waiting worker of P (README.md, "Lemma 1 across moves").
-//  * A wait sees one mode: wait_for_task takes one snapshot of roaming_ and
-//    leaves as soon as the live mode differs, so the explore path, the
-//    sleep condition and the counters it touches all agree.
+//  * Lemma 1 per domain, across moves: a domain is a pool (its thieves are
+//    the waiting workers whose set holds it) or every pool (the waiting
+//    workers serving every pool). A thief that stops being a thief of
+//    domain D without sleeping (it found work, or the policy moved it) and
+//    was D's last thief while D has active workers wakes a waiting thief of
+//    D (README.md, "Lemma 1 across moves").
+//  * A wait sees one set: wait_for_task counts the worker as a thief of the
+//    pools of the set it accepted and leaves as soon as its assignment word
+//    differs, so the explore path, the sleep condition and the counters it
+//    touches all agree.
+//  * A worker that accepted its assignment serves a pool of its set.
 #include <sched.h>
 
+#include <algorithm>
+#include <array>
 #include <cassert>
+#include <span>
 
 #include "chaos.hpp"
 #include "scheduler.hpp"
@@ -48,12 +57,13 @@ void scheduler::run_scheduling_loop() {
       w.decide_pending = false;
       decide_at_loop_top();
     }
-    const unsigned target = assigned_pool(w.assigned.load(std::memory_order_acquire));
-    // A roaming core follows its work, but sleeps when told (a core limit).
-    // Under a steal-boundary policy a core leaves only once out of local work.
-    if ((target == no_pool || (target != w.pool && !roaming_.load(std::memory_order_relaxed))) &&
-        (!switches_when_out_of_work() || (w.continuation == nullptr && w.deque->empty()))) {
+    const unsigned target = pool_to_serve(w);
+    if (target == w.pool) {
+      w.accepted = w.set_word;
+    } else if (!switches_when_out_of_work() || (w.continuation == nullptr && w.deque->empty())) {
+      // Under a steal-boundary policy a core leaves only once out of local work.
       become_inactive(w);
+      w.accepted = w.set_word;
       if (target == no_pool) {
         leave_pool(w);  // hand over what the deque holds before sleeping
         sleep_unassigned(w);
@@ -74,10 +84,11 @@ void scheduler::run_scheduling_loop() {
       t = cfg_.sleep == sleep_mode::adaptive ? find_work(w) : wait_never_sleeping(w);
       if (t == &stop_marker) return;
       if (t == nullptr) continue;  // reassigned: the loop top moves the worker
-      if (t->pool != w.pool) move_to_pool(w, t->pool);  // a roaming worker found work elsewhere
+      if (t->pool != w.pool) move_to_pool(w, t->pool);  // found at another pool of its set
       become_active(w);
     }
     assert(t->pool == w.pool && w.at == &pool_at(w.pool) && "a worker runs only tasks of the pool it serves");
+    assert((w.accepted != w.set_word || w.set.contains(w.pool)) && "a worker serves a pool of the set it accepted");
     w.at->tasks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
     trace(w, trace_kind::task_start, t->pool, trace_id(w.current));
     t->execute(t);
@@ -91,7 +102,28 @@ void scheduler::run_scheduling_loop() {
   }
 }
 
-// In roaming mode all workers form one sleep domain: pool 0's counters.
+// The pool the worker should serve now: none if its set is empty (it
+// sleeps); the pool it serves if the set is every pool; else, walking the
+// ranked set, the first pool with queued work (its injection queue or a
+// deque left there) ranked above the pool it serves, else that pool, and
+// the set's most urgent pool if the pool it serves is not in the set.
+// Work in another worker's deque is not looked at here: the worker finds
+// it when it next looks for work (find_work), at any pool of its set.
+unsigned scheduler::pool_to_serve(worker& w) noexcept {
+  unsigned word = assignment_of(w.assigned.load(std::memory_order_acquire));  // acquire: the published set (assignment.hpp)
+  if (word != w.set_word) [[unlikely]] {
+    w.set = read_assignment(w, word);
+    w.set_word = word;
+  }
+  const pool_set& s = w.set;
+  if (s.every()) return w.pool;
+  for (std::uint8_t i = 0; i < s.count; ++i) {
+    const std::uint32_t id = s.ids[i];
+    if (id == w.pool) return id;
+    if (pool_at(id).has_queued_work()) return id;
+  }
+  return s.first();  // no_pool when asleep
+}
 
 std::uint64_t scheduler::elapsed_since(std::uint64_t start_ns) noexcept {
   const std::uint64_t now = now_ns();
@@ -115,23 +147,28 @@ void scheduler::set_phase(worker& w, worker_phase p) noexcept {
   w.phase.store(p, std::memory_order_relaxed);
 }
 
-// Algorithm 3, lines 2-3: the first active worker of a pool makes sure a
-// thief of that pool exists.
+// Algorithm 3, lines 2-3: the first active worker of a domain makes sure a
+// thief of that domain exists. A worker counts in the pool it serves and,
+// if it serves every pool, in the every-pool domain too.
 void scheduler::become_active(worker& w) noexcept {
   if (w.active) return;
   w.active = true;
   set_phase(w, worker_phase::working);
-  const bool roaming = roaming_.load(std::memory_order_relaxed);
-  pool_record& p = roaming ? pool_at(0) : *w.at;
+  const bool adaptive = cfg_.sleep == sleep_mode::adaptive;
+  pool_record& p = *w.at;
   w.active_domain = &p;
-  if (p.num_actives.fetch_add(1, std::memory_order_seq_cst) == 0 && cfg_.sleep == sleep_mode::adaptive &&
+  if (p.num_actives.fetch_add(1, std::memory_order_seq_cst) == 0 && adaptive &&
       p.num_thieves.load(std::memory_order_seq_cst) == 0)
-    notify_pool(p.id);
+    notify_thief_of(p.id);
+  w.active_every = w.set.every();
+  if (w.active_every && every_actives_.fetch_add(1, std::memory_order_seq_cst) == 0 && adaptive &&
+      every_thieves_.load(std::memory_order_seq_cst) == 0)
+    notify_thief_of(every_domain);
   // A decision that read the pool between our taking the task and the
   // increment above saw it empty (nothing queued, nobody active). Seq-cst
   // after the increment: either that decision's re-check saw us, or we see
   // the belief it stored and report the pool (policy_driver.cpp).
-  if (!roaming && !p.believed_nonempty.load(std::memory_order_seq_cst)) note_nonempty(p.id);
+  if (!p.believed_nonempty.load(std::memory_order_seq_cst)) note_nonempty(p.id);
   chaos::point();
 }
 
@@ -143,6 +180,11 @@ void scheduler::become_inactive(worker& w) noexcept {
   const int before = w.active_domain->num_actives.fetch_sub(1, std::memory_order_seq_cst);
   assert(before > 0 && "num_actives never goes negative");
   (void)before;
+  if (w.active_every) {
+    const int every_before = every_actives_.fetch_sub(1, std::memory_order_seq_cst);
+    assert(every_before > 0 && "the every-pool domain's num_actives never goes negative");
+    (void)every_before;
+  }
 }
 
 void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
@@ -157,75 +199,96 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   if (was_active) become_active(w);
 }
 
-// Wakes one waiting worker assigned to `pool` (any roaming worker when
-// roaming; never one the policy put to sleep).
-void scheduler::notify_pool(std::uint32_t pool) noexcept {
+pool_set scheduler::read_assignment(const worker& v, unsigned& word) const noexcept {
+  for (;;) {
+    if (word == no_pool) return pool_set::none();
+    if (!(word & published_bit)) return pool_set::one(word);
+    const pool_set s = v.published.read(word);
+    std::atomic_thread_fence(std::memory_order_acquire);  // acquire: pairs with publish's release fence (assignment.hpp)
+    const unsigned again = assignment_of(v.assigned.load(std::memory_order_relaxed));  // relaxed: ordered by the fence
+    if (again == word) return s;
+    word = again;
+  }
+}
+
+void scheduler::notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false); }
+void scheduler::notify_thief_of(std::uint32_t domain) noexcept { notify_matching(domain, true); }
+
+void scheduler::notify_matching(std::uint32_t pool, bool thieves_only) noexcept {
   notifier::fence_before_notify();
-  const bool roaming = roaming_.load(std::memory_order_relaxed);
   const std::size_t n = workers_.size();
   static thread_local unsigned rotor = 0;
   const unsigned start = rotor++;
   for (std::size_t k = 0; k < n; ++k) {
     worker& v = *workers_[(start + k) % n];
-    const unsigned a = assigned_pool(v.assigned.load(std::memory_order_seq_cst));
-    if ((roaming ? a != no_pool : a == pool) && notifier::notify(v.slot)) return;
+    unsigned word = assignment_of(v.assigned.load(std::memory_order_seq_cst));  // seq-cst: the waiter re-reads it after prepare_wait
+    if (word == no_pool) continue;  // asleep by the policy's choice: a wake-up would be swallowed
+    bool match = false;
+    if (!(word & published_bit)) {
+      match = word == pool;  // a one-pool set (never every_domain: pool ids are below it)
+    } else {
+      const pool_set s = read_assignment(v, word);
+      match = pool == every_domain ? s.every() : s.every() ? !thieves_only : s.contains(pool);
+    }
+    if (match && notifier::notify(v.slot)) return;
   }
 }
 
-// True when the wait that took the snapshot `roaming` must end: the mode
-// changed, the policy moved the worker, or a pool became non-empty and no
-// decision has been taken yet (the worker takes it at its loop top rather
-// than wait for the policy thread to get a core; ending a wait early is
-// always safe, the worker comes back).
-bool scheduler::moved(const worker& w, bool roaming) const noexcept {
+// True when the wait must end: the policy changed the worker's assignment
+// (or asked it to decide), or a pool became non-empty and no decision has
+// been taken yet (the worker takes it at its loop top rather than wait for
+// the policy thread to get a core; ending a wait early is always safe, the
+// worker comes back).
+bool scheduler::moved(const worker& w) const noexcept {
   if (became_nonempty_.any()) return true;
-  if (roaming_.load(std::memory_order_seq_cst) != roaming) return true;
-  const unsigned word = w.assigned.load(std::memory_order_seq_cst);
-  return roaming ? word == no_pool : word != w.pool;
+  return w.assigned.load(std::memory_order_seq_cst) != w.accepted;
 }
 
-// One steal attempt (Algorithm 4, lines 4-9): a random victim serving the
-// same pool, or, when the victim is the thief itself, the pool's injection
-// queue and muggable deques. Roaming workers take from any pool.
-task* scheduler::steal_once(worker& w, bool roaming) {
-  const unsigned n = worker_count();
-  const unsigned v = w.next_random(n);
-  if (roaming) {
-    if (v != w.index) return workers_[v]->visible.load(std::memory_order_acquire)->steal();
+// One steal attempt (Algorithm 4, lines 4-9): a random victim serving a
+// pool of the thief's set, or, when the victim is the thief itself, the
+// queued work of its set's pools in rank order (injection queues, then
+// deques left there). A worker serving every pool takes from any.
+task* scheduler::steal_once(worker& w) {
+  const pool_set& s = w.set;
+  const unsigned v = w.next_random(worker_count());
+  if (v != w.index) {
+    worker& victim = *workers_[v];
+    if (!s.every() && !s.contains(victim.serving.load(std::memory_order_acquire))) return nullptr;  // never probe other pools' deques
+    task* t = victim.visible.load(std::memory_order_acquire)->steal();
+    if (t != nullptr && !s.contains(t->pool)) {
+      inject(t);  // the victim moved between our two reads: hand the task to its pool
+      return nullptr;
+    }
+    return t;
+  }
+  if (s.every()) {
     const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
-    const std::uint32_t start = w.next_random(end);
+    const std::uint32_t first = w.next_random(end);
     for (std::uint32_t k = 0; k < end; ++k) {
-      pool_record& p = pool_at((start + k) % end);
+      pool_record& p = pool_at((first + k) % end);
       if (p.phase.load(std::memory_order_relaxed) == pool_phase::free) continue;  // relaxed: a hint; queues are checked
       if (task* t = p.injection.pop()) return t;
       if (task* t = p.steal_muggable()) return t;
     }
     return nullptr;
   }
-  pool_record& p = *w.at;
-  if (v == w.index) {
+  for (std::uint8_t i = 0; i < s.count; ++i) {
+    pool_record& p = pool_at(s.ids[i]);
     if (task* t = p.injection.pop()) return t;
-    return p.steal_muggable();
+    if (task* t = p.steal_muggable()) return t;
   }
-  worker& victim = *workers_[v];
-  if (victim.serving.load(std::memory_order_acquire) != w.pool) return nullptr;  // never probe other pools' deques
-  task* t = victim.visible.load(std::memory_order_acquire)->steal();
-  if (t != nullptr && t->pool != w.pool) {
-    inject(t);  // the victim moved between our two reads: hand the task to its pool
-    return nullptr;
-  }
-  return t;
+  return nullptr;
 }
 
 // Algorithm 4: random stealing. After steal_bound failures the thief yields
 // before each attempt, and gives up after yield_bound yields.
-task* scheduler::explore_task(worker& w, bool roaming) {
+task* scheduler::explore_task(worker& w) {
   unsigned failed = 0;
   unsigned yields = 0;
   while (!stopping_.load(std::memory_order_relaxed)) {
-    if (moved(w, roaming)) return nullptr;
+    if (moved(w)) return nullptr;
     const std::uint64_t start = now_ns();
-    if (task* t = steal_once(w, roaming)) {
+    if (task* t = steal_once(w)) {
       w.samples.record(mechanism_op::steal, elapsed_since(start));
       trace(w, trace_kind::steal, t->pool);
       return t;
@@ -238,64 +301,94 @@ task* scheduler::explore_task(worker& w, bool roaming) {
   return nullptr;
 }
 
-// Mugging first (AMCilk, Sec. 3.5): a deque left with work at this pool is
-// taken whole, then Algorithm 5.
+// Mugging first (AMCilk, Sec. 3.5): a deque left with work at a pool of the
+// worker's set is taken whole, then Algorithm 5. A ranked set is walked
+// most urgent pool first, and its queued work (a deque left there, else its
+// injection queue) is taken before a less urgent pool's: random stealing
+// alone would not respect the ranks.
 task* scheduler::find_work(worker& w) {
-  if (!roaming_.load(std::memory_order_relaxed)) {
-    // Reassigned (under a steal-boundary policy, or since the loop top): out
-    // of local work now, so the loop top moves it; it must not mug its old
-    // pool first.
-    if (w.assigned.load(std::memory_order_relaxed) != w.pool) return nullptr;
+  // Reassigned (under a steal-boundary policy, or since the loop top): out
+  // of local work now, so the loop top moves it; it must not mug first.
+  if (w.assigned.load(std::memory_order_relaxed) != w.accepted) return nullptr;
+  if (!w.set.every()) {
     const std::uint64_t start = now_ns();
-    while (task_deque* m = w.at->take_muggable()) {
-      adopt_deque(w, m);
-      if (task* t = m->pop()) {
-        w.samples.record(mechanism_op::mug, elapsed_since(start));
-        trace(w, trace_kind::mug, w.pool);
-        return t;
+    for (std::uint8_t i = 0; i < w.set.count; ++i) {
+      const std::uint32_t id = w.set.ids[i];
+      pool_record& p = pool_at(id);
+      if (p.muggable_count.load(std::memory_order_relaxed) != 0) {  // relaxed: a hint; take_muggable locks
+        if (id != w.pool) move_to_pool(w, id);
+        while (task_deque* m = w.at->take_muggable()) {
+          adopt_deque(w, m);
+          if (task* t = m->pop()) {
+            w.samples.record(mechanism_op::mug, elapsed_since(start));
+            trace(w, trace_kind::mug, w.pool);
+            return t;
+          }
+        }
       }
+      if (w.set.count > 1)
+        if (task* t = p.injection.pop()) return t;  // the loop moves the worker to the task's pool
     }
   }
   return wait_for_task(w);
 }
 
-// Algorithm 5 at the worker's pool. Returns a task, nullptr when the
-// policy moved the worker or the mode changed, or &stop_marker when the
+// Algorithm 5 over the worker's set: it is a thief of each pool of its set
+// (of the every-pool domain if it serves every pool) and runs the paper's
+// protocol on each of those counter pairs. Returns a task, nullptr when the
+// policy moved the worker or asked it to decide, or &stop_marker when the
 // scheduler stops.
 task* scheduler::wait_for_task(worker& w) {
-  const bool roaming = roaming_.load(std::memory_order_seq_cst);
-  pool_record& p = roaming ? pool_at(0) : *w.at;
-  const std::uint32_t d = p.id;
-  auto queued = [&] {
-    if (!roaming) return p.has_queued_work();
+  struct domain {
+    std::atomic<int>* actives;
+    std::atomic<int>* thieves;
+    std::uint32_t id;
+  };
+  const pool_set& s = w.set;  // fixed for the wait: a new assignment ends it (moved)
+  std::array<domain, max_ranked_pools> domains;
+  std::size_t count = 0;
+  if (s.every()) {
+    domains[count++] = {&every_actives_, &every_thieves_, every_domain};
+  } else {
+    for (std::uint8_t i = 0; i < s.count; ++i) {
+      pool_record& p = pool_at(s.ids[i]);
+      domains[count++] = {&p.num_actives, &p.num_thieves, p.id};
+    }
+  }
+  const std::span<domain> mine(domains.data(), count);
+  auto queued_in = [&](const domain& d) {
+    if (d.id != every_domain) return pool_at(d.id).has_queued_work();
     const std::uint32_t end = pool_id_end_.load(std::memory_order_seq_cst);
     for (std::uint32_t id = 0; id < end; ++id)
       if (pool_at(id).has_queued_work()) return true;
     return false;
   };
-  // Stops being a thief without sleeping (lines 16-17). Lemma 1 per pool:
-  // the last thief of a pool with active workers hands the role on, both
+  auto queued = [&] { return std::any_of(mine.begin(), mine.end(), queued_in); };
+  // Stops being a thief without sleeping (lines 16-17). Lemma 1 per domain:
+  // the last thief of a domain with active workers hands the role on, both
   // when it found work (the paper) and when it leaves the pool (a move).
   auto stop_thieving = [&](bool found) {
-    const int before = p.num_thieves.fetch_sub(1, std::memory_order_seq_cst);
-    assert(before > 0 && "num_thieves never goes negative");
-    if (before == 1 && (found || p.num_actives.load(std::memory_order_seq_cst) > 0))
-      notify_pool(d);
-    else if (!found && p.has_queued_work())
-      notify_pool(d);  // a wake-up aimed at us may have been for that work
+    for (const domain& d : mine) {
+      const int before = d.thieves->fetch_sub(1, std::memory_order_seq_cst);
+      assert(before > 0 && "num_thieves never goes negative");
+      if (before == 1 && (found || d.actives->load(std::memory_order_seq_cst) > 0))
+        notify_thief_of(d.id);
+      else if (!found && queued_in(d))
+        d.id == every_domain ? notify_thief_of(d.id) : notify_pool(d.id);  // a wake-up aimed at us may have been for that work
+    }
   };
   for (;;) {
-    p.num_thieves.fetch_add(1, std::memory_order_seq_cst);  // line 2
+    for (const domain& d : mine) d.thieves->fetch_add(1, std::memory_order_seq_cst);  // line 2
     chaos::point();
     task* found = nullptr;
     for (;;) {
-      found = explore_task(w, roaming);  // lines 4-8
-      if (found != nullptr || moved(w, roaming)) break;
+      found = explore_task(w);  // lines 4-8
+      if (found != nullptr || moved(w)) break;
       notifier::prepare_wait(w.slot);  // line 10
       chaos::point();
       if (queued()) {                  // line 11: condition #1
         notifier::cancel_wait(w.slot);
-        found = steal_once(w, roaming);
+        found = steal_once(w);
         if (found != nullptr) break;
         continue;  // line 20: explore again
       }
@@ -307,51 +400,58 @@ task* scheduler::wait_for_task(worker& w) {
     // round its loop forever instead of stopping.
     if (found == nullptr && stopping_.load(std::memory_order_seq_cst)) {
       notifier::cancel_wait(w.slot);
-      p.num_thieves.fetch_sub(1, std::memory_order_seq_cst);
+      for (const domain& d : mine) d.thieves->fetch_sub(1, std::memory_order_seq_cst);
       return &stop_marker;
     }
-    if (found != nullptr || moved(w, roaming)) {
+    if (found != nullptr || moved(w)) {
       notifier::cancel_wait(w.slot);
       stop_thieving(found != nullptr);
       return found;
     }
-    // Line 29: condition #3. The last thief must not leave active workers
-    // of its pool without a thief. The paper re-explores at once; we nap
+    // Line 29: condition #3. The last thief of a domain must not leave its
+    // active workers without a thief. The paper re-explores at once; we nap
     // for at most sentinel_nap (README.md, "Lemma 1 with a bounded nap").
-    if (p.num_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 && p.num_actives.load(std::memory_order_seq_cst) > 0) {
+    bool last_thief_of_busy_domain = false;
+    for (const domain& d : mine)
+      if (d.thieves->fetch_sub(1, std::memory_order_seq_cst) == 1 && d.actives->load(std::memory_order_seq_cst) > 0)
+        last_thief_of_busy_domain = true;
+    if (last_thief_of_busy_domain) {
       chaos::point();
-      trace(w, trace_kind::sleep, d, 1);  // arg 1: a bounded nap
+      trace(w, trace_kind::sleep, w.pool, 1);  // arg 1: a bounded nap
       record_wake(w, notifier::commit_wait(w.slot, cfg_.sentinel_nap));
-      trace(w, trace_kind::wake, d);
+      trace(w, trace_kind::wake, w.pool);
       continue;
     }
-    // Nobody works at this pool any more: it may have become empty, which
-    // the policy hears about (it may move this worker). This worker is idle,
-    // so it decides itself at its loop top instead of waking the policy
-    // thread, which on a machine whose cores all run workers preempts one.
-    if (!roaming && note_maybe_empty(d, decider::poster)) {
+    // Nobody works at the pools of its set any more: they may have become
+    // empty, which the policy hears about (it may move this worker). This
+    // worker is idle, so it decides itself at its loop top instead of waking
+    // the policy thread, which on a machine whose cores all run workers
+    // preempts one.
+    bool posted = false;
+    if (!s.every())
+      for (std::uint8_t i = 0; i < s.count; ++i) posted = note_maybe_empty(s.ids[i], decider::poster) || posted;
+    if (posted) {
       notifier::cancel_wait(w.slot);
       w.decide_pending = true;
       return nullptr;
     }
     chaos::point();
-    if (moved(w, roaming)) {
+    if (moved(w)) {
       notifier::cancel_wait(w.slot);
       return nullptr;
     }
-    trace(w, trace_kind::sleep, d);
+    trace(w, trace_kind::sleep, w.pool);
     record_wake(w, notifier::commit_wait(w.slot));  // line 33
-    trace(w, trace_kind::wake, d);
+    trace(w, trace_kind::wake, w.pool);
   }
 }
 
 // The ABP-style baseline (Taskflow executor paper, Sec. III): never sleep, yield after every
 // failed steal.
 task* scheduler::wait_never_sleeping(worker& w) {
-  const bool roaming = roaming_.load(std::memory_order_seq_cst);
   while (!stopping_.load(std::memory_order_relaxed)) {
-    if (moved(w, roaming)) return nullptr;
-    if (task* t = steal_once(w, roaming)) return t;
+    if (moved(w)) return nullptr;
+    if (task* t = steal_once(w)) return t;
     sched_yield();
   }
   return &stop_marker;

@@ -11,9 +11,14 @@
 //    the accounts, `phase` and `phase_since_ns`.
 //  * at == &pool_at(pool) whenever the worker runs a task.
 //  * `active` mirrors whether this worker is counted in the num_actives of
-//    pool `active_domain` (Taskflow's executor, Definition 1); the decrement
-//    goes to the same pool as the increment even if the policy changed
-//    meanwhile.
+//    pool `active_domain` (Taskflow's executor, Definition 1), and, if
+//    `active_every`, in the every-pool domain's too; the decrements go
+//    where the increments went even if the policy changed meanwhile.
+//  * `set` is the set of the assignment word `set_word`, the last the
+//    worker read; it serves that set once `accepted` == `set_word` (not
+//    yet, under a steal-boundary policy, while its deque holds work), and
+//    then serves a pool of it. `published` is written by the policy thread
+//    only (assignment.hpp).
 #pragma once
 
 #include <atomic>
@@ -22,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "assignment.hpp"
 #include "fiber.hpp"
 #include "event_trace.hpp"
 #include "mechanism_samples.hpp"
@@ -60,7 +66,11 @@ struct worker : worker_view {
   std::vector<fiber_record*> idle;       // pooled fibers, suspended in the loop
   fiber_record* exited = nullptr;        // a fiber that just ended (annotation cleanup)
 
+  published_set published;                  // the policy thread's copy of a multi-pool set
+  pool_set set = pool_set::one(0);           // the set of set_word
+  unsigned set_word = 0;                     // the assignment word last read (its own thread)
   bool active = false;
+  bool active_every = false;             // counted in the every-pool domain while active
   bool decide_pending = false;           // it posted an event it decides itself at its loop top
   pool_record* active_domain = nullptr;  // the pool whose num_actives counts this worker while active
   std::uint64_t rng_state = 0;

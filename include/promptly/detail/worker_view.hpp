@@ -9,9 +9,10 @@
 //    thread changes deque and pool, and only at strand boundaries.
 //  * assigned is written by the policy thread (and its decide_request bit
 //    by the mechanism) and read relaxed at every strand boundary; when it
-//    differs from pool, the worker parks the running fiber as a ready
-//    continuation of its pool and goes to its loop top, which takes a
-//    requested decision and moves if the assignment differs.
+//    differs from `accepted` (the word whose set of pools the worker serves
+//    now, src/sched/assignment.hpp), the worker parks the running fiber as a
+//    ready continuation of its pool and goes to its loop top, which takes a
+//    requested decision and moves if its set calls for another pool.
 //  * park_epoch increases every time a fiber parks on this worker. A frame
 //    that captured (worker, epoch) before calling user code and sees the same
 //    epoch afterwards has not left this worker, so the deque items it pushed
@@ -35,14 +36,14 @@ class scheduler;
 using task_deque = chase_lev_deque<task*>;
 
 // assigned == no_pool: the policy gave this worker to no pool; it sleeps.
+// Otherwise the word is a pool id (the worker serves that one pool) or names
+// a ranked set of pools, or every pool (src/sched/assignment.hpp).
 inline constexpr unsigned no_pool = ~0u;
-// A bit of `assigned` the mechanism sets on one working worker when a pool
+// A bit of `assigned` the mechanism sets on working workers when a pool
 // became non-empty: the worker's next strand boundary then sees a mismatch
 // (at no extra cost), parks its task and takes the pending decision at its
-// loop top. Pool ids stay below it; no_pool is never flagged.
+// loop top. Assignment words stay below it; no_pool is never flagged.
 inline constexpr unsigned decide_request = 1u << 30;
-// The pool the policy assigned, without the decide_request bit.
-constexpr unsigned assigned_pool(unsigned word) noexcept { return word == no_pool ? no_pool : word & ~decide_request; }
 
 struct worker_view {
   task_deque* deque = nullptr;
@@ -57,6 +58,7 @@ struct worker_view {
   unsigned index = 0;
   unsigned pool = 0;
   std::atomic<unsigned> assigned{0};
+  unsigned accepted = 0;  // the assignment word whose set the worker serves (its own thread only)
 };
 
 extern constinit thread_local worker_view* tls_worker;
@@ -73,7 +75,7 @@ worker_view* switch_pool_at_boundary();
 // Every strand boundary (spawn, sync, future create, future get, yield)
 // calls this: one relaxed load and a compare when nothing changed.
 inline worker_view* at_strand_boundary(worker_view* w) {
-  if (w != nullptr && w->assigned.load(std::memory_order_relaxed) != w->pool) [[unlikely]]
+  if (w != nullptr && w->assigned.load(std::memory_order_relaxed) != w->accepted) [[unlikely]]
     return switch_pool_at_boundary();
   return w;
 }

@@ -18,14 +18,15 @@
 // policy thread decides.
 //
 // In on_event the policy reads the pools (most urgent first) and the cores,
-// and acts: give a core to a pool, take it back (it sleeps), let it roam
-// over every pool, or say how many cores each pool gets (the runtime then
-// picks the cores, keeping each where it is when it can). Decisions take
-// effect at the cores' next strand boundary (spawn, sync, future create or
-// get, yield()).
+// and acts: give a core to a pool, or to a ranked set of pools, take it back
+// (it sleeps), let it serve every pool, or say how many cores each pool gets
+// (the runtime then picks the cores, keeping each where it is when it can).
+// Decisions take effect at the cores' next strand boundary (spawn, sync,
+// future create or get, yield()).
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -58,14 +59,19 @@ struct pool_view {
   double utilization() const noexcept { return work_s + look_s > 0 ? work_s / (work_s + look_s) : 0.0; }
 };
 
-// Where a core is told to be.
-enum class core_target : std::uint8_t { pool, asleep, roaming };
+// Where a core is told to be: a ranked set of pools (often one), nowhere
+// (it sleeps), or every pool.
+enum class core_target : std::uint8_t { pool, asleep, every_pool };
+
+// The most pools one core's ranked set may hold (decision::serve).
+inline constexpr std::size_t max_ranked_pools = 8;
 
 // One core, as measured since the previous decision.
 struct core_view {
   unsigned index = 0;
   core_target target = core_target::asleep;
-  pool_id assigned = no_pool;  // the pool the core was given (target == pool)
+  pool_id assigned = no_pool;  // the most urgent pool of the core's set (target == pool)
+  std::vector<pool_id> pools;  // the core's ranked set, most urgent first (target == pool)
   pool_id serving = no_pool;   // the pool whose deque the core works on now
   double work_s = 0;
   double look_s = 0;
@@ -94,12 +100,19 @@ class decision {
   // Gives core `core` to pool `pool` (AMCilk's give_core_to_container).
   // Throws std::invalid_argument naming the core or pool if either does not exist.
   virtual void give_core(unsigned core, pool_id pool) = 0;
+  // Gives core `core` a ranked set of pools, most urgent first: at its loop
+  // top the core goes to the most urgent pool of the set with queued work
+  // (else it stays where it is, if that pool is in the set), and when out
+  // of work it takes work from any pool of the set (fairly prompt
+  // scheduling's primary pool plus donation target, for example). Throws
+  // std::invalid_argument for an unknown core, an empty set, more than
+  // max_ranked_pools pools, a repeated pool or a pool that is not live.
+  virtual void serve(unsigned core, std::span<const pool_id> ranked) = 0;
   // Takes the core back: it sleeps until given a pool.
   virtual void take_core(unsigned core) = 0;
-  // The core serves every pool, taking ready work wherever it finds it
-  // (priority-oblivious). Either every core roams or none does: a decision
-  // that leaves some roaming and some not throws std::logic_error.
-  virtual void roam(unsigned core) = 0;
+  // The core serves every pool, in no order, taking ready work wherever it
+  // finds it (priority-oblivious). May be mixed with cores given pools.
+  virtual void serve_every_pool(unsigned core) = 0;
   // Says how many cores pool `pool` gets; pools not named in this decision
   // get none. The runtime maps counts to cores after on_event returns,
   // keeping each core at its pool while that pool has room, then filling
