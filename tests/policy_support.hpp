@@ -52,8 +52,18 @@ class decisions {
     std::vector<unsigned> per_pool(pools.size(), 0);
     for (const auto& t : targets_)
       for (std::size_t i = 0; i < pools.size(); ++i)
-        if (pools[i].id == t.first()) ++per_pool[i];
+        if (pools[i].id == serves(t, pools)) ++per_pool[i];
     return per_pool;
+  }
+
+  // The pool a core with set `t` works at, as the runtime's walk of a
+  // ranked set picks it: its most urgent pool with ready work, else its
+  // most urgent pool (no_pool: asleep or every pool).
+  static ext::pool_id serves(const promptly::detail::pool_set& t, const std::vector<ext::pool_view>& pools) {
+    for (const auto id : t.ranked_ids())
+      for (const auto& p : pools)
+        if (p.id == id && p.has_ready_work) return id;
+    return t.first();
   }
 
   // As decide(), but each pool's `cores` is what the previous decision gave
