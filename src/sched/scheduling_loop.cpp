@@ -262,11 +262,15 @@ task* scheduler::steal_once(worker& w) {
     return t;
   }
   if (s.every()) {
+    // Every pool id, removed ones too: the sleep condition (queued_in) reads
+    // them all, and a removed pool's muggable list can still hold a deque
+    // thieves emptied, which only a steal attempt moves to `spare`; skipping
+    // it kept `queued` true with nothing to take (a livelock, at shutdown a
+    // hang).
     const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
     const std::uint32_t first = w.next_random(end);
     for (std::uint32_t k = 0; k < end; ++k) {
       pool_record& p = pool_at((first + k) % end);
-      if (p.phase.load(std::memory_order_relaxed) == pool_phase::free) continue;  // relaxed: a hint; queues are checked
       if (task* t = p.injection.pop()) return t;
       if (task* t = p.steal_muggable()) return t;
     }
@@ -390,6 +394,7 @@ task* scheduler::wait_for_task(worker& w) {
         notifier::cancel_wait(w.slot);
         found = steal_once(w);
         if (found != nullptr) break;
+        if (stopping_.load(std::memory_order_seq_cst)) break;  // explore gives up at once: leave by line 23
         continue;  // line 20: explore again
       }
       break;
