@@ -15,6 +15,7 @@
 
 #include <latch>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "bench_common.hpp"
@@ -105,10 +106,11 @@ int main(int argc, char** argv) {
   const long duration_ms = a.get_long("duration-ms", 4000);
   const auto seed = static_cast<std::uint64_t>(a.get_long("seed", 1));
   const long warmup = a.get_long("warmup", 0), reps = a.get_long("reps", 1);
+  const std::string samples_out = a.get_string("samples-out", "");
   a.finish();
   if (workers < 1 || reps < 1 || warmup < 0 || duration_ms <= 0 || load <= 0)
     bench::args::fail("bad --workers/--reps/--warmup/--duration-ms/--load");
   for (long i = 0; i < warmup; ++i) (void)run(static_cast<unsigned>(workers), load, std::chrono::milliseconds(1000), seed);
   const auto r = run(static_cast<unsigned>(workers), load, std::chrono::milliseconds(duration_ms * reps), seed);
-  return jserver::print_report(r, "oneTBB task arenas, " + std::to_string(workers) + " workers");
+  return jserver::print_report(r, "oneTBB task arenas, " + std::to_string(workers) + " workers", samples_out);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 
 namespace jserver {
@@ -73,7 +74,33 @@ std::vector<clock_type::time_point> poisson_arrivals(double rate, std::uint64_t 
   }
 }
 
-int print_report(const jserver_report& r, const std::string& what) {
+namespace {
+bool write_samples(const jserver_report& r, const std::string& path) {
+  std::error_code ec;
+  if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "jserver: cannot write --samples-out '%s'\n", path.c_str());
+    return false;
+  }
+  std::fputc('{', f);
+  for (std::size_t t = 0; t < 4; ++t) {
+    std::fprintf(f, "%s\"%s\": [", t == 0 ? "" : ", ", type_names[t]);
+    const auto& v = r.types[t].latency_us;
+    for (std::size_t i = 0; i < v.size(); ++i) std::fprintf(f, "%s%.1f", i == 0 ? "" : ",", v[i]);
+    std::fputc(']', f);
+  }
+  std::fputs("}\n", f);
+  const bool ok = std::ferror(f) == 0;
+  if (std::fclose(f) != 0 || !ok) {
+    std::fprintf(stderr, "jserver: writing --samples-out '%s' failed\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+int print_report(const jserver_report& r, const std::string& what, const std::string& samples_out) {
   std::fprintf(stderr, "jserver: %s, offered load %.0f%%, %.2f s\n", what.c_str(), r.offered_load * 100, r.elapsed_s);
   std::size_t jobs = 0;
   std::string metrics;
@@ -96,6 +123,7 @@ int print_report(const jserver_report& r, const std::string& what) {
     metrics += buf;
     if (t == 0) mm_mean_s = s.mean / 1e6;
   }
+  if (!samples_out.empty() && !write_samples(r, samples_out)) return 1;
   if (r.wrong_answers > 0) {
     std::fprintf(stderr, "jserver: %llu jobs computed a wrong answer\n", static_cast<unsigned long long>(r.wrong_answers));
     return 1;

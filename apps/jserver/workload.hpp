@@ -62,7 +62,10 @@ struct jserver_report {
 };
 
 // The summary on stderr and the RESULT line of the benchmark protocol (bench/README.md) on
-// stdout; returns the exit status (1 if a job computed a wrong answer).
-int print_report(const jserver_report& r, const std::string& what);
+// stdout; with `samples_out`, every job's latency too, as JSON {"mm": [us...], "fib", "sort",
+// "sw"} (0.1 us, the RESULT line's rounding, so its nearest-rank quantiles are the reported
+// ones). Returns the exit status (1 if a job computed a wrong answer or the samples could not
+// be written).
+int print_report(const jserver_report& r, const std::string& what, const std::string& samples_out = "");
 
 }  // namespace jserver

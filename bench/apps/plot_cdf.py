@@ -2,16 +2,16 @@
 
 One figure per bench, BENCH-cdf.png: a panel per type, one CDF per runtime (log time axis).
 
-- email-N and proxy-N: from every latency sample of the pair's last measured round. The drivers
-  write them with --samples-out (email_driver: {"resp": [us...], "send", "sort", "print"};
-  proxy_driver: {"resp", "hit", "miss"}); the suite names the files
+- email-N, proxy-N and jserver-L: from every latency sample of the pair's last measured round.
+  The programs write them with --samples-out (email_driver: {"resp": [us...], "send", "sort",
+  "print"}; proxy_driver: {"resp", "hit", "miss"}; jserver and jserver_tbb: {"mm", "fib",
+  "sort", "sw"}, one per finished job); the suite names the files
   /tmp/promptly-bench/apps/BENCH-RUNTIME.json. A file is used only if it is that round's: its
   nearest-rank p50 and p99 must be the round's reported <type>_us_p50 / _p99 (so a file left by
   an older or a filtered run is never drawn as this run's).
-- jserver-L: the job server reports quantiles only (<type>_us_p50 / _p90 / _p95 / _p99 / _max in
-  its RESULT line), so its CDFs are those points, the median of each over the measured rounds.
-  The same points stand in, marked "(quantiles)", for an email or proxy runtime whose samples
-  are missing (e.g. when latest.md is re-rendered from latest.json).
+- The reported quantiles (<type>_us_p50 / _p90 / _p95 / _p99 / _max, the median of each over the
+  measured rounds) stand in, marked "(quantiles)", for a runtime whose samples are missing (e.g.
+  when latest.md is re-rendered from latest.json).
 
 The suite calls cdf_plots() after the harness's own plots (its "extra_plots" hook); by hand:
 
@@ -35,7 +35,7 @@ APPS = {
               "panels": {}},
     "proxy": {"types": ["resp", "hit", "miss"], "samples": True, "what": "request type",
               "panels": {"resp": "resp, to the first byte", "hit": "hit, whole response", "miss": "miss, whole response"}},
-    "jserver": {"types": ["mm", "fib", "sort", "sw"], "samples": False, "what": "job type",
+    "jserver": {"types": ["mm", "fib", "sort", "sw"], "samples": True, "what": "job type",
                 "panels": {t: f"{t}, release to finish" for t in ["mm", "fib", "sort", "sw"]}},
 }
 # Quantile metrics a program may report, as (metric suffix, fraction of requests at or below).

@@ -126,11 +126,13 @@ def _jserver_bench(load):
         "params": {"load": load, "duration_ms": 1500},
         "quick_params": {"duration_ms": 600},
         "workers": [2],
-        "args": ["--load", "{load}", "--duration-ms", "{duration_ms}"],
+        "args": ["--load", "{load}", "--duration-ms", "{duration_ms}",
+                 "--samples-out", _SAMPLES + "/jserver-{load}-{rt}.json"],
         "inner": [0, 1],
-        "runtimes": {**{f"promptly-{p}": {"exe": "cmake:jserver", "args": ["--policy", p], "params": {"policy": p}}
+        "runtimes": {**{f"promptly-{p}": {"exe": "cmake:jserver", "args": ["--policy", p],
+                                          "params": {"policy": p, "rt": f"promptly-{p}"}}
                         for p in _JSERVER_POLICIES},
-                     "tbb-arenas": {"exe": "cmake:jserver_tbb"}},
+                     "tbb-arenas": {"exe": "cmake:jserver_tbb", "params": {"rt": "tbb-arenas"}}},
         "baseline": "promptly-oblivious",
         "expected": lambda p: "ok",
         "show": ([f"{t}_us_mean" for t in _JTYPES] + [f"{t}_us_p99" for t in _JTYPES] +
