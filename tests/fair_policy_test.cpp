@@ -190,26 +190,22 @@ TEST(FairSampling, IndependentTickTable) {
 // --- donation and credit --------------------------------------------------
 
 TEST(FairAllotment, IndependentDonationTable) {
+  using sets = std::vector<std::vector<std::size_t>>;
   struct row {
     const char* what;
     std::vector<std::size_t> primary;
     std::vector<pool_view> stats;
-    std::vector<std::size_t> target;
+    sets expected;
   };
   const row rows[] = {
-      {"primaries with work keep their worker", {0, 2}, with_work({true, true, true}), {0, 2}},
-      {"both workers may draw the same pool", {1, 1}, with_work({true, true, true}), {1, 1}},
-      {"an empty primary donates to the most urgent pool with work", {0, 2}, with_work({false, true, true}), {1, 2}},
-      {"donation goes up as well as down", {2, 2}, with_work({true, false, false}), {0, 0}},
-      {"nothing anywhere: each worker waits at its primary", {2, 1}, with_work({false, false, false}), {2, 1}},
+      {"the most urgent pool needs no donation target", {0, 2}, with_work({true, true, true}), {{0}, {2, 0}}},
+      {"both workers may draw the same pool", {1, 1}, with_work({true, true, true}), {{1, 0}, {1, 0}}},
+      {"an empty primary donates to the most urgent pool with work", {0, 2}, with_work({false, true, true}), {{0, 1}, {2, 1}}},
+      {"donation goes up as well as down", {2, 2}, with_work({true, false, false}), {{2, 0}, {2, 0}}},
+      {"nothing anywhere: each worker waits at its primary", {2, 1}, with_work({false, false, false}), {{2}, {1}}},
   };
-  for (const row& r : rows) {
-    std::vector<std::size_t> t(r.primary.size(), 99);
-    promptly::policy_impl::allot_independent(r.primary, r.stats, t);
-    EXPECT_EQ(t, r.target) << r.what;
-  }
+  for (const row& r : rows) EXPECT_EQ(promptly::policy_impl::independent_sets(r.primary, r.stats), r.expected) << r.what;
 }
-
 
 TEST(FairAllotment, DonationAndCreditTable) {
   struct row {
@@ -369,6 +365,33 @@ TEST(FairIndependent, PrimariesHoldBetweenBoundariesAndDonationIsTemporary) {
   // ... and back to their primaries when the work returns, within the same rounds.
   for (auto& p : f.pools) p.has_ready_work = true;
   EXPECT_EQ(f.d.decide(*f.policy, promptly::ext::event_kind::became_nonempty, 0, f.pools), start);
+}
+
+// Each core's assignment is the ranked set {its pool, the donation target}
+// (the most urgent pool with work), so that it donates itself when its pool
+// runs dry and comes back without waiting for a decision; the core at the
+// donation target itself needs no second pool. Both sampling modes.
+TEST(FairIndependent, EachCoreServesItsPoolThenTheDonationTarget) {
+  for (auto sampling : {promptly::fair_sampling::systematic, promptly::fair_sampling::independent}) {
+    fair_driver f(sampling, {1, 3, 4}, 3, 11);
+    f.pools[0].has_ready_work = false;  // the donation target is pool 1
+    unsigned with_target = 0;
+    for (int t = 0; t < 200; ++t) {
+      f.tick();
+      for (unsigned c = 0; c < 3; ++c) {
+        const auto ids = f.d.of(c).ranked_ids();
+        ASSERT_FALSE(ids.empty()) << "core " << c << " was left asleep";
+        if (ids[0] == 1) {
+          EXPECT_EQ(ids.size(), 1u) << "the core at the donation target serves it alone";
+        } else {
+          ASSERT_EQ(ids.size(), 2u) << "core " << c << " at pool " << ids[0] << " has no donation target";
+          EXPECT_EQ(ids[1], 1u) << "the donation target is the most urgent pool with work";
+          ++with_target;
+        }
+      }
+    }
+    EXPECT_GT(with_target, 0u) << "some core worked at pool 0 (its primary) or 2 in 200 rounds";
+  }
 }
 
 TEST(FairIndependent, APrimaryWhosePoolIsRemovedIsRedrawn) {

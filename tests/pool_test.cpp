@@ -16,6 +16,7 @@
 #include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
+#include "worker_probe.hpp"
 
 using namespace std::chrono_literals;
 
@@ -323,6 +324,53 @@ TEST(Pools, ACoreGoesToTheMostUrgentPoolOfItsSetByItself) {
   for (const auto& w : rt.stats().worker_states) {
     EXPECT_EQ(w.pools, (std::vector<int>{0, 1})) << "the policy gave every core the set {0, 1} and nothing else";
   }
+}
+
+// A ranked set is served like a priority order: a core whose more urgent
+// pool has ready work (here, running on the other core) does not take a
+// less urgent pool's queued work; it waits (napping) at the busy pool, and
+// takes the other work once that pool is idle. Before sets were walked by
+// ready work, the core took the less urgent work at once.
+TEST(Pools, ACoreRankedToABusyPoolLeavesALessUrgentPoolsWorkAlone) {
+  struct fixed_sets final : promptly::ext::policy {
+    std::string_view name() const noexcept override { return "fixed-sets"; }
+    void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+      if (ev.kind != promptly::ext::event_kind::installed) return;
+      const std::vector<promptly::ext::pool_id> both{d.pools()[0].id, d.pools()[1].id};
+      d.serve(0, both);
+      d.give_core(1, d.pools()[0].id);
+    }
+  };
+  promptly::runtime rt(config(2, "prompt", 2));
+  const auto ws = capture_workers(rt);
+  ASSERT_EQ(ws.size(), 2u);
+  const promptly::detail::worker* core0 = ws[0]->index == 0 ? ws[0] : ws[1];
+  rt.set_policy(std::make_unique<fixed_sets>());
+  watchdog guard(60s, "a ranked set around a busy pool", [&] { return describe(rt); });
+  std::atomic<bool> urgent_running{false}, later_submitted{false}, urgent_done{false}, later_started{false},
+      later_saw_urgent_done{false};
+  // Core 0 (the only one serving level 1) holds a level-1 task without a
+  // strand boundary until level 0's task runs on core 1 and level 1 has a
+  // queued task.
+  auto holder = rt.submit(promptly::level{1}, [&] { wait_until([&] { return later_submitted.load(); }); });
+  wait_until([&] { return rt.stats().worker_states[0].serving == 1; });
+  // Level 0 busy on core 1 through strand boundaries; it ends once core 0
+  // took level 1's queued task (the defect) or waits (correct).
+  auto urgent = rt.submit(promptly::level{0}, [&] {
+    urgent_running = true;
+    while (!later_started.load() && !asleep(core0)) promptly::yield();
+    urgent_done = true;
+  });
+  wait_until([&] { return urgent_running.load(); });
+  auto later = rt.submit(promptly::level{1}, [&] {
+    later_saw_urgent_done = urgent_done.load();
+    later_started = true;
+  });
+  later_submitted = true;
+  holder.get();
+  urgent.get();
+  later.get();
+  EXPECT_TRUE(later_saw_urgent_done.load()) << "level 1's task ran while level 0, ranked first in its core's set, had work";
 }
 
 // Some cores serve every pool while others serve ranked sets or sleep: all

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
@@ -80,6 +81,89 @@ TEST(Trace, TasksParksResumesAndDecisionsAreWrittenAsChromeTraceJson) {
   EXPECT_TRUE(pools.count("pool 0")) << "the urgent task ran at level 0";
   EXPECT_TRUE(pools.count("pool 1"));
   for (const char* n : {"task", "task (resumed)", "park", "decision"}) EXPECT_TRUE(names.count(n)) << n;
+}
+
+// The events a profiler links requests with (docs/tracing.md): a submit
+// from a thread that is no worker names the task whose first stretch
+// carries that id; a task made ready by a running task is a spawn naming
+// the spawning fiber and the child, and the child's stretch carries the
+// child's id; the child's completion is a wake ready naming the parked
+// parent's fiber, which then runs a resumed stretch with that fiber id.
+TEST(Trace, SubmitsSpawnsAndWakeUpsNameTheTasksAndFibersTheyLink) {
+  const auto path = temp_file("trace_links");
+  // The child runs at another level, so it is its own task (never run
+  // inline by the parent). The parent's touch parks unless the child
+  // finished first (a preempted parent): the run is repeated until the
+  // trace shows the park (almost always the first).
+  auto run_once = [&] {
+    {
+      promptly::runtime_config cfg = config(2, "prompt", 2);
+      cfg.trace_file = path.string();
+      promptly::runtime rt(cfg);
+      auto root = rt.submit(promptly::level{1}, [] {
+        auto child = promptly::async(promptly::pool(promptly::level{0}), [] { return fib(15); });
+        return child.get();
+      });
+      EXPECT_EQ(root.get(), fib_serial(15));
+    }
+    nlohmann::json d = read_json(path);
+    std::filesystem::remove(path);
+    return d;
+  };
+  auto root_parked = [](const nlohmann::json& d) {
+    for (const auto& e : d["traceEvents"])
+      if (e["name"] == "task" && e["args"]["pool"] == 1) return e["args"]["end"] == "park";
+    return false;
+  };
+  nlohmann::json doc = run_once();
+  for (int attempt = 1; attempt < 20 && !root_parked(doc); ++attempt) doc = run_once();
+  unsigned workers = 0, external = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "M") {
+      const std::string n = e["args"]["name"];
+      if (n.rfind("worker ", 0) == 0) ++workers;
+      if (n == "external") external = e["tid"];
+    }
+  ASSERT_EQ(workers, 2u);
+  EXPECT_EQ(external, workers + 1) << "the external track follows the policy track";
+  std::vector<nlohmann::json> submits, spawns, wakes, starts, resumed;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" || e["ph"] == "C") continue;
+    const std::string n = e["name"];
+    if (n == "submit") submits.push_back(e);
+    if (n == "spawn") spawns.push_back(e);
+    if (n == "wake ready") wakes.push_back(e);
+    if (n == "task") starts.push_back(e);
+    if (n == "task (resumed)") resumed.push_back(e);
+  }
+  ASSERT_EQ(submits.size(), 1u);
+  EXPECT_EQ(submits[0]["tid"], external);
+  EXPECT_EQ(submits[0]["args"]["pool"], 1);
+  auto started = [&](const nlohmann::json& id, int pool) {
+    for (const auto& s : starts)
+      if (s["args"]["task"] == id && s["args"]["pool"] == pool) return s;
+    return nlohmann::json();
+  };
+  const nlohmann::json root = started(submits[0]["args"]["task"], 1);
+  ASSERT_FALSE(root.is_null()) << "the submitted task's stretch carries its id";
+  ASSERT_EQ(root["args"]["end"], "park") << "the root never waited for its child in 20 runs";
+  nlohmann::json child_spawn;
+  for (const auto& sp : spawns)
+    if (sp["args"]["pool"] == 0 && sp["args"]["fiber"] == root["args"]["fiber"]) child_spawn = sp;
+  ASSERT_FALSE(child_spawn.is_null()) << "the root's fiber spawned the level-0 child";
+  const nlohmann::json child = started(child_spawn["args"]["task"], 0);
+  ASSERT_FALSE(child.is_null()) << "the child's stretch carries the id its spawn named";
+  // Durations are durations, not times since time zero (they were all 0
+  // when both went through the same conversion).
+  EXPECT_GT(child["dur"].get<double>(), 0.0) << "fib(15) took some time";
+  EXPECT_LE(child_spawn["ts"].get<double>(), child["ts"].get<double>() + 1e-3);
+  bool woken = false;
+  for (const auto& w : wakes) woken = woken || w["args"]["target"] == root["args"]["fiber"];
+  EXPECT_TRUE(woken) << "the child's completion made the root's fiber ready";
+  bool root_resumed = false;
+  for (const auto& r : resumed)
+    root_resumed = root_resumed || (r["args"]["fiber"] == root["args"]["fiber"] && r["args"]["end"] == "end");
+  EXPECT_TRUE(root_resumed) << "the root resumed on its fiber and ended there";
 }
 
 TEST(Trace, TheEnvironmentVariableTurnsItOn) {

@@ -123,10 +123,14 @@ class task_group {
   }
 
   void drain() {
-    detail::at_strand_boundary(detail::current_worker());  // sync boundary
-    // Run our own children from the bottom of the deque while they are there.
-    while (!pending_.ready()) {
-      detail::worker_view* w = detail::current_worker();
+    // Run our own children from the bottom of the deque while they are
+    // there. The sync is a strand boundary, and so is the start of each
+    // child run inline: a worker reassigned (or asked to re-walk its set)
+    // while draining a long run of short children must not wait for the
+    // whole run to end.
+    for (;;) {
+      detail::worker_view* w = detail::at_strand_boundary(detail::current_worker());
+      if (pending_.ready()) break;
       detail::task* t = w != nullptr ? w->deque->pop() : nullptr;
       if (t == nullptr) break;
       if (t->execute != &child_base::execute_child || static_cast<child_base*>(t)->group != this) {

@@ -24,6 +24,7 @@
 #include "fair.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <numeric>
@@ -105,20 +106,22 @@ std::size_t draw_primary(std::span<const double> shares, double u) noexcept {
   return last_positive;  // also where rounding leaves u past the last bound
 }
 
-void allot_independent(std::span<const std::size_t> primary, std::span<const ext::pool_view> stats,
-                       std::span<std::size_t> target) noexcept {
+std::vector<std::vector<std::size_t>> independent_sets(std::span<const std::size_t> primary,
+                                                       std::span<const ext::pool_view> stats) {
   std::size_t top = stats.size();  // the most urgent pool with work
   for (std::size_t p = 0; p < stats.size(); ++p)
     if (stats[p].has_ready_work) {
       top = p;
       break;
     }
+  std::vector<std::vector<std::size_t>> sets(primary.size());
   for (std::size_t c = 0; c < primary.size(); ++c) {
-    const bool works_at_primary = primary[c] < stats.size() && stats[primary[c]].has_ready_work;
-    // Fig. 2 lines 28-30: the primary when it has work, else the highest
-    // available priority; with no work anywhere the worker stays put.
-    target[c] = works_at_primary || top == stats.size() ? primary[c] : top;
+    sets[c].push_back(primary[c]);
+    // Fig. 2 lines 28-30: the primary first, else the highest available
+    // priority; with no work anywhere the worker waits at its primary.
+    if (top != stats.size() && top != primary[c]) sets[c].push_back(top);
   }
+  return sets;
 }
 
 std::chrono::microseconds independent_tick(std::chrono::microseconds round, unsigned workers) noexcept {
@@ -257,6 +260,10 @@ class fair_policy final : public ext::policy {
     std::vector<unsigned> allotment(pools.size(), 0);
     allot_fair(primaries, credit, pools, workers, allotment);
     for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, allotment[i]);
+    // Between decisions a core whose pool runs out of work donates itself
+    // to the most urgent pool with work, and comes back by itself.
+    const auto top = std::find_if(pools.begin(), pools.end(), [](const ext::pool_view& p) { return p.has_ready_work; });
+    d.donate_to(top != pools.end() ? top->id : ext::no_pool);
   }
 
   // Independent sampling (the paper's rule, fair.hpp): each worker redraws
@@ -267,7 +274,7 @@ class fair_policy final : public ext::policy {
     const unsigned workers = d.core_count();
     if (pools.empty() || workers == 0) return;
     if (restart || core_primary_.size() != workers) start_rounds(workers, now);
-    std::vector<std::size_t> primary(workers), target(workers);
+    std::vector<std::size_t> primary(workers);
     for (unsigned c = 0; c < workers; ++c) {
       const bool gone = d.find(core_primary_[c]) == nullptr;  // never drawn yet, or its pool was removed
       if (gone || now >= core_round_end_[c]) {
@@ -277,8 +284,12 @@ class fair_policy final : public ext::policy {
       }
       primary[c] = position_of(pools, core_primary_[c]);
     }
-    allot_independent(primary, pools, target);
-    for (unsigned c = 0; c < workers; ++c) d.give_core(c, pools[target[c]].id);
+    const auto sets = independent_sets(primary, pools);
+    for (unsigned c = 0; c < workers; ++c) {
+      std::array<ext::pool_id, 2> ids{};
+      for (std::size_t i = 0; i < sets[c].size(); ++i) ids[i] = pools[sets[c][i]].id;
+      d.serve(c, std::span<const ext::pool_id>(ids.data(), sets[c].size()));
+    }
   }
 
   // Fresh rounds for every worker: each draws at once (the primaries are

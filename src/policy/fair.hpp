@@ -9,6 +9,12 @@
 // round every worker draws a primary pool from the fairness criterion F;
 // during the round it works at its primary pool while that pool has work and
 // donates its cycles to the most urgent pool with work otherwise (Sec. 3.1, second property; Sec. 4.2, Fig. 2 lines 28-30).
+// A worker's assignment is the ranked set {primary, donation target}: it
+// donates itself the moment its primary runs out of work and comes back as
+// soon as the primary has work again, without waiting for a decision (the
+// runtime walks the set at each loop iteration, as the paper's processor
+// tries its primary at each iteration); decisions only redraw primaries and
+// move the donation target.
 //
 // Two choices of ours (fair_params::sampling = systematic, the default),
 // both keeping the paper's guarantee (each pool p gets an expected share F(p)
@@ -63,6 +69,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "promptly/ext/policy.hpp"
 
@@ -88,12 +95,13 @@ void allot_fair(std::span<const unsigned> primaries, std::span<const double> cre
 // pool. `shares` must not be empty.
 std::size_t draw_primary(std::span<const double> shares, double u) noexcept;
 
-// Independent sampling's allotment, per worker: target[c] = primary[c] (a
-// position in `stats`) when that pool has ready work, else the most urgent
-// pool with work (donation), else primary[c] (nothing anywhere: the worker
-// waits at its primary).
-void allot_independent(std::span<const std::size_t> primary, std::span<const ext::pool_view> stats,
-                       std::span<std::size_t> target) noexcept;
+// Independent sampling's sets, per worker (positions in `stats`): its
+// primary, then the most urgent pool with ready work when that is another
+// pool (its donation target). The worker works at its primary while it has
+// work and at the donation target otherwise (Fig. 2 lines 28-30), by itself
+// between decisions: the runtime's walk of a ranked set does the rest.
+std::vector<std::vector<std::size_t>> independent_sets(std::span<const std::size_t> primary,
+                                                       std::span<const ext::pool_view> stats);
 
 // The quantum of independent sampling: round / workers, so that one of the
 // workers' staggered boundaries falls in each tick, but not below 1 ms (the

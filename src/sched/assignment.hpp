@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <span>
 
+#include "event_bitmap.hpp"
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/ext/policy.hpp"
 
@@ -82,6 +83,7 @@ struct pool_set {
 // Pool ids stay below it (max_pools), decide_request is above it.
 inline constexpr unsigned published_bit = 1u << 29;
 static_assert(published_bit < decide_request && (published_bit & decide_request) == 0);
+static_assert(max_pools <= donated_mark && donated_mark < published_bit, "pool ids < donated_mark < published_bit");
 
 // The assignment word without the decide_request bit.
 constexpr unsigned assignment_of(unsigned word) noexcept { return word == no_pool ? no_pool : word & ~decide_request; }
@@ -96,7 +98,7 @@ struct published_set {
   // Fills the next buffer and returns the word naming it; the caller stores
   // the word (seq-cst) afterwards.
   unsigned publish(const pool_set& s) noexcept {
-    version = (version + 1) & (published_bit - 1);
+    version = (version + 1) & (donated_mark - 1);  // below the boundary word's donated_mark
     const unsigned b = version & 1;
     // Release: a reader that sees any of the stores below sees, after its
     // acquire fence, the word stored before them (the invariant above).

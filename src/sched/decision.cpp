@@ -3,6 +3,7 @@
 #include "decision.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -91,6 +92,12 @@ void decision_impl::allot(ext::pool_id pool, unsigned cores) {
   counted_ = true;
 }
 
+void decision_impl::donate_to(ext::pool_id pool) {
+  if (pool != ext::no_pool && index_of(pool) == pools_.size())
+    throw std::invalid_argument("promptly: policy donate_to: pool " + std::to_string(pool) + " is not a live pool");
+  donation_ = pool;
+}
+
 void decision_impl::set_quantum(std::chrono::microseconds q) {
   if (q.count() < 0) throw std::invalid_argument("promptly: policy set_quantum: the quantum must be >= 0");
   quantum_ = q;
@@ -119,7 +126,8 @@ std::vector<pool_set> decision_impl::resolve() const {
       const std::size_t i = index_of(id);
       if (i == pools_.size() || room[i] == 0) return false;
       --room[i];
-      out[c] = pool_set::one(id);
+      const std::array<ext::pool_id, 2> with_donation{id, donation_};
+      out[c] = donation_ == ext::no_pool || donation_ == id ? pool_set::one(id) : pool_set::ranked(with_donation);
       placed[c] = true;
       return true;
     };

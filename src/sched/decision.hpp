@@ -34,6 +34,7 @@ class decision_impl final : public ext::decision {
   void take_core(unsigned core) override;
   void serve_every_pool(unsigned core) override;
   void allot(ext::pool_id pool, unsigned cores) override;
+  void donate_to(ext::pool_id pool) override;
   void set_quantum(std::chrono::microseconds q) override;
   std::chrono::microseconds quantum() const noexcept override { return quantum_; }
 
@@ -51,6 +52,7 @@ class decision_impl final : public ext::decision {
   std::vector<bool> explicit_;        // the policy set this core's target in this decision
   std::vector<long long> counts_;     // per pool index: cores allotted (-1 = not named)
   bool counted_ = false;              // allot() was called
+  ext::pool_id donation_ = ext::no_pool;  // donate_to()
   std::chrono::microseconds quantum_;
 };
 

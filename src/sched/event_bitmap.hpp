@@ -19,7 +19,7 @@
 
 namespace promptly::detail {
 
-inline constexpr std::uint32_t max_pools = 4096;
+inline constexpr std::uint32_t max_pools = 4096;  // task::pool holds ids in 16 bits
 
 class event_bitmap {
  public:

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -32,6 +33,9 @@ const char* name_of(trace_kind k) {
     case trace_kind::sleep: return "sleep";
     case trace_kind::wake: return "wake";
     case trace_kind::decision: return "decision";
+    case trace_kind::spawn: return "spawn";
+    case trace_kind::submit: return "submit";
+    case trace_kind::wake_ready: return "wake ready";
   }
   return "?";
 }
@@ -39,16 +43,26 @@ const char* name_of(trace_kind k) {
 class json_events {
  public:
   explicit json_events(std::ofstream& out) : out_(out) {}
-  void complete(unsigned tid, std::uint64_t start, std::uint64_t end, std::uint32_t pool, bool resumed) {
+  void complete(unsigned tid, std::uint64_t start, std::uint64_t end, std::uint32_t pool, bool resumed,
+                std::uint32_t fiber, std::uint32_t task, bool parked) {
     begin();
     out_ << R"({"name":")" << (resumed ? "task (resumed)" : "task") << R"(","cat":"pool )" << pool
-         << R"(","ph":"X","pid":1,"tid":)" << tid << R"(,"ts":)" << us(start) << R"(,"dur":)" << us(end - start)
-         << R"(,"args":{"pool":)" << pool << "}}";
+         << R"(","ph":"X","pid":1,"tid":)" << tid << R"(,"ts":)" << us(start) << R"(,"dur":)" << duration_us(start, end)
+         << R"(,"args":{"pool":)" << pool << R"(,"fiber":)" << fiber << R"(,"task":)" << task << R"(,"end":")"
+         << (parked ? "park" : "end") << R"("}})";
   }
   void instant(unsigned tid, const trace_record& r) {
     begin();
     out_ << R"({"name":")" << name_of(r.kind) << R"(","ph":"i","s":"t","pid":1,"tid":)" << tid << R"(,"ts":)"
-         << us(r.ns) << R"(,"args":{"pool":)" << r.pool << R"(,"arg":)" << r.arg << "}}";
+         << us(r.ns) << R"(,"args":{"pool":)" << r.pool;
+    switch (r.kind) {
+      case trace_kind::spawn: out_ << R"(,"fiber":)" << r.arg << R"(,"task":)" << r.arg2; break;
+      case trace_kind::submit: out_ << R"(,"task":)" << r.arg2; break;
+      case trace_kind::wake_ready: out_ << R"(,"fiber":)" << r.arg << R"(,"target":)" << r.arg2; break;
+      case trace_kind::park: out_ << R"(,"arg":)" << r.arg << R"(,"fiber":)" << r.arg; break;
+      default: out_ << R"(,"arg":)" << r.arg;
+    }
+    out_ << "}}";
   }
   void thread_name(unsigned tid, const std::string& name, std::uint64_t dropped) {
     begin();
@@ -64,7 +78,12 @@ class json_events {
     if (!first_) out_ << ",\n";
     first_ = false;
   }
+  // Time since t0, and a duration (not since t0: a duration is smaller than
+  // t0, a steady-clock time, and came out as 0 when both went through us()).
   double us(std::uint64_t ns) const { return static_cast<double>(ns > t0_ ? ns - t0_ : 0) * 1e-3; }
+  static double duration_us(std::uint64_t start, std::uint64_t end) {
+    return static_cast<double>(end > start ? end - start : 0) * 1e-3;
+  }
   std::ofstream& out_;
   bool first_ = true;
   std::uint64_t t0_ = 0;
@@ -74,6 +93,7 @@ struct open_stretch {
   std::uint64_t start;
   std::uint32_t pool;
   bool resumed;
+  std::uint32_t task;  // 0 for a resumed stretch
 };
 
 // A worker's events in order. A stretch opens at a task's start, or where a
@@ -87,17 +107,18 @@ void write_worker(json_events& ev, unsigned tid, const std::vector<trace_record>
   for (const trace_record& r : records) {
     switch (r.kind) {
       case trace_kind::task_start:
-        open[r.arg] = {r.ns, r.pool, false};
+        open[r.arg] = {r.ns, r.pool, false, r.arg2};
         last_started = r.arg;
         break;
       case trace_kind::resume:
         open.erase(last_started);
-        open[r.arg] = {r.ns, r.pool, true};
+        open[r.arg] = {r.ns, r.pool, true, 0};
         break;
       case trace_kind::task_end:
       case trace_kind::park:
         if (auto it = open.find(r.arg); it != open.end()) {
-          ev.complete(tid, it->second.start, r.ns, it->second.pool, it->second.resumed);
+          ev.complete(tid, it->second.start, r.ns, it->second.pool, it->second.resumed, it->first, it->second.task,
+                      r.kind == trace_kind::park);
           open.erase(it);
         }
         if (r.kind == trace_kind::park) ev.instant(tid, r);
@@ -111,9 +132,10 @@ void write_worker(json_events& ev, unsigned tid, const std::vector<trace_record>
 }  // namespace
 
 void write_chrome_trace(const std::string& path, const std::vector<const trace_ring*>& worker_rings,
-                        const trace_ring& policy_ring, std::uint64_t t0_ns) {
+                        const trace_ring& policy_ring, const trace_ring& external_ring, std::uint64_t t0_ns) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error("promptly: cannot write the trace file '" + path + "'");
+  out << std::fixed << std::setprecision(3);  // ns resolution in us; the default 6 digits were 10 us after 1 s
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   json_events ev(out);
   ev.set_t0(t0_ns);
@@ -124,6 +146,8 @@ void write_chrome_trace(const std::string& path, const std::vector<const trace_r
   const auto policy_tid = static_cast<unsigned>(worker_rings.size());
   ev.thread_name(policy_tid, "policy", policy_ring.dropped());
   for (const trace_record& r : policy_ring.ordered()) ev.instant(policy_tid, r);
+  ev.thread_name(policy_tid + 1, "external", external_ring.dropped());
+  for (const trace_record& r : external_ring.ordered()) ev.instant(policy_tid + 1, r);
   out << "\n]}\n";
   if (!out) throw std::runtime_error("promptly: writing the trace file '" + path + "' failed");
 }

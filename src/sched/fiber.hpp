@@ -72,7 +72,11 @@ struct fiber_record {
   fiber_stack stack;             // bounds of the fiber's stack (null for a thread's own context)
   exception_globals eh;          // the fiber's exception state while it is suspended
   void* asan_fake_stack = nullptr;  // AddressSanitizer's fake stack while suspended
+  std::uint16_t trace_number = 0;   // the fiber's name in the event trace: 1..65535, reused after 65535 fibers
 };
+
+// A fiber's name in the event trace (0: none).
+inline std::uint32_t trace_id(const fiber_record* f) noexcept { return f != nullptr ? f->trace_number : 0; }
 
 // Out of line (fiber_stack.cpp), and opaque to the optimizer on purpose: the
 // C++ runtime's __cxa_get_globals() is declared `const`, so a caller that

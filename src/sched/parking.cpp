@@ -44,6 +44,8 @@ struct fiber_waiter final : waiter {
     // Published to the resumer by the push below (release/acquire of the queues).
     static_cast<resume_task*>(t)->made_ready_ns = now_ns();
     worker_view* w = reload_current_worker();
+    if (s.tracing()) [[unlikely]]
+      s.trace_ready(w, trace_kind::wake_ready, t->pool, trace_id(&static_cast<resume_task*>(t)->owner->fiber));
     if (s.owns(w) && w->pool == t->pool && w->deque->try_push(t)) return;
     s.inject(t, /*resumed=*/true);
   }
@@ -130,6 +132,11 @@ void park_current_fiber(publish_fn publish, void* event) {
 // the worker moves at its next boundary or when the task ends.
 worker_view* switch_pool_at_boundary() {
   worker_view* self = reload_current_worker();
+  // Only the donated mark differs: the worker parks only if a more urgent
+  // pool of its set has work (its loop top then goes there).
+  if (self->assigned.load(std::memory_order_relaxed) == self->accepted &&
+      !self->sched->more_urgent_work_in_set(worker::of(*self)))
+    return self;
   // The steal-boundary baseline: a reassigned core keeps running its own
   // work, and moves at its loop top once its deque is empty. A decision
   // request still parks (the loop top takes it).

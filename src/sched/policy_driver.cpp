@@ -80,22 +80,26 @@ bool scheduler::ask_workers_to_decide() noexcept {
   worker* waiting = nullptr;
   for (const auto& wp : workers_) {
     worker& v = *wp;
-    unsigned word = v.assigned.load(std::memory_order_relaxed);  // relaxed: a CAS below re-reads it
-    if (word == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it
+    if (v.assigned.load(std::memory_order_relaxed) == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it (relaxed: ask_to_decide re-reads it)
     if (notifier::is_waiting(v.slot)) {
       waiting = &v;
       continue;
     }
-    // Release: the worker's acquire at its loop top then sees the event bits set above.
-    while (!(word & decide_request) && word != no_pool &&
-           !v.assigned.compare_exchange_weak(word, word | decide_request, std::memory_order_release,
-                                             std::memory_order_relaxed)) {
-    }
-    if (word == no_pool) return false;  // the policy put it to sleep meanwhile
+    if (!ask_to_decide(v)) return false;  // the policy put it to sleep meanwhile
     someone_decides = true;
   }
   if (!someone_decides && waiting != nullptr) someone_decides = notifier::notify(waiting->slot);
   return someone_decides;
+}
+
+bool scheduler::ask_to_decide(worker& v) noexcept {
+  unsigned word = v.assigned.load(std::memory_order_relaxed);  // relaxed: the CAS re-reads it
+  // Release: the worker's acquire at its loop top then sees the event bits set before.
+  while (!(word & decide_request) && word != no_pool &&
+         !v.assigned.compare_exchange_weak(word, word | decide_request, std::memory_order_release,
+                                           std::memory_order_relaxed)) {
+  }
+  return word != no_pool;
 }
 
 bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
@@ -318,7 +322,19 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
   for (std::size_t c = 0; c < workers_.size(); ++c) {
     worker& w = *workers_[c];
     const pool_set target = c < next.size() ? next[c] : pool_set::none();
-    if (applied_[c] == target) continue;
+    if (applied_[c] == target) {
+      // A working worker serving below ready work of its ranked set is asked
+      // to re-walk it (a waiting one steals from its whole set anyway). Its
+      // loop top would take that work (pool_to_serve), but a task that runs
+      // long, or a deque that keeps it busy at the less urgent pool, may
+      // keep it from its loop top; decide_request parks the task at its
+      // next strand boundary. A pool ranked above with work in its workers'
+      // deques sends no event (it was never empty), so without this a
+      // worker that donated itself stayed away until its deque ran dry.
+      if (!notifier::is_waiting(w.slot) && ready_work_ranked_above(target, w.serving.load(std::memory_order_relaxed)))
+        ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
+      continue;
+    }
     applied_[c] = target;
     const unsigned word = target.asleep()                                  ? no_pool
                           : target.what == pool_set::kind::pools && target.count == 1 ? target.ids[0]

@@ -76,6 +76,7 @@ void scheduler::arrive_at_pool(worker& w, std::uint32_t target) {
   w.serving.store(target, std::memory_order_release);
   w.deque = own_deque(w, p);
   w.visible.store(w.deque, std::memory_order_release);
+  refresh_boundary_word(w);
   p.switches_in.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
   trace(w, trace_kind::move, target);
 }

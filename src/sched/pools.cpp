@@ -246,6 +246,10 @@ void scheduler::inject(task* t, bool resumed) noexcept {
 
 void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
   t->pool = pool;
+  if (tracing_) [[unlikely]] {
+    t->trace_parent = 0;  // its spawn is recorded now, with the time it was made ready
+    trace_ready(w, trace_kind::spawn, pool, trace_id(t));
+  }
   if (owns(w) && w->pool == pool) {
     if (w->deque->try_push(t)) return;  // try_push: a full deque would have to grow (allocate)
   }
@@ -256,12 +260,23 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_
   if (count == 0) return;
   const foreign_injection held(*this);
   for (std::size_t i = 0; i < count; ++i) tasks[i]->pool = pool;
+  if (tracing_) [[unlikely]] {
+    const worker_view* w = reload_current_worker();
+    for (std::size_t i = 0; i < count; ++i) {
+      tasks[i]->trace_parent = 0;
+      trace_ready(w, trace_kind::spawn, pool, trace_id(tasks[i]));
+    }
+  }
   pool_at(pool).injection.push_batch(tasks, count);
   note_nonempty(pool);
   for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_pool(pool);
 }
 
 // ---- the inline API's entry points (worker_view.hpp) ----
+
+void trace_spawn(worker_view& w, task* t) noexcept {
+  t->trace_parent = static_cast<std::uint16_t>(trace_id(worker::of(w).current));
+}
 
 void make_ready(scheduler& s, worker_view* w, task* t, unsigned pool) noexcept { s.make_ready(w, t, pool); }
 void inject_batch(scheduler& s, task* const* tasks, std::size_t count, unsigned pool) noexcept {

@@ -115,8 +115,28 @@ void scheduler::start_trace() {
   constexpr std::size_t kept = 65536;  // events per thread (24 B each)
   for (auto& w : workers_) w->trace = trace_ring(kept);
   policy_trace_ = trace_ring(kept);
+  external_trace_ = trace_ring(kept);
+  for (auto& w : workers_) w->tracing = true;  // inline spawn sites read it (worker_view.hpp)
   trace_t0_ns_ = now_ns();
   tracing_ = true;
+}
+
+void scheduler::trace_external(trace_kind kind, std::uint32_t pool, std::uint32_t arg, std::uint32_t arg2) noexcept {
+  // A spin lock, not a mutex: the callers are the noexcept make-ready and
+  // wake paths, and the critical section is one store into the ring.
+  while (external_trace_lock_.test_and_set(std::memory_order_acquire)) {  // acquire: the previous recorder's store
+  }
+  external_trace_.record(kind, now_ns(), pool, arg, arg2);
+  external_trace_lock_.clear(std::memory_order_release);  // release: for the next recorder and the writer
+}
+
+void scheduler::trace_ready(const worker_view* w, trace_kind kind, std::uint32_t pool, std::uint32_t what) noexcept {
+  if (owns(w)) {
+    worker& self = worker::of(*const_cast<worker_view*>(w));
+    self.trace.record(kind, now_ns(), pool, trace_id(self.current), what);
+  } else {
+    trace_external(kind == trace_kind::spawn ? trace_kind::submit : kind, pool, 0, what);
+  }
 }
 
 void scheduler::write_trace() noexcept {
@@ -124,7 +144,10 @@ void scheduler::write_trace() noexcept {
   try {
     std::vector<const trace_ring*> rings;
     for (auto& w : workers_) rings.push_back(&w->trace);
-    write_chrome_trace(trace_path_, rings, policy_trace_, trace_t0_ns_);
+    while (external_trace_lock_.test_and_set(std::memory_order_acquire)) {  // acquire: the last recorder's writes
+    }
+    write_chrome_trace(trace_path_, rings, policy_trace_, external_trace_, trace_t0_ns_);
+    external_trace_lock_.clear(std::memory_order_release);
   } catch (const std::exception& e) {  // a destructor must not throw: say it
     std::fprintf(stderr, "%s\n", e.what());
   }
@@ -192,6 +215,7 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
     }
     fibers_.push_back(std::make_unique<fiber_record>());
     rec = fibers_.back().get();
+    rec->trace_number = static_cast<std::uint16_t>((fibers_.size() - 1) % 65535 + 1);
   }
   try {
     start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {

@@ -102,10 +102,16 @@ class scheduler {
   static std::uint64_t elapsed_since(std::uint64_t start_ns) noexcept;
   static void record_wake(worker& w, std::uint64_t wake_ns) noexcept;
   // Records an event in w's trace ring when tracing (one branch when not).
-  void trace(worker& w, trace_kind kind, std::uint32_t pool, std::uint32_t arg = 0) noexcept {
+  void trace(worker& w, trace_kind kind, std::uint32_t pool, std::uint32_t arg = 0, std::uint32_t arg2 = 0) noexcept {
     if (tracing_) [[unlikely]]
-      w.trace.record(kind, now_ns(), pool, arg);
+      w.trace.record(kind, now_ns(), pool, arg, arg2);
   }
+  bool tracing() const noexcept { return tracing_; }
+  // Records that the calling thread (`w`: its worker view, null or another
+  // runtime's if it is no worker of this one) made `what` ready in `pool`:
+  // kind spawn (a task; a submit on the external track when the caller is
+  // no worker) or wake_ready (a parked fiber). Only while tracing.
+  void trace_ready(const worker_view* w, trace_kind kind, std::uint32_t pool, std::uint32_t what) noexcept;
   fiber_record& take_idle_fiber(worker& w);
   // A fiber suspended in the loop becomes idle on worker w. Fibers migrate
   // (a fiber parked on one worker resumes on another, whose loop fiber then
@@ -130,6 +136,10 @@ class scheduler {
 
   // scheduling_loop.cpp
   unsigned pool_to_serve(worker& w) noexcept;  // the loop top's pick from w's set
+  std::uint8_t pools_to_take_from(const pool_set& s) noexcept;
+  void refresh_boundary_word(worker& w) noexcept;
+  bool more_urgent_work_in_set(worker& w) noexcept;
+  bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;
   task* find_work(worker& w);                   // mugging, then Algorithm 5
   task* wait_for_task(worker& w);               // Algorithm 5 over w's set
   task* explore_task(worker& w);                // Algorithm 4
@@ -144,13 +154,14 @@ class scheduler {
   // counters for them), named like a pool in notify_thief_of.
   static constexpr std::uint32_t every_domain = max_pools;
   // Wakes one waiting worker whose set holds `pool` (a worker serving every
-  // pool too): work arrived there. Never one the policy put to sleep.
+  // pool too; for every_domain, one serving every pool): work arrived there.
+  // Never one the policy put to sleep.
   void notify_pool(std::uint32_t pool) noexcept;
   // Wakes one waiting worker counted among the thieves of `domain` (a pool:
   // a worker whose ranked set holds it; every_domain: one serving every
   // pool): Lemma 1's hand-over.
   void notify_thief_of(std::uint32_t domain) noexcept;
-  void notify_matching(std::uint32_t pool, bool thieves_only) noexcept;
+  void notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept;
   // v's assignment for the word `word` read from v.assigned (updated if it
   // changed while the set was read).
   pool_set read_assignment(const worker& v, unsigned& word) const noexcept;
@@ -173,6 +184,9 @@ class scheduler {
   bool note_maybe_empty(std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   // Asks the workers to decide pending events; false when the policy thread must (policy_driver.cpp).
   bool ask_workers_to_decide() noexcept;
+  // Sets decide_request in v's word; false if the policy put v to sleep.
+  bool ask_to_decide(worker& v) noexcept;
+
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
@@ -255,6 +269,9 @@ class scheduler {
   bool tracing_ = false;
   std::string trace_path_;
   trace_ring policy_trace_;  // guarded by policy_mutex_
+  trace_ring external_trace_;  // threads that are no worker; guarded by external_trace_lock_
+  std::atomic_flag external_trace_lock_;
+  void trace_external(trace_kind kind, std::uint32_t pool, std::uint32_t arg, std::uint32_t arg2) noexcept;
   std::uint64_t trace_t0_ns_ = 0;
   void start_trace();
   void write_trace() noexcept;

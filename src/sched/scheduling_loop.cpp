@@ -23,6 +23,15 @@
 //    differs, so the explore path, the sleep condition and the counters it
 //    touches all agree.
 //  * A worker that accepted its assignment serves a pool of its set.
+//  * A ranked set is a priority order: a worker takes work only from the
+//    pools of its set up to the first with ready work (pools_to_take_from).
+//    A thief that leaves queued work of a pool below that one untaken naps
+//    (sentinel_nap) rather than sleeps and passes the wake-up on, so Lemma
+//    1's bound (work waits at most a nap) holds for that pool too once the
+//    pools above it are idle.
+//  * boundary_word == accepted, plus donated_mark while the worker serves a
+//    pool below the top of the set it accepted (refresh_boundary_word, at
+//    each acceptance and each arrival).
 #include <sched.h>
 
 #include <algorithm>
@@ -60,10 +69,12 @@ void scheduler::run_scheduling_loop() {
     const unsigned target = pool_to_serve(w);
     if (target == w.pool) {
       w.accepted = w.set_word;
+      refresh_boundary_word(w);
     } else if (!switches_when_out_of_work() || (w.continuation == nullptr && w.deque->empty())) {
       // Under a steal-boundary policy a core leaves only once out of local work.
       become_inactive(w);
       w.accepted = w.set_word;
+      refresh_boundary_word(w);
       if (target == no_pool) {
         leave_pool(w);  // hand over what the deque holds before sleeping
         sleep_unassigned(w);
@@ -89,8 +100,16 @@ void scheduler::run_scheduling_loop() {
     }
     assert(t->pool == w.pool && w.at == &pool_at(w.pool) && "a worker runs only tasks of the pool it serves");
     assert((w.accepted != w.set_word || w.set.contains(w.pool)) && "a worker serves a pool of the set it accepted");
+    assert((w.boundary_word & ~donated_mark) == w.accepted && "the boundary word is the accepted word, marked or not");
     w.at->tasks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-    trace(w, trace_kind::task_start, t->pool, trace_id(w.current));
+    if (tracing_) [[unlikely]] {
+      const std::uint64_t now = now_ns();
+      // A task pushed by a running task (push_local), started as a task of
+      // its own: its spawn, stamped when it starts (the push is not timed:
+      // that would cost a clock read per spawn, docs/tracing.md).
+      if (t->trace_parent != 0) w.trace.record(trace_kind::spawn, now, t->pool, t->trace_parent, trace_id(t));
+      w.trace.record(trace_kind::task_start, now, t->pool, trace_id(w.current), trace_id(t));
+    }
     t->execute(t);
     // The task may have parked and ended on another worker, and this frame
     // may be an idle fiber's coming back: trace the fiber it returned on
@@ -104,11 +123,13 @@ void scheduler::run_scheduling_loop() {
 
 // The pool the worker should serve now: none if its set is empty (it
 // sleeps); the pool it serves if the set is every pool; else, walking the
-// ranked set, the first pool with queued work (its injection queue or a
-// deque left there) ranked above the pool it serves, else that pool, and
-// the set's most urgent pool if the pool it serves is not in the set.
-// Work in another worker's deque is not looked at here: the worker finds
-// it when it next looks for work (find_work), at any pool of its set.
+// ranked set, the first pool ranked above the pool it serves that has ready
+// work (queued, or running on a worker), else that pool, and the set's most
+// urgent pool if the pool it serves is not in the set. Running work counts,
+// as it does for the policies: a pool whose workers run work that keeps
+// spawning keeps the cores ranked to it, though at a given instant it may
+// have nothing to steal (else a core would leave at every such instant and
+// be back at its next strand boundary).
 unsigned scheduler::pool_to_serve(worker& w) noexcept {
   unsigned word = assignment_of(w.assigned.load(std::memory_order_acquire));  // acquire: the published set (assignment.hpp)
   if (word != w.set_word) [[unlikely]] {
@@ -119,10 +140,49 @@ unsigned scheduler::pool_to_serve(worker& w) noexcept {
   if (s.every()) return w.pool;
   for (std::uint8_t i = 0; i < s.count; ++i) {
     const std::uint32_t id = s.ids[i];
-    if (id == w.pool) return id;
-    if (pool_at(id).has_queued_work()) return id;
+    if (id == w.pool || pool_at(id).has_ready_work()) return id;
   }
   return s.first();  // no_pool when asleep
+}
+
+// How many pools of a ranked set a worker takes work from now: those up to
+// and including the first with ready work (all of them if none has any).
+// A worker takes work from a less urgent pool of its set only while every
+// more urgent one is idle: it donates itself, it does not wander.
+std::uint8_t scheduler::pools_to_take_from(const pool_set& s) noexcept {
+  if (s.count < 2) return s.count;
+  for (std::uint8_t i = 0; i + 1 < s.count; ++i)
+    if (pool_at(s.ids[i]).has_ready_work()) return static_cast<std::uint8_t>(i + 1);
+  return s.count;
+}
+
+// The donated mark (worker_view.hpp): set while the worker serves a pool
+// below the top of the ranked set it accepted.
+void scheduler::refresh_boundary_word(worker& w) noexcept {
+  const pool_set& s = w.set;
+  const bool donated = w.accepted == w.set_word && s.what == pool_set::kind::pools && s.count > 1 && w.pool != s.ids[0];
+  w.boundary_word = w.accepted | (donated ? donated_mark : 0u);
+}
+
+// True when `pool` is in ranked set `s` and a pool ranked above it has
+// ready work: a worker serving `pool` with that set belongs further up.
+bool scheduler::ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept {
+  if (s.what != pool_set::kind::pools) return false;
+  for (std::uint8_t i = 0; i < s.count && s.ids[i] != pool; ++i)
+    if (pool_at(s.ids[i]).has_ready_work()) return s.contains(pool);
+  return false;
+}
+
+// A donated worker at a strand boundary: does a pool of its set ranked
+// above the one it serves have ready work now? (The fairly prompt
+// processor tries its primary at every iteration of its loop, Fig. 2 line
+// 28.) Every fourth boundary only: a fine-grained computation crosses one
+// every few nanoseconds, and the walk reads other cores' cache lines.
+bool scheduler::more_urgent_work_in_set(worker& w) noexcept {
+  constexpr unsigned boundaries_per_walk = 4;
+  if (++w.boundaries_since_walk < boundaries_per_walk) return false;
+  w.boundaries_since_walk = 0;
+  return ready_work_ranked_above(w.set, w.pool);
 }
 
 std::uint64_t scheduler::elapsed_since(std::uint64_t start_ns) noexcept {
@@ -211,16 +271,17 @@ pool_set scheduler::read_assignment(const worker& v, unsigned& word) const noexc
   }
 }
 
-void scheduler::notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false); }
-void scheduler::notify_thief_of(std::uint32_t domain) noexcept { notify_matching(domain, true); }
+void scheduler::notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false, nullptr); }
+void scheduler::notify_thief_of(std::uint32_t domain) noexcept { notify_matching(domain, true, nullptr); }
 
-void scheduler::notify_matching(std::uint32_t pool, bool thieves_only) noexcept {
+void scheduler::notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept {
   notifier::fence_before_notify();
   const std::size_t n = workers_.size();
   static thread_local unsigned rotor = 0;
   const unsigned start = rotor++;
   for (std::size_t k = 0; k < n; ++k) {
     worker& v = *workers_[(start + k) % n];
+    if (&v == except) continue;
     unsigned word = assignment_of(v.assigned.load(std::memory_order_seq_cst));  // seq-cst: the waiter re-reads it after prepare_wait
     if (word == no_pool) continue;  // asleep by the policy's choice: a wake-up would be swallowed
     bool match = false;
@@ -250,10 +311,13 @@ bool scheduler::moved(const worker& w) const noexcept {
 // deques left there). A worker serving every pool takes from any.
 task* scheduler::steal_once(worker& w) {
   const pool_set& s = w.set;
+  const std::uint8_t takeable = s.every() ? 0 : pools_to_take_from(s);
+  const std::span<const std::uint32_t> from(s.ids.data(), takeable);
   const unsigned v = w.next_random(worker_count());
   if (v != w.index) {
     worker& victim = *workers_[v];
-    if (!s.every() && !s.contains(victim.serving.load(std::memory_order_acquire))) return nullptr;  // never probe other pools' deques
+    if (!s.every() && std::find(from.begin(), from.end(), victim.serving.load(std::memory_order_acquire)) == from.end())
+      return nullptr;  // never probe other pools' deques, nor those of a pool ranked below one with work
     task* t = victim.visible.load(std::memory_order_acquire)->steal();
     if (t != nullptr && !s.contains(t->pool)) {
       inject(t);  // the victim moved between our two reads: hand the task to its pool
@@ -276,8 +340,8 @@ task* scheduler::steal_once(worker& w) {
     }
     return nullptr;
   }
-  for (std::uint8_t i = 0; i < s.count; ++i) {
-    pool_record& p = pool_at(s.ids[i]);
+  for (const std::uint32_t id : from) {
+    pool_record& p = pool_at(id);
     if (task* t = p.injection.pop()) return t;
     if (task* t = p.steal_muggable()) return t;
   }
@@ -330,8 +394,14 @@ task* scheduler::find_work(worker& w) {
           }
         }
       }
-      if (w.set.count > 1)
+      if (w.set.count > 1) {
         if (task* t = p.injection.pop()) return t;  // the loop moves the worker to the task's pool
+        // A pool with work running stops the walk: its workers' deques come
+        // before a less urgent pool's work (the fairly prompt processor's
+        // getWork at its primary before the highest available priority,
+        // Fig. 2 lines 28-30); wait_for_task steals there.
+        if (p.has_ready_work()) break;
+      }
     }
   }
   return wait_for_task(w);
@@ -360,6 +430,14 @@ task* scheduler::wait_for_task(worker& w) {
     }
   }
   const std::span<domain> mine(domains.data(), count);
+  // A pool of a ranked set below one with ready work is not taken from
+  // (pools_to_take_from): its queued work neither keeps the worker
+  // exploring nor is left behind while it sleeps (it naps, below).
+  auto takeable = [&](const domain& d) {
+    if (s.every()) return true;
+    const auto end = s.ids.begin() + pools_to_take_from(s);
+    return std::find(s.ids.begin(), end, d.id) != end;
+  };
   auto queued_in = [&](const domain& d) {
     if (d.id != every_domain) return pool_at(d.id).has_queued_work();
     const std::uint32_t end = pool_id_end_.load(std::memory_order_seq_cst);
@@ -367,7 +445,7 @@ task* scheduler::wait_for_task(worker& w) {
       if (pool_at(id).has_queued_work()) return true;
     return false;
   };
-  auto queued = [&] { return std::any_of(mine.begin(), mine.end(), queued_in); };
+  auto queued = [&] { return std::any_of(mine.begin(), mine.end(), [&](const domain& d) { return takeable(d) && queued_in(d); }); };
   // Stops being a thief without sleeping (lines 16-17). Lemma 1 per domain:
   // the last thief of a domain with active workers hands the role on, both
   // when it found work (the paper) and when it leaves the pool (a move).
@@ -378,7 +456,7 @@ task* scheduler::wait_for_task(worker& w) {
       if (before == 1 && (found || d.actives->load(std::memory_order_seq_cst) > 0))
         notify_thief_of(d.id);
       else if (!found && queued_in(d))
-        d.id == every_domain ? notify_thief_of(d.id) : notify_pool(d.id);  // a wake-up aimed at us may have been for that work
+        notify_pool(d.id);  // a wake-up aimed at us may have been for that work
     }
   };
   for (;;) {
@@ -420,6 +498,16 @@ task* scheduler::wait_for_task(worker& w) {
     for (const domain& d : mine)
       if (d.thieves->fetch_sub(1, std::memory_order_seq_cst) == 1 && d.actives->load(std::memory_order_seq_cst) > 0)
         last_thief_of_busy_domain = true;
+    // Queued work at a pool of the set this worker does not take from now
+    // (a more urgent one has work): the wake-up that came for it goes on to
+    // another waiting worker of that pool, and this one only naps, so the
+    // work is taken once the pools above it are idle even if nobody else
+    // serves its pool.
+    for (const domain& d : mine)
+      if (!takeable(d) && queued_in(d)) {
+        notify_matching(d.id, false, &w);
+        last_thief_of_busy_domain = true;
+      }
     if (last_thief_of_busy_domain) {
       chaos::point();
       trace(w, trace_kind::sleep, w.pool, 1);  // arg 1: a bounded nap

@@ -47,6 +47,7 @@ struct worker : worker_view {
   pool_record* at = nullptr;  // the record of the pool served
   std::atomic<task_deque*> visible{nullptr};
   std::atomic<unsigned> serving{0};
+  unsigned boundaries_since_walk = 0;  // donated: strand boundaries since the last more_urgent_work_in_set walk
 
   // Time of this core, all pools together (relaxed: statistics).
   std::atomic<std::uint64_t> work_ns{0};

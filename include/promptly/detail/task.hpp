@@ -15,6 +15,8 @@
 //    else touches it.
 #pragma once
 
+#include <cstdint>
+
 namespace promptly::detail {
 
 struct task {
@@ -22,7 +24,15 @@ struct task {
   explicit task(execute_fn fn) noexcept : execute(fn) {}
   execute_fn execute;
   task* next_queued = nullptr;
-  unsigned pool = 0;  // last: derived records may use the tail padding
+  // 16 bits (pool ids stay below max_pools = 4096, src/sched/event_bitmap.hpp),
+  // so that trace_parent fits beside it and the record keeps its tail
+  // padding for derived records (a graph node's join counter).
+  std::uint16_t pool = 0;
+  // When the runtime traces: the trace number of the fiber that pushed this
+  // task on its deque (push_local), recorded as a spawn only if the task
+  // starts as a task of its own (stolen, mugged, popped by the loop); 0
+  // otherwise.
+  std::uint16_t trace_parent = 0;
 };
 
 }  // namespace promptly::detail

@@ -13,6 +13,12 @@
 //    now, src/sched/assignment.hpp), the worker parks the running fiber as a
 //    ready continuation of its pool and goes to its loop top, which takes a
 //    requested decision and moves if its set calls for another pool.
+//  * boundary_word is `accepted`, plus donated_mark while the worker serves
+//    a pool ranked below the top of its set (it donated itself there): the
+//    mark makes every strand boundary of a donated worker take the slow
+//    path, which looks for work at the more urgent pools of its set (the
+//    fairly prompt processor tries its primary at every iteration of its
+//    loop). assigned never carries the mark.
 //  * park_epoch increases every time a fiber parks on this worker. A frame
 //    that captured (worker, epoch) before calling user code and sees the same
 //    epoch afterwards has not left this worker, so the deque items it pushed
@@ -44,6 +50,9 @@ inline constexpr unsigned no_pool = ~0u;
 // (at no extra cost), parks its task and takes the pending decision at its
 // loop top. Assignment words stay below it; no_pool is never flagged.
 inline constexpr unsigned decide_request = 1u << 30;
+// The bit of boundary_word (never of assigned) of a worker serving a pool
+// ranked below the top of its set. Below the published bit, above pool ids.
+inline constexpr unsigned donated_mark = 1u << 28;
 
 struct worker_view {
   task_deque* deque = nullptr;
@@ -59,6 +68,8 @@ struct worker_view {
   unsigned pool = 0;
   std::atomic<unsigned> assigned{0};
   unsigned accepted = 0;  // the assignment word whose set the worker serves (its own thread only)
+  unsigned boundary_word = 0;  // accepted | donated_mark when donated (its own thread only)
+  bool tracing = false;        // the runtime records an event trace (fixed before the worker starts)
 };
 
 extern constinit thread_local worker_view* tls_worker;
@@ -75,16 +86,23 @@ worker_view* switch_pool_at_boundary();
 // Every strand boundary (spawn, sync, future create, future get, yield)
 // calls this: one relaxed load and a compare when nothing changed.
 inline worker_view* at_strand_boundary(worker_view* w) {
-  if (w != nullptr && w->assigned.load(std::memory_order_relaxed) != w->accepted) [[unlikely]]
+  if (w != nullptr && w->assigned.load(std::memory_order_relaxed) != w->boundary_word) [[unlikely]]
     return switch_pool_at_boundary();
   return w;
 }
+
+// Notes in t which fiber spawned it (the runtime traces: worker_view::tracing).
+// No clock read: a branch run inline by its parent is no event at all; one
+// that starts as a task of its own is recorded as a spawn when it starts.
+void trace_spawn(worker_view& w, task* t) noexcept;
 
 // Pushes a ready task of the calling worker's pool on its own deque. The
 // one way inline code makes local work ready (join, task_group, async,
 // graphs).
 inline void push_local(worker_view& w, task* t) {
   t->pool = w.pool;
+  if (w.tracing) [[unlikely]]
+    trace_spawn(w, t);
   w.deque->push(t);
 }
 

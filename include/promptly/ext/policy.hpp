@@ -100,11 +100,13 @@ class decision {
   // Gives core `core` to pool `pool` (AMCilk's give_core_to_container).
   // Throws std::invalid_argument naming the core or pool if either does not exist.
   virtual void give_core(unsigned core, pool_id pool) = 0;
-  // Gives core `core` a ranked set of pools, most urgent first: at its loop
-  // top the core goes to the most urgent pool of the set with queued work
-  // (else it stays where it is, if that pool is in the set), and when out
-  // of work it takes work from any pool of the set (fairly prompt
-  // scheduling's primary pool plus donation target, for example). Throws
+  // Gives core `core` a ranked set of pools, most urgent first: the core
+  // serves the most urgent pool of the set with ready work (queued, or
+  // running on a core) and takes no work from the pools ranked below it;
+  // when that pool is idle it goes on to the next by itself, and comes back
+  // at its next task, or within four strand boundaries, once a pool ranked
+  // above has work again (fairly prompt scheduling's primary pool plus
+  // donation target, for example). Throws
   // std::invalid_argument for an unknown core, an empty set, more than
   // max_ranked_pools pools, a repeated pool or a pool that is not live.
   virtual void serve(unsigned core, std::span<const pool_id> ranked) = 0;
@@ -120,6 +122,14 @@ class decision {
   // explicitly in the same decision keep that. Throws std::invalid_argument
   // for an unknown pool.
   virtual void allot(pool_id pool, unsigned cores) = 0;
+  // The donation target of the cores allot() places in this decision: each
+  // such core serves the ranked set {its pool, `pool`}, so when its pool
+  // runs out of work it works at `pool` without waiting for a decision, and
+  // goes back as soon as its own pool has work again (fairly prompt
+  // scheduling's donation of unused cycles to the most urgent pool with
+  // work). no_pool, the default, donates nothing. Throws
+  // std::invalid_argument for a pool that is not live.
+  virtual void donate_to(pool_id pool) = 0;
   // The quantum; zero = no quantum ticks (the policy reacts to events only).
   virtual void set_quantum(std::chrono::microseconds q) = 0;
   virtual std::chrono::microseconds quantum() const noexcept = 0;
