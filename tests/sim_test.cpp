@@ -1,0 +1,266 @@
+// The scheduler simulator (src/sim, docs/simulator.md): workloads are
+// checked and round-trip through JSON; a run does every node once and ends
+// (no lost work, no lost wake-up: Lemma 1' of src/sched/README.md) under
+// every policy, on random prioritized DAGs, at 1 to 256 cores; and the
+// papers' bounds hold on those DAGs:
+//  * any schedule: makespan >= max(W / P, S) (a sanity check of the clock);
+//  * one worker: makespan = W + the per-node cost, plus one start-up;
+//  * work stealing: makespan <= W / P + 2 S + the costs of the steals,
+//    wake-ups and naps it did (Blumofe and Leiserson's W / P + O(S), plus
+//    what the mechanism charged; a nap delays discovery by at most its
+//    length, Lemma 1');
+//  * prompt (I-Cilk's prompt scheduling, Sec. 3): an urgent request's
+//    response <= W / P + S of the request, plus one decision, one wake-up,
+//    the longest less urgent strand (a core switches only at a boundary),
+//    with work stealing's factor 2 on W / P + S;
+//  * chain on many cores: the sleep protocol keeps the CPU use near one core
+//    (Taskflow's Fig. 3 shape), where never-sleep uses every core.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "sim/engine.hpp"
+#include "sim/workload.hpp"
+
+namespace sim = promptly::sim;
+
+namespace {
+
+sim::workload one(sim::request r, std::uint32_t pools = 1) {
+  sim::workload w;
+  w.pools = pools;
+  w.requests.push_back(std::move(r));
+  return w;
+}
+
+// Random prioritized workload: `count` random series-parallel requests at
+// random levels and release times. Deterministic for the seed.
+sim::workload random_workload(std::uint64_t seed, std::uint32_t levels, unsigned count) {
+  std::mt19937_64 rng(seed);
+  sim::workload w;
+  w.pools = levels;
+  for (unsigned i = 0; i < count; ++i) {
+    sim::request r = sim::random_series_parallel(rng(), 20 + rng() % 300, 0.6, 4, 1, 50 + rng() % 200);
+    r.pool = static_cast<std::uint32_t>(rng() % levels);
+    r.release_us = static_cast<double>(rng() % 20000);
+    w.requests.push_back(std::move(r));
+  }
+  std::sort(w.requests.begin(), w.requests.end(), [](const auto& a, const auto& b) { return a.release_us < b.release_us; });
+  return w;
+}
+
+double max_strand(const sim::request& r) {
+  double m = 0;
+  for (const sim::node& n : r.nodes) m = std::max(m, n.work_us);
+  return m;
+}
+
+}  // namespace
+
+TEST(SimWorkload, BadWorkloadsAreRefusedNamingTheProblem) {
+  auto refused = [](const sim::workload& w, const std::string& part) {
+    try {
+      sim::validate(w);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "accepted; expected an error naming '" << part << "'";
+  };
+  sim::request r = sim::chain(3, 1);
+  r.nodes[2].succ.push_back(1);
+  refused(one(r), "successors must be later nodes");
+  sim::request two_roots = sim::chain(3, 1);
+  two_roots.nodes[0].succ.clear();
+  refused(one(two_roots), "node 0 must be the only root");
+  refused(one(sim::chain(2, 1), 0), "at least one pool");
+  sim::request high = sim::chain(2, 1);
+  high.pool = 3;
+  refused(one(high, 2), "runs at pool 3");
+  sim::request neg = sim::chain(2, -1);
+  refused(one(neg), "negative work");
+  refused(one(sim::request{}), "has no nodes");
+  EXPECT_THROW(sim::from_json(nlohmann::json{{"pools", 1}}), std::invalid_argument);
+}
+
+TEST(SimWorkload, GeneratorsHaveTheirWorkAndSpanAndRoundTrip) {
+  const sim::request t = sim::fork_join_tree(4, 10, 1);
+  EXPECT_DOUBLE_EQ(sim::work_of(t), 8 * 10 + 14 * 1);   // 8 leaves; 7 forks and 7 joins
+  EXPECT_DOUBLE_EQ(sim::span_of(t), 10 + 6 * 1);        // 3 forks, a leaf, 3 joins
+  const sim::request c = sim::chain(100, 2);
+  EXPECT_DOUBLE_EQ(sim::work_of(c), 200);
+  EXPECT_DOUBLE_EQ(sim::span_of(c), 200);
+  const sim::request f = sim::fib_dag(10, 10, 1);         // below the cutoff: one strand of fib(10)'s 177 calls
+  EXPECT_EQ(f.nodes.size(), 1u);
+  EXPECT_DOUBLE_EQ(sim::work_of(f), 177);
+  const sim::request l = sim::parallel_loop(1000, 1, 100);
+  EXPECT_DOUBLE_EQ(sim::work_of(l), 1000);
+  const sim::workload w = random_workload(7, 3, 20);
+  const sim::workload back = sim::from_json(nlohmann::json::parse(sim::to_json(w).dump()));
+  ASSERT_EQ(back.requests.size(), w.requests.size());
+  for (std::size_t i = 0; i < w.requests.size(); ++i) {
+    EXPECT_EQ(back.requests[i].nodes.size(), w.requests[i].nodes.size());
+    EXPECT_DOUBLE_EQ(sim::work_of(back.requests[i]), sim::work_of(w.requests[i]));
+    EXPECT_EQ(back.requests[i].pool, w.requests[i].pool);
+  }
+}
+
+TEST(SimEngine, BadConfigurationsAreRefused) {
+  sim::config c;
+  c.workers = 0;
+  EXPECT_THROW(sim::simulate(one(sim::chain(2, 1)), c), std::invalid_argument);
+  c.workers = 2;
+  c.policy = "no-such-policy";
+  EXPECT_THROW(sim::simulate(one(sim::chain(2, 1)), c), std::invalid_argument);
+}
+
+TEST(SimEngine, OneWorkerRunsTheWorkAndTheNodeCostsExactly) {
+  for (const char* policy : {"oblivious", "prompt", "aps", "fair"}) {
+    sim::config c;
+    c.workers = 1;
+    c.policy = policy;
+    const sim::request r = sim::random_series_parallel(3, 500, 0.6, 4, 1, 100);
+    const sim::result res = sim::simulate(one(r), c);
+    ASSERT_TRUE(res.completed) << policy << ": " << res.problem;
+    EXPECT_EQ(res.nodes, r.nodes.size());
+    // Plus the start: a decision and a wake-up if the policy gives the core
+    // only once the pool has work (aps), the first move and take.
+    const double exact = sim::work_of(r) + r.nodes.size() * c.cost.node_us;
+    EXPECT_GE(res.makespan_us, exact - 1e-6) << policy;
+    EXPECT_LE(res.makespan_us, exact + c.cost.decision_us + c.cost.wake_us + c.cost.move_us + c.cost.steal_us + 1e-6) << policy;
+  }
+}
+
+// The property test: every policy, random prioritized DAGs, 1..256 cores.
+TEST(SimBounds, EveryRequestEndsAndNoScheduleBeatsWorkOverPOrSpan) {
+  const std::vector<std::string> policies = {"oblivious", "prompt", "aps", "fair", "equi", "drep", "drep-steal-boundary", "asteal"};
+  int runs = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed)
+    for (const unsigned p : {1u, 2u, 3u, 8u, 64u, 256u})
+      for (const std::string& policy : policies) {
+        const bool jobs = policy == "equi" || policy.rfind("drep", 0) == 0 || policy == "asteal";
+        const sim::workload w = random_workload(seed * 7919 + p, jobs ? 2 : 3, 12);
+        sim::config c;
+        c.workers = p;
+        c.policy = policy;
+        c.seed = seed;
+        c.pool_per_request = jobs;
+        const sim::result r = sim::simulate(w, c);
+        ++runs;
+        ASSERT_TRUE(r.completed) << policy << " P=" << p << " seed " << seed << ": " << r.problem;
+        std::size_t nodes = 0;
+        double work = 0;
+        for (const sim::request& q : w.requests) {
+          nodes += q.nodes.size();
+          work += sim::work_of(q);
+        }
+        EXPECT_EQ(r.nodes, nodes) << policy << " P=" << p;
+        for (const sim::request_result& q : r.requests) {
+          EXPECT_GE(q.response_us, q.span_us - 1e-9) << policy << " P=" << p << " request " << q.index;
+          EXPECT_GE(q.finish_us, q.start_us);
+        }
+        EXPECT_GE(r.makespan_us + 1e-9, work / p);
+        EXPECT_NEAR(r.busy_us, work, 1e-6 * work);
+      }
+  EXPECT_EQ(runs, 6 * 6 * 8);
+}
+
+TEST(SimBounds, WorkStealingStaysWithinTheGreedyBoundPlusItsCosts) {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed)
+    for (const unsigned p : {2u, 4u, 16u, 64u}) {
+      const sim::request r = sim::random_series_parallel(seed, 4000, 0.8, 4, 5, 100);
+      sim::config c;
+      c.workers = p;
+      const sim::result res = sim::simulate(one(r), c);
+      ASSERT_TRUE(res.completed) << res.problem;
+      const double w = sim::work_of(r), s = sim::span_of(r);
+      const double mechanism = r.nodes.size() * c.cost.node_us / p +
+                               static_cast<double>(res.steals) * (c.cost.steal_us + c.cost.move_us) / p +
+                               static_cast<double>(res.wakes) * c.cost.wake_us / p + c.cost.decision_us + c.cost.wake_us +
+                               static_cast<double>(res.naps) * c.cost.nap_us;
+      // Work stealing is not greedy: a constant factor on the span (Blumofe
+      // and Leiserson: expected W/P + O(S)); 2 is generous at these sizes.
+      EXPECT_LE(res.makespan_us, w / p + 2 * s + mechanism) << "seed " << seed << " P=" << p << " W " << w << " S " << s;
+    }
+}
+
+// With a short nap the bound is the scheduling's own; with the default 1 ms
+// nap, parallelism a request exposes while every thief sleeps may wait for
+// the napping last thief: one nap more (Lemma 1').
+TEST(SimBounds, PromptServesAnUrgentRequestWithinItsOwnBound) {
+  for (const double nap : {20.0, 1000.0})
+    for (std::uint64_t seed = 1; seed <= 8; ++seed)
+      for (const unsigned p : {2u, 4u, 16u}) {
+        sim::workload w;
+        w.pools = 2;
+        sim::request bg = sim::random_series_parallel(seed, 3000, 0.8, 4, 10, 150);
+        bg.pool = 1;
+        bg.kind = "background";
+        w.requests.push_back(bg);
+        for (int i = 0; i < 10; ++i) {
+          sim::request u = sim::random_series_parallel(seed * 100 + i, 60, 0.7, 3, 10, 100);
+          u.pool = 0;
+          u.release_us = 500 + 3000.0 * i;
+          u.kind = "urgent";
+          w.requests.push_back(u);
+        }
+        sim::config c;
+        c.workers = p;
+        c.policy = "prompt";
+        c.cost.nap_us = nap;
+        const sim::result res = sim::simulate(w, c);
+        ASSERT_TRUE(res.completed) << res.problem;
+        const double lower_strand = max_strand(bg);
+        for (const sim::request_result& q : res.requests) {
+          if (q.kind != "urgent") continue;
+          const double bound = c.cost.decision_us + c.cost.wake_us + lower_strand + c.cost.move_us +
+                               2 * (q.work_us / p + q.span_us) + 10 + (nap > c.cost.wake_us ? nap : 0);
+          EXPECT_LE(q.response_us, bound) << "nap " << nap << " seed " << seed << " P=" << p << " request " << q.index
+                                          << " W " << q.work_us << " S " << q.span_us;
+        }
+      }
+}
+
+TEST(SimShapes, AChainKeepsAboutOneCoreBusyUnlessThievesNeverSleep) {
+  const sim::workload w = one(sim::chain(2000, 50));
+  for (const unsigned p : {4u, 40u}) {
+    sim::config c;
+    c.workers = p;
+    const sim::result sleeping = sim::simulate(w, c);
+    c.never_sleep = true;
+    const sim::result spinning = sim::simulate(w, c);
+    ASSERT_TRUE(sleeping.completed && spinning.completed);
+    EXPECT_LT(sleeping.utilization(), 1.5) << "P=" << p;
+    EXPECT_GT(spinning.utilization(), 0.9 * p) << "P=" << p;
+    EXPECT_NEAR(sleeping.makespan_us, spinning.makespan_us, 0.01 * spinning.makespan_us);
+  }
+}
+
+TEST(SimShapes, PrioritiesCutTheUrgentTailThatObliviousSchedulingLeaves) {
+  sim::workload w;
+  w.pools = 2;
+  sim::request bg = sim::fork_join_tree(12, 100);
+  bg.pool = 1;
+  w.requests.push_back(bg);
+  for (int i = 0; i < 20; ++i) {
+    sim::request u = sim::fork_join_tree(3, 200);
+    u.pool = 0;
+    u.release_us = 2000 + 5000.0 * i;
+    u.kind = "urgent";
+    w.requests.push_back(u);
+  }
+  auto worst = [&](const char* policy) {
+    sim::config c;
+    c.policy = policy;
+    const sim::result r = sim::simulate(w, c);
+    EXPECT_TRUE(r.completed) << r.problem;
+    double m = 0;
+    for (const auto& q : r.requests)
+      if (q.kind == "urgent") m = std::max(m, q.response_us);
+    return m;
+  };
+  const double prompt = worst("prompt"), oblivious = worst("oblivious");
+  EXPECT_LT(prompt, 800 / 2.0 + 200 + 100 + 100);  // W/P + S + one background strand + costs
+  EXPECT_GT(oblivious, 5 * prompt);
+}
