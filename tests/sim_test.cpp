@@ -14,7 +14,8 @@
 //    the longest less urgent strand (a core switches only at a boundary),
 //    with work stealing's factor 2 on W / P + S;
 //  * chain on many cores: the sleep protocol keeps the CPU use near one core
-//    (Taskflow's Fig. 3 shape), where never-sleep uses every core.
+//    (Taskflow's Fig. 3 shape), where never-sleep uses every core;
+//  * fairly prompt scheduling: the low level's stretch follows 1 / F.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -263,4 +264,51 @@ TEST(SimShapes, PrioritiesCutTheUrgentTailThatObliviousSchedulingLeaves) {
   const double prompt = worst("prompt"), oblivious = worst("oblivious");
   EXPECT_LT(prompt, 800 / 2.0 + 200 + 100 + 100);  // W/P + S + one background strand + costs
   EXPECT_GT(oblivious, 5 * prompt);
+}
+
+// Fairly prompt scheduling (ICFP 2019, Thm. and Table 1): under criterion
+// F, the lowest level's stretch is at most 1 / F(low), with the paper's
+// constants; the model has no memory system, so the compute-bound ratio
+// (close to 1) is what it must show. A time sink in the middle takes every
+// donated cycle, an interactive level at the top comes and goes.
+TEST(SimBounds, FairStretchOfTheLowLevelFollowsTheCriterion) {
+  sim::workload w;
+  w.pools = 3;
+  sim::request low = sim::fib_dag(24, 10, 16 * 50000.0 / 150049);  // ~50 ms alone on 16 cores
+  low.pool = 2;
+  low.kind = "low";
+  w.requests.push_back(low);
+  sim::request sink = sim::fork_join_tree(12, 5000);  // 2048 x 5 ms: outlasts the low kernel
+  sink.pool = 1;
+  w.requests.push_back(sink);
+  for (int i = 0; i < 20; ++i) {
+    sim::request u = sim::fork_join_tree(3, 300);
+    u.release_us = 10000.0 * i;
+    u.kind = "interactive";
+    w.requests.push_back(u);
+  }
+  auto low_time = [&](std::vector<long long> weights, std::uint64_t seed) {
+    sim::config c;
+    c.workers = 16;
+    c.policy = "fair";
+    c.seed = seed;
+    c.fair.weights = std::move(weights);
+    const sim::result r = sim::simulate(w, c);
+    EXPECT_TRUE(r.completed) << r.problem;
+    return r.requests[0].finish_us;
+  };
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    const double base = low_time({0, 0, 100}, seed);
+    const double half = low_time({50, 0, 50}, seed) / base;
+    const double quarter = low_time({50, 25, 25}, seed) / base;
+    EXPECT_LE(half, 2 * 1.15) << "seed " << seed;
+    EXPECT_GE(half, 2 * 0.85) << "seed " << seed;
+    EXPECT_LE(quarter, 4 * 1.15) << "seed " << seed;
+    EXPECT_GE(quarter, 4 * 0.85) << "seed " << seed;
+  }
+  // A bad criterion is refused as the runtime refuses it.
+  sim::config bad;
+  bad.policy = "fair";
+  bad.fair.weights = {1, 2, 3, 4};
+  EXPECT_THROW(sim::simulate(w, bad), std::invalid_argument);
 }

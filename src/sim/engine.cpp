@@ -17,6 +17,7 @@
 #include "policy/fair.hpp"
 #include "promptly/ext/policy.hpp"
 #include "sched/decision.hpp"
+#include "sched/pool.hpp"
 
 namespace promptly::sim {
 namespace {
@@ -88,6 +89,7 @@ struct pool_rec {
   bool believed = false;
   bool busy_since_tick = false;
   bool tell_nonempty = false, tell_empty = false;
+  double weight = 1;  // the fairness weight (levels: the criterion's; pools per request: 1)
   double work_acc = 0, look_acc = 0;
   std::vector<std::pair<unsigned, std::uint32_t>> spinners;
   bool queued() const { return !injection.empty() || muggable_items > 0; }
@@ -120,8 +122,10 @@ class engine {
     busy_pools_for_quanta_ = policy_->ticks_while_one_pool_is_busy() ? 1 : 2;
     workers_.resize(c.workers);
     for (unsigned i = 0; i < c.workers; ++i) workers_[i].index = i;
-    if (!c.pool_per_request)
-      for (std::uint32_t p = 0; p < w.pools; ++p) make_pool(p);
+    if (!c.pool_per_request) {
+      (void)ext::fair_shares(c.fair.weights, w.pools);  // a bad criterion is an error naming it, as in the runtime
+      for (std::uint32_t p = 0; p < w.pools; ++p) pools_[make_pool(p)].weight = detail::level_weight(c.fair.weights, p);
+    }
     reqs_.resize(w.requests.size());
     for (std::size_t r = 0; r < w.requests.size(); ++r) {
       const request& q = w.requests[r];
@@ -204,9 +208,12 @@ class engine {
     if (v.m == mode::running) {
       v.work_acc += dt;
       if (v.pool != none) pools_[v.pool].work_acc += dt;
-    } else if (v.m == mode::looking || v.m == mode::spinning) {
+    } else if (v.pool != none) {
+      // Not working while serving a pool is looking, asleep in its sleep
+      // protocol included: the runtime's phase is working or not
+      // (open_interval_of), and APS's utilisation must see idle cores.
       v.look_acc += dt;
-      if (v.pool != none) pools_[v.pool].look_acc += dt;
+      pools_[v.pool].look_acc += dt;
     }
   }
   void set_mode(worker& v, mode m) {
@@ -758,6 +765,7 @@ class engine {
         ext::pool_view pv;
         pv.id = id;
         pv.rank = p.rank;
+        pv.weight = p.weight;
         pv.age = std::chrono::nanoseconds(static_cast<long long>((now_ - p.created) * 1e3));
         pv.has_ready_work = p.ready();
         pv.queued = p.injection.size();

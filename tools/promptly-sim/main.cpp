@@ -46,6 +46,15 @@ int main(int argc, char** argv) {
   run->add_flag("--pool-per-request", cfg.pool_per_request, "each request in a pool of its own (the job server)");
   run->add_flag("--never-sleep", cfg.never_sleep, "thieves never sleep (the ABP baseline)");
   run->add_option("--json", json_out, "write the result here (default: stdout)");
+  double quantum_us = static_cast<double>(cfg.aps.quantum.count());
+  run->add_option("--aps-rho", cfg.aps.rho, "aps: responsiveness (desire growth), > 1");
+  run->add_option("--aps-delta", cfg.aps.delta, "aps: efficiency threshold, in (0, 1]");
+  run->add_option("--aps-quantum-us", quantum_us, "aps: the quantum L")->check(CLI::PositiveNumber);
+  run->add_flag("--aps-exact", cfg.aps.exact, "aps: I-Cilk's rules as written");
+  run->add_option("--fair-weights", cfg.fair.weights, "fair: the criterion, one integer weight per level (e.g. 50,25,25)")
+      ->delimiter(',');
+  bool independent = false;
+  run->add_flag("--fair-independent", independent, "fair: independent sampling (per-worker draws)");
   run->add_option("--wake-us", cfg.cost.wake_us, "cost: a notified sleeper to running")->check(CLI::NonNegativeNumber);
   run->add_option("--nap-us", cfg.cost.nap_us, "cost: the last thief's nap")->check(CLI::NonNegativeNumber);
   run->add_option("--decision-us", cfg.cost.decision_us, "cost: event to decision")->check(CLI::NonNegativeNumber);
@@ -98,6 +107,8 @@ int main(int argc, char** argv) {
                 << sim::work_of(w.requests[0]) << " us, span " << sim::span_of(w.requests[0]) << " us)\n";
       return 0;
     }
+    cfg.aps.quantum = std::chrono::microseconds(static_cast<long long>(quantum_us));
+    if (independent) cfg.fair.sampling = promptly::fair_sampling::independent;
     const sim::workload w = sim::load(workload_path);
     const sim::result r = sim::simulate(w, cfg);
     const std::string text = to_json(r).dump(1);
