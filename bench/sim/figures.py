@@ -8,6 +8,9 @@ Reproduces the shapes of
   * Fairness in Responsive Parallelism, Table 1: the low priority's stretch on 70 cores under the
     criteria 0-0-100, 50-0-50 and 50-25-25 (expected 1, 2 and 4) with an interactive top level
     and a time sink in the middle;
+  * AMCilk (Adaptive Scheduling of Multiprogrammed Dynamic-Multithreading Applications), Sec.
+    6.1: mean flow time of Bing-like jobs on 40 cores under DREP with frame-boundary preemption
+    against the steal-boundary baseline and the equal share, at 60%, 75% and 90% load;
   * Taskflow's executor paper (An Efficient Work-Stealing Scheduler for Task Dependency Graph),
     Figs. 2-3: runtime and CPU utilisation of a linear chain and a binary tree from 1 to 40 cores,
     with the sleep protocol against never-sleeping thieves (ABP).
@@ -82,17 +85,24 @@ def fib_nodes(n, cutoff, us_per_call, node_us=0.05, piece_us=None):
     return nodes
 
 
-def fork_join_nodes(depth, leaf_us, node_us=0.05):
+def loop_nodes(strands, strand_us, node_us=0.05):
+    """A parallel loop of `strands` strands, split in halves (cilk_for)."""
     nodes = []
 
-    def build(d):
-        if d <= 1:
-            x = add_node(nodes, leaf_us)
+    def build(n):
+        if n <= 1:
+            x = add_node(nodes, strand_us)
             return x, x
-        return fork_join(nodes, node_us, lambda: [build(d - 1), build(d - 1)])
+        h = n // 2
+        return fork_join(nodes, node_us, lambda: [build(h), build(n - h)])
 
-    build(depth)
+    build(strands)
     return nodes
+
+
+def fork_join_nodes(depth, leaf_us):
+    """A divide and conquer of `depth` levels: 2^(depth-1) leaves."""
+    return loop_nodes(2 ** (depth - 1), leaf_us)
 
 
 def chain_nodes(n, us):
@@ -219,6 +229,30 @@ def main():
             p99s.append(inter[min(len(inter) - 1, int(0.99 * len(inter)))])
         fair[crit] = {"low_s": med(lows), "interactive_p50_ms": med(p50s), "interactive_p99_ms": med(p99s)}
 
+    # ---- AMCilk Sec. 6.1: DREP vs steal-boundary on 40 cores, Bing-like jobs ----
+    # The first 600 jobs of the jobs suite's trace (bench/jobs/traces/bing.trace); a job of U
+    # trace units is a parallel loop of 8 U / 25 strands of 20 us (the paper's ~1280 strands of
+    # ~10 us per segment, at half the strands of twice the length), mean work 28.6 ms; arrivals
+    # at rho * 40 cores. One pool per job.
+    trace = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jobs", "traces", "bing.trace")
+    rows = [line.split() for line in open(trace) if not line.startswith("#")][:600]
+    mean_work = 1600 * 2.79 / 25 * 8 * 20.0
+    amcilk = report["amcilk"] = {}
+    for rho in (0.6, 0.75, 0.9):
+        f = os.path.join(tmp, f"bing-{rho}.json")
+        write(f, 1, [{"pool": 0, "release_us": float(t) * mean_work / (rho * 40), "kind": "job",
+                      "nodes": loop_nodes(max(1, round(int(u) * 8 / 25)), 20.0)} for t, u, _ in rows])
+        amcilk[str(rho)] = {}
+        for policy in ("drep", "drep-steal-boundary", "equi"):
+            means, p50s, p99s = [], [], []
+            for s in seeds:
+                r = simulate(sim, f, 40, policy, s, ("--pool-per-request",))
+                flows = sorted(q["response_us"] / 1e3 for q in r["requests"])
+                means.append(statistics.mean(flows))
+                p50s.append(flows[len(flows) // 2])
+                p99s.append(flows[min(len(flows) - 1, int(0.99 * len(flows)))])
+            amcilk[str(rho)][policy] = {"mean_ms": med(means), "p50_ms": med(p50s), "p99_ms": med(p99s)}
+
     # ---- Taskflow, Figs. 2-3: chain and binary tree, runtime and CPU utilisation ----
     # Scaled from 8.4M tasks to 65k (tasks of 0.1 us: the paper's increment a counter or nothing).
     tf_files = {"linear chain": os.path.join(tmp, "chain.json"), "binary tree": os.path.join(tmp, "tree.json")}
@@ -286,6 +320,17 @@ def main():
         expected = 100 / low_w
         L.append(f"| {crit.replace(',', '-')} | {fmt(*row['low_s'])} | {stretch:.2f} | {expected:.0f} | {stretch / expected:.2f} | "
                  f"{row['interactive_p50_ms'][0]:.1f} | {row['interactive_p99_ms'][0]:.1f} |")
+    L.append("\n## AMCilk Sec. 6.1: DREP on 40 cores, Bing-like jobs\n")
+    L.append("600 jobs of the jobs suite's Bing trace, each a parallel loop of 20 us strands (mean 28.6 ms of "
+             "work), one pool per job, Poisson arrivals at the load. Flow time from arrival to end, ms. The "
+             "paper reports DREP (frame-boundary preemption) 60-70% below the steal-boundary baseline.\n")
+    L.append("| load | policy | mean flow | p50 | p99 | mean / steal-boundary |")
+    L.append("|---|---|---|---|---|---|")
+    for rho, by in amcilk.items():
+        sb = by["drep-steal-boundary"]["mean_ms"][0]
+        for policy, row in by.items():
+            L.append(f"| {float(rho):.0%} | {policy} | {fmt(*row['mean_ms'], 2)} | {row['p50_ms'][0]:.2f} | "
+                     f"{row['p99_ms'][0]:.2f} | {row['mean_ms'][0] / sb:.2f}x |")
     L.append("\n## Taskflow Figs. 2-3: linear chain and binary tree, 1-40 cores\n")
     L.append("65,536 tasks of 0.1 us each (the paper: 8.4M tasks that increment a counter or do nothing). CPU "
              "utilisation = awake worker time / makespan (the paper: `perf stat`'s CPUs utilized). The paper "
