@@ -29,96 +29,8 @@ import sys
 import tempfile
 import time
 
-FORMAT = "promptly-sim-workload-1"
-
-
-def fib_calls(k):
-    a, b = 0, 1
-    for _ in range(k + 1):
-        a, b = b, a + b
-    return 2 * a - 1
-
-
-def add_node(nodes, work_us):
-    nodes.append([work_us, []])
-    return len(nodes) - 1
-
-
-def fork_join(nodes, node_us, build_children):
-    """A fork node, the children build_children() appends (each an (entry, exit) pair), a join
-    node: appended in that order, so every edge points forward."""
-    f = add_node(nodes, node_us)
-    parts = build_children()
-    j = add_node(nodes, node_us)
-    for entry, exit_ in parts:
-        nodes[f][1].append(entry)
-        nodes[exit_][1].append(j)
-    return f, j
-
-
-def fib_nodes(n, cutoff, us_per_call, node_us=0.05, piece_us=None):
-    """fib(n) as a fork-join DAG; below the cutoff serial work in proportion to its call count:
-    one strand, or a chain of strands of piece_us (the paper's serial base case calls yield, a
-    strand boundary, as it goes)."""
-    nodes = []
-
-    def add(w):
-        return add_node(nodes, w)
-
-    def build(k):
-        if k <= cutoff or k < 2:
-            work = us_per_call * fib_calls(k)
-            if piece_us is None or work <= piece_us:
-                x = add(work)
-                return x, x
-            pieces = int(-(-work // piece_us))
-            first = add(work / pieces)
-            last = first
-            for _ in range(pieces - 1):
-                nxt = add(work / pieces)
-                nodes[last][1].append(nxt)
-                last = nxt
-            return first, last
-        return fork_join(nodes, node_us, lambda: [build(k - 1), build(k - 2)])
-
-    build(n)
-    return nodes
-
-
-def loop_nodes(strands, strand_us, node_us=0.05):
-    """A parallel loop of `strands` strands, split in halves (cilk_for)."""
-    nodes = []
-
-    def build(n):
-        if n <= 1:
-            x = add_node(nodes, strand_us)
-            return x, x
-        h = n // 2
-        return fork_join(nodes, node_us, lambda: [build(h), build(n - h)])
-
-    build(strands)
-    return nodes
-
-
-def fork_join_nodes(depth, leaf_us):
-    """A divide and conquer of `depth` levels: 2^(depth-1) leaves."""
-    return loop_nodes(2 ** (depth - 1), leaf_us)
-
-
-def chain_nodes(n, us):
-    return [[us, [i + 1] if i + 1 < n else []] for i in range(n)]
-
-
-def tree_nodes(depth, us):
-    """Taskflow's binary tree: each task has two successors; no joins."""
-    count = 2 ** depth - 1
-    return [[us, [2 * i + 1, 2 * i + 2] if 2 * i + 2 < count else []] for i in range(count)]
-
-
-def write(path, pools, requests):
-    with open(path, "w") as f:
-        json.dump({"format": FORMAT, "pools": pools, "requests": requests}, f)
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads as W  # noqa: E402
 
 def simulate(sim, workload, workers, policy, seed, extra=()):
     cmd = [sim, "run", "--workload", workload, "--workers", str(workers), "--policy", policy, "--seed", str(seed), *extra]
@@ -154,16 +66,16 @@ def main():
     # ---- I-Cilk, Figs. 2-4: three fib instances H, M, L released together ----
     # Scaled so that fib-ideal at 20 cores is about the paper's 0.58 s (fib-ep) while the DAG
     # stays ~20k nodes (serial cutoff 12 instead of 2: 20 cores still have ample parallelism).
-    ep = fib_nodes(30, 12, 11.6e6 / fib_calls(30))
+    ep = W.fib(30, 12, 11.6e6 / W.fib_calls(30))
     # fib-rp: fib(44) with a serial base case of 40: exactly 8 serial leaves per level, as in the
     # paper, each yielding every 1 ms (a chain of 1 ms strands).
-    rp = fib_nodes(44, 40, 6.0e6 / fib_calls(44), piece_us=1000)
+    rp = W.fib(44, 40, 6.0e6 / W.fib_calls(44), piece_us=1000)
     files = {}
     for name, nodes in (("fib-ep", ep), ("fib-rp", rp)):
         files[name] = os.path.join(tmp, f"{name}.json")
-        write(files[name], 3, [{"pool": i, "release_us": 0, "kind": "HML"[i], "nodes": nodes} for i in range(3)])
+        W.write(files[name], 3, [{"pool": i, "release_us": 0, "kind": "HML"[i], "nodes": nodes} for i in range(3)])
         files[name + "-ideal"] = os.path.join(tmp, f"{name}-ideal.json")
-        write(files[name + "-ideal"], 1, [{"pool": 0, "release_us": 0, "kind": "ideal", "nodes": nodes}])
+        W.write(files[name + "-ideal"], 1, [{"pool": 0, "release_us": 0, "kind": "ideal", "nodes": nodes}])
 
     def levels(name, workers, policy, extra=()):
         per = {k: [] for k in "HML"}
@@ -213,11 +125,11 @@ def main():
     # 0.5 ms); middle: a time sink (16384 leaves of 20 ms: it outlasts the low kernel); low: a
     # compute kernel (fib(30), cutoff 12) scaled to about 0.5 s alone on 70 cores.
     fair_file = os.path.join(tmp, "fair70.json")
-    fair_reqs = [{"pool": 2, "release_us": 0, "kind": "low", "nodes": fib_nodes(30, 12, 35e6 / fib_calls(30))},
-                 {"pool": 1, "release_us": 0, "kind": "sink", "nodes": fork_join_nodes(15, 20000)}]
-    interactive = fork_join_nodes(4, 500)
+    fair_reqs = [{"pool": 2, "release_us": 0, "kind": "low", "nodes": W.fib(30, 12, 35e6 / W.fib_calls(30))},
+                 {"pool": 1, "release_us": 0, "kind": "sink", "nodes": W.fork_join_tree(15, 20000, 0.05)}]
+    interactive = W.fork_join_tree(4, 500, 0.05)
     fair_reqs += [{"pool": 0, "release_us": 20000 * i, "kind": "interactive", "nodes": interactive} for i in range(250)]
-    write(fair_file, 3, fair_reqs)
+    W.write(fair_file, 3, fair_reqs)
     fair = report["fair"] = {}
     for crit in ("0,0,100", "50,0,50", "50,25,25"):
         lows, p50s, p99s = [], [], []
@@ -240,8 +152,8 @@ def main():
     amcilk = report["amcilk"] = {}
     for rho in (0.6, 0.75, 0.9):
         f = os.path.join(tmp, f"bing-{rho}.json")
-        write(f, 1, [{"pool": 0, "release_us": float(t) * mean_work / (rho * 40), "kind": "job",
-                      "nodes": loop_nodes(max(1, round(int(u) * 8 / 25)), 20.0)} for t, u, _ in rows])
+        W.write(f, 1, [{"pool": 0, "release_us": float(t) * mean_work / (rho * 40), "kind": "job",
+                      "nodes": W.parallel_loop(max(1, round(int(u) * 8 / 25)), 20.0, 1, 0.05)} for t, u, _ in rows])
         amcilk[str(rho)] = {}
         for policy in ("drep", "drep-steal-boundary", "equi"):
             means, p50s, p99s = [], [], []
@@ -256,8 +168,8 @@ def main():
     # ---- Taskflow, Figs. 2-3: chain and binary tree, runtime and CPU utilisation ----
     # Scaled from 8.4M tasks to 65k (tasks of 0.1 us: the paper's increment a counter or nothing).
     tf_files = {"linear chain": os.path.join(tmp, "chain.json"), "binary tree": os.path.join(tmp, "tree.json")}
-    write(tf_files["linear chain"], 1, [{"pool": 0, "release_us": 0, "kind": "chain", "nodes": chain_nodes(65536, 0.1)}])
-    write(tf_files["binary tree"], 1, [{"pool": 0, "release_us": 0, "kind": "tree", "nodes": tree_nodes(16, 0.1)}])
+    W.write(tf_files["linear chain"], 1, [{"pool": 0, "release_us": 0, "kind": "chain", "nodes": W.chain(65536, 0.1)}])
+    W.write(tf_files["binary tree"], 1, [{"pool": 0, "release_us": 0, "kind": "tree", "nodes": W.task_tree(16, 0.1)}])
     cores = [1, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40]
     tf = report["taskflow"]
     for bench, f in tf_files.items():

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Validate promptly-sim against the real runtime (bench/sim/README.md).
+
+    python3 bench/sim/validate.py --build build-lead-bench --reps 3 [--out bench/results/sim]
+
+Generates four workloads (promptly-sim-workload-1 JSON, written to OUT/workloads/), runs each
+at P = 1 and 2 workers alternately on the real runtime (BUILD/bench-bin/sim_real_run) and on
+the simulator (BUILD/bin/promptly-sim run), --reps times, and reports the median and min-max
+of the makespan (and, for the latency workload, of the urgent requests' response p50 and p99)
+on each side and the ratio sim/real of the medians. The target is |sim/real - 1| <= 10%.
+If the simulator binary does not exist, only the real side runs and the report says so.
+
+Writes OUT/validation.md (the table, the machine, the date, the command), OUT/validation.json
+(every run's numbers) and each run's raw JSON output under OUT/runs/.
+Every number in the report is computed from the runs' outputs; percentiles are nearest-rank.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from workloads import FORMAT, chain, fork_join_tree, parallel_loop, request, span_of, work_of  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TARGET = 0.10  # |sim/real - 1| within 10%
+
+
+# ---- the workloads (generators: workloads.py) ----------------------------------------------------
+
+def workloads():
+    """name -> (description, workload, policies, kind whose responses are reported or None)."""
+    lat = [request(fork_join_tree(12, 100), pool=1, release_us=0, kind="background")]
+    lat += [request(fork_join_tree(3, 200), pool=0, release_us=2000 + 5000 * k, kind="urgent") for k in range(40)]
+    return {
+        "forkjoin": ("fork-join tree, depth 10, leaves 200 us",
+                     {"format": FORMAT, "pools": 1, "requests": [request(fork_join_tree(10, 200), kind="forkjoin")]},
+                     ["prompt"], None),
+        "loop": ("parallel loop, 4096 iterations of 20 us, grain 64",
+                 {"format": FORMAT, "pools": 1, "requests": [request(parallel_loop(4096, 20, 64), kind="loop")]},
+                 ["prompt"], None),
+        "chain": ("chain of 2000 nodes of 50 us",
+                  {"format": FORMAT, "pools": 1, "requests": [request(chain(2000, 50), kind="chain")]},
+                  ["prompt"], None),
+        "latency": ("2 pools: background tree depth 12, leaves 100 us, at pool 1 from 0; 40 urgent trees "
+                    "depth 3, leaves 200 us, at pool 0 every 5 ms from 2 ms",
+                    {"format": FORMAT, "pools": 2, "requests": lat},
+                    ["prompt", "oblivious"], "urgent"),
+    }
+
+
+# ---- measurements ------------------------------------------------------------------------------
+
+def percentile(values, q):
+    """Nearest-rank percentile (q in (0, 100])."""
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    return v[max(0, min(len(v) - 1, math.ceil(q / 100.0 * len(v)) - 1))]
+
+
+def metrics_of(out, urgent_kind):
+    """The compared numbers of one run's JSON output, in ms."""
+    m = {"makespan_ms": out["makespan_us"] / 1000.0}
+    if "max_release_lag_us" in out:  # real: the submitter's largest delay past a release time
+        m["release_lag_max_us"] = out["max_release_lag_us"]
+    if "cpu_us" in out:  # real: user + sys CPU time of the process
+        m["cpu_ms"] = out["cpu_us"] / 1000.0
+        if "work_us" in out:  # > 0: strands spun while their worker was off the CPU (something else ran)
+            m["work_minus_cpu_ms"] = max(0.0, out["work_us"] - out["cpu_us"]) / 1000.0
+    elif "awake_us" in out:  # sim: the time its workers were not asleep (working or looking for work)
+        m["cpu_ms"] = out["awake_us"] / 1000.0
+    if urgent_kind is not None:
+        resp = [r["response_us"] / 1000.0 for r in out["requests"] if r.get("kind") == urgent_kind]
+        m["urgent_p50_ms"] = percentile(resp, 50)
+        m["urgent_p99_ms"] = percentile(resp, 99)
+        others = [r["response_us"] / 1000.0 for r in out["requests"] if r.get("kind") != urgent_kind]
+        if others:
+            m["background_response_ms"] = max(others)
+    return m
+
+
+def summary(values):
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def machine_busy_seconds():
+    """CPU seconds the whole machine has spent not idle (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_one(cmd, out_path, timeout):
+    """Runs cmd (which writes out_path); returns (parsed JSON or None, error text or None, other_cores):
+    other_cores is the CPU the rest of the machine used meanwhile (busy time of /proc/stat minus
+    the child's own CPU time, over the wall time), a measure of how contended the run was."""
+    busy0, child0, t0 = machine_busy_seconds(), children_cpu_seconds(), time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s: {shlex.join(cmd)}", None
+    wall, busy1, child1 = time.monotonic() - t0, machine_busy_seconds(), children_cpu_seconds()
+    other = None if busy0 is None or busy1 is None or wall <= 0 else max(0.0, (busy1 - busy0) - (child1 - child0)) / wall
+    if p.returncode != 0:
+        return None, f"exit {p.returncode}: {shlex.join(cmd)}: {p.stderr.strip()[-500:]}", other
+    try:
+        with open(out_path) as f:
+            return json.load(f), None, other
+    except (OSError, ValueError) as e:
+        return None, f"{shlex.join(cmd)}: no readable JSON in {out_path}: {e}", other
+
+
+def machine():
+    model = platform.processor() or platform.machine()
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        nproc = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip())
+    except (OSError, ValueError):
+        nproc = os.cpu_count()
+    return {"model": model, "nproc": nproc, "kernel": platform.release()}
+
+
+def resolve(path):
+    """A path as given if absolute, else relative to the repository root."""
+    return path if os.path.isabs(path) else os.path.join(REPO, path)
+
+
+# ---- report ------------------------------------------------------------------------------------
+
+def fmt(s):
+    if s is None:
+        return "-"
+    return f"{s['median']:.2f} [{s['min']:.2f}-{s['max']:.2f}]"
+
+
+def write_report(out_dir, res):
+    lines = ["# Simulator validation: promptly-sim against the real runtime", ""]
+    lines.append(f"* date: {res['date']}")
+    m = res["machine"]
+    lines.append(f"* machine: {m['model']}, nproc {m['nproc']}, Linux {m['kernel']}")
+    lines.append(f"* load average (1 min) before / after: {res['loadavg_before'][0]:.2f} / {res['loadavg_after'][0]:.2f}")
+    lines.append(f"* command: `{res['command']}`")
+    lines.append(f"* real: `{res['real_bin']}` (submitter thread: {res['submitter']}); simulator: " +
+                 (f"`{res['sim_bin']}`" if res["sim_available"] else
+                  f"**not run**: `{res['sim_bin']}` does not exist (only the real side was measured)"))
+    lines.append(f"* repetitions: {res['reps']} per configuration, real and simulator alternately; "
+                 "median [min-max]; times in ms; percentiles nearest-rank; "
+                 f"target |sim/real - 1| <= {TARGET:.0%}")
+    lines.append("")
+    lines.append("| workload | P | policy | metric | real | sim | sim/real | within 10% |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for c in res["configs"]:
+        for metric in c["metrics"]:
+            r = c["real"]["summary"].get(metric)
+            s = c["sim"]["summary"].get(metric) if c["sim"] else None
+            ratio = c["ratio"].get(metric)
+            ok = "-" if ratio is None else ("yes" if abs(ratio - 1) <= TARGET else "**no**")
+            lines.append(f"| {c['workload']} | {c['workers']} | {c['policy']} | {metric} | {fmt(r)} | {fmt(s)} | "
+                         f"{'-' if ratio is None else f'{ratio:.3f}'} | {ok} |")
+    lines.append("")
+    lines.append("CPU: real = user + sys CPU time of the process during the run; sim = the time its workers were "
+                 "awake (`awake_us`: working or looking for work). Utilization = CPU / (P x makespan).")
+    lines.append("")
+    lines.append("| workload | P | policy | real cpu_ms | real utilization | sim cpu_ms | sim utilization | "
+                 "other processes' cores during the real runs | real work - cpu, ms | "
+                 "real submitter's largest release lag, us |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+
+    def util(side, c):
+        if not side:
+            return "-"
+        cpu, mk = side["summary"].get("cpu_ms"), side["summary"].get("makespan_ms")
+        return "-" if not cpu or not mk else f"{cpu['median'] / (c['workers'] * mk['median']):.2f}"
+
+    for c in res["configs"]:
+        sim_cpu = c["sim"]["summary"].get("cpu_ms") if c["sim"] else None
+        lines.append(f"| {c['workload']} | {c['workers']} | {c['policy']} | {fmt(c['real']['summary'].get('cpu_ms'))} | "
+                     f"{util(c['real'], c)} | {fmt(sim_cpu)} | {util(c['sim'], c)} | "
+                     f"{fmt(c['real']['summary'].get('other_cores'))} | "
+                     f"{fmt(c['real']['summary'].get('work_minus_cpu_ms'))} | "
+                     f"{fmt(c['real']['summary'].get('release_lag_max_us'))} |")
+    lines.append("")
+    lines.append("(Other processes' cores: the machine's busy CPU time in /proc/stat minus the run's own, over its "
+                 "wall time; above 0.1 the real numbers are disturbed by other work on the machine. Work - cpu: "
+                 "the workload's work minus the process's CPU time, when positive: strands (which spin on the wall "
+                 "clock) lost at least that much CPU to something else, e.g. the host of a virtual machine, "
+                 "which the first column does not see. Release lag: "
+                 "how late `sim_real_run`'s submitter called `graph.run()` after a release time; an urgent "
+                 "request's real response includes it, the simulator's has none.)")
+    lines.append("")
+    lines.append("Workloads (work and span computed from the generated files, in ms):")
+    lines.append("")
+    lines.append("| workload | file | requests | nodes | work | span of the longest request | description |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for name, w in res["workloads"].items():
+        lines.append(f"| {name} | `{w['file']}` | {w['requests']} | {w['nodes']} | {w['work_ms']:.1f} | "
+                     f"{w['max_span_ms']:.2f} | {w['description']} |")
+    if res["errors"]:
+        lines.append("")
+        lines.append("Failed runs:")
+        lines.append("")
+        for e in res["errors"]:
+            lines.append(f"* {e}")
+    lines.append("")
+    with open(os.path.join(out_dir, "validation.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build-lead-bench", help="build directory, relative to the repository root (bench-bin/sim_real_run, bin/promptly-sim)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default="bench/results/sim", help="output directory (relative: to the repository root)")
+    ap.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
+    ap.add_argument("--only", default="", help="comma-separated workload names (default: all)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per run")
+    ap.add_argument("--submitter", choices=["fifo", "normal"], default="fifo",
+                    help="sim_real_run --submitter: the releasing thread under SCHED_FIFO when permitted (default)")
+    args = ap.parse_args()
+    if args.reps < 1:
+        ap.error("--reps must be >= 1")
+
+    build = resolve(args.build)
+    real_bin = os.path.join(build, "bench-bin", "sim_real_run")
+    sim_bin = os.path.join(build, "bin", "promptly-sim")
+    if not os.access(real_bin, os.X_OK):
+        sys.exit(f"validate.py: {real_bin} does not exist; build it: cmake --build {args.build} --target sim_real_run")
+    sim_available = os.access(sim_bin, os.X_OK)
+    if not sim_available:
+        print(f"validate.py: {sim_bin} does not exist: skipping the simulator side", file=sys.stderr)
+
+    out_dir = resolve(args.out)
+    wl_dir, runs_dir = os.path.join(out_dir, "workloads"), os.path.join(out_dir, "runs")
+    os.makedirs(wl_dir, exist_ok=True)
+    os.makedirs(runs_dir, exist_ok=True)
+    workers = [int(x) for x in args.workers.split(",") if x]
+    all_wl = workloads()
+    only = [x for x in args.only.split(",") if x]
+    for x in only:
+        if x not in all_wl:
+            ap.error(f"--only: unknown workload '{x}' (known: {', '.join(all_wl)})")
+    chosen = {k: v for k, v in all_wl.items() if not only or k in only}
+
+    wl_info, configs = {}, []
+    for name, (desc, wl, policies, urgent) in chosen.items():
+        path = os.path.join(wl_dir, name + ".json")
+        with open(path, "w") as f:
+            json.dump(wl, f, separators=(",", ":"))
+        wl_info[name] = {"file": os.path.relpath(path, out_dir), "description": desc, "requests": len(wl["requests"]),
+                         "nodes": sum(len(r["nodes"]) for r in wl["requests"]),
+                         "work_ms": sum(work_of(r["nodes"]) for r in wl["requests"]) / 1000.0,
+                         "max_span_ms": max(span_of(r["nodes"]) for r in wl["requests"]) / 1000.0}
+        for p in workers:
+            for pol in policies:
+                configs.append({"workload": name, "file": path, "workers": p, "policy": pol, "urgent": urgent,
+                                "real_runs": [], "sim_runs": []})
+
+    errors = []
+    loadavg_before = os.getloadavg()
+    for rep in range(args.reps):
+        for c in configs:
+            tag = f"{c['workload']}-P{c['workers']}-{c['policy']}-rep{rep}"
+            sides = [("real", real_bin, [real_bin, "--submitter", args.submitter])]
+            if sim_available:
+                sides.append(("sim", sim_bin, [sim_bin, "run"]))
+            for side, _, prefix in sides:
+                out_path = os.path.join(runs_dir, f"{tag}-{side}.json")
+                cmd = prefix + ["--workload", c["file"], "--workers", str(c["workers"]), "--policy", c["policy"],
+                                "--json", out_path]
+                out, err, other = run_one(cmd, out_path, args.timeout)
+                if err:
+                    errors.append(f"{tag} {side}: {err}")
+                    print(f"  {tag} {side}: FAILED: {err}", file=sys.stderr)
+                    continue
+                if out.get("completed") is False or out.get("problem"):
+                    errors.append(f"{tag} {side}: the run did not complete: {out.get('problem', '')}")
+                    print(f"  {tag} {side}: INCOMPLETE: {out.get('problem', '')}", file=sys.stderr)
+                    continue
+                m = metrics_of(out, c["urgent"])
+                print(f"  {tag} {side}: " + ", ".join(f"{k} {v:.2f}" for k, v in m.items()), file=sys.stderr)
+                m["other_cores"] = other  # CPU used by other processes during the run (not compared)
+                m["raw"] = os.path.relpath(out_path, out_dir)
+                c[f"{side}_runs"].append(m)
+    loadavg_after = os.getloadavg()
+
+    res_configs = []
+    for c in configs:
+        metric_names = ["makespan_ms"] + (["urgent_p50_ms", "urgent_p99_ms", "background_response_ms"] if c["urgent"] else [])
+        real = {"runs": c["real_runs"], "summary": {}}
+        for k in metric_names + ["cpu_ms", "other_cores", "release_lag_max_us", "work_minus_cpu_ms"]:
+            s = summary([r[k] for r in c["real_runs"] if r.get(k) is not None])
+            if s:
+                real["summary"][k] = s
+        sim = None
+        if sim_available:
+            sim = {"runs": c["sim_runs"], "summary": {}}
+            for k in metric_names + ["cpu_ms"]:
+                s = summary([r[k] for r in c["sim_runs"] if k in r])
+                if s:
+                    sim["summary"][k] = s
+        ratio = {}
+        for k in metric_names:
+            if sim and k in sim["summary"] and k in real["summary"] and real["summary"][k]["median"] > 0:
+                ratio[k] = sim["summary"][k]["median"] / real["summary"][k]["median"]
+        res_configs.append({"workload": c["workload"], "workers": c["workers"], "policy": c["policy"],
+                            "metrics": metric_names, "real": real, "sim": sim, "ratio": ratio,
+                            "within_target": {k: abs(v - 1) <= TARGET for k, v in ratio.items()}})
+
+    res = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "loadavg_before": loadavg_before,
+        "loadavg_after": loadavg_after,
+        "command": shlex.join([os.path.relpath(sys.argv[0], os.getcwd())] + sys.argv[1:]),
+        "real_bin": real_bin,
+        "sim_bin": sim_bin,
+        "sim_available": sim_available,
+        "reps": args.reps,
+        "submitter": args.submitter,
+        "target": TARGET,
+        "workloads": wl_info,
+        "configs": res_configs,
+        "errors": errors,
+    }
+    with open(os.path.join(out_dir, "validation.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    write_report(out_dir, res)
+    print(f"wrote {os.path.join(out_dir, 'validation.md')} and validation.json", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
