@@ -207,6 +207,9 @@ class ForkJoin(unittest.TestCase):
         self.assertEqual(r.response, 90_000)
         self.assertEqual(r.queueing, 10_000)
         self.assertEqual(r.bound, 90_000 / 2 + 70_000)
+        # PLDI 2020 Thm. 2.1: W_a (all level-0 work while R ran: its own 90) + (P - 1) x a-span 70, over 2
+        self.assertTrue(r.well_formed)
+        self.assertEqual((r.a_span, r.a_bound), (70_000, (90_000 + 70_000) / 2))
         self.assertEqual(len(r.stretches), 3)
 
     def test_park_longer_than_child_keeps_the_park_value(self):
@@ -412,6 +415,8 @@ class Causes(unittest.TestCase):
         r = by_task(analyze(tb.doc()))[1]
         self.assertEqual((r.work, r.span, r.response, r.queueing), (20_000, 110_000, 520_000, 0))
         self.assertEqual(r.bound, 120_000)
+        self.assertFalse(r.well_formed)                   # a level-1 task made it ready: no a-span bound
+        self.assertEqual((r.a_span, r.a_bound), (None, None))
         self.assertTrue(r.flagged)
         self.assertEqual(r.cause, "inversion")
         self.assertIn("R waited 490.0 us for a pool-1 task", r.cause_detail)
@@ -557,13 +562,16 @@ class Cli(unittest.TestCase):
         rows = doc["requests"]
         self.assertEqual(len(rows), 3)
         fields = {"task", "pool", "submit_us", "response_us", "queueing_us", "work_us", "span_us",
-                  "competitor_us", "bound_us", "ratio", "flagged", "cause", "cause_detail"}
+                  "competitor_us", "bound_us", "well_formed", "a_span_us", "a_bound_us", "ratio", "flagged",
+                  "cause", "cause_detail"}
         for row in rows:
             self.assertEqual(set(row), fields)
         a, b, c = rows
         self.assertEqual((a["task"], a["pool"], a["submit_us"], a["response_us"], a["queueing_us"], a["work_us"],
                           a["span_us"], a["competitor_us"], a["bound_us"], a["flagged"], a["cause"]),
                          (1, 0, 1000.0, 4100.0, 4000.0, 100.0, 100.0, 0.0, 150.0, True, "long strand"))
+        # Thm. 2.1: level-0 work while R was in the system (its own 100 us) + (P - 1) x 100, over P = 2
+        self.assertEqual((a["well_formed"], a["a_span_us"], a["a_bound_us"]), (True, 100.0, 100.0))
         self.assertAlmostEqual(a["ratio"], 4100 / 150)
         an = analyze(tb.doc())
         self.assertEqual(rows, prof.rows(an))        # the file is the analysis, as is
@@ -599,6 +607,45 @@ class Cli(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.getsize(os.path.join(d, "response_cdf.png")) > 0)
         self.assertTrue(os.path.getsize(os.path.join(d, "response_vs_bound.png")) > 0)
+
+
+class ToWorkload(unittest.TestCase):
+    """--to-workload: a trace's requests as a promptly-sim workload (docs/simulator.md)."""
+
+    def test_fork_join_becomes_its_dag(self):
+        w, left = prof.to_workload(analyze(ForkJoin().doc()))
+        self.assertEqual(w["format"], "promptly-sim-workload-1")
+        (q,) = w["requests"]
+        # the root's stretch cut at the spawn (10 + 20 us), its continuation first, then the stolen
+        # child (50); the resumed stretch (10) after both the park and the child's wake-up
+        self.assertEqual(q["nodes"], [[10.0, [1, 2]], [20.0, [3]], [50.0, [3]], [10.0, []]])
+        self.assertEqual((q["pool"], q["release_us"]), (0, 0.0))
+        self.assertEqual(left, {"cross_request_edges": 0, "unowned_stretch_us": 0.0, "unfinished_requests": 0})
+        work = sum(n[0] for n in q["nodes"])
+        self.assertEqual(work, 90.0)     # the profiler's work and span of the request
+        finish = [0.0] * 4
+        for i, (d, succ) in enumerate(q["nodes"]):
+            finish[i] += d
+            for j in succ:
+                finish[j] = max(finish[j], finish[i])
+        self.assertEqual(max(finish), 70.0)
+
+    def test_cli_writes_the_workload_and_says_what_was_left_out(self):
+        trace = _write(walkthrough_trace())
+        out = os.path.join(_tmp, "workload.json")
+        p = run_tool(trace, "--to-workload", out, "--top", "0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("workload: ", p.stdout)
+        self.assertIn("12 requests", p.stdout)
+        with open(out) as f:
+            w = json.load(f)
+        self.assertEqual(w["pools"], 2)
+        self.assertEqual([q["release_us"] for q in w["requests"] if q["pool"] == 0],
+                         [3030.0 + 10000 * k for k in range(10)])
+        for q in w["requests"]:
+            for i, (_, succ) in enumerate(q["nodes"]):
+                self.assertTrue(all(j > i for j in succ))   # edges point forward: the format's rule
+        self.assertNotEqual(run_tool(trace, "--to-workload", "/nonexistent/dir/w.json").returncode, 0)
 
 
 class Walkthrough(unittest.TestCase):
