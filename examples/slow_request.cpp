@@ -1,8 +1,11 @@
 // A slow urgent request, traced: the example docs/profiling.md walks through.
 //
 // Level 1 runs a background loop on each worker whose strands are 5 ms long:
-// it crosses a strand boundary (yield()) only every 5 ms. Every 10 ms a
-// small urgent request (a fork-join of four 50 us leaves) arrives at level 0.
+// it crosses a strand boundary (yield()) only every 5 ms. 5-15 ms after the
+// previous one ended (uniformly, a fixed seed), a small urgent request (a
+// fork-join of four 50 us leaves) arrives at level 0. The gap is random
+// because a fixed one locks to the loop's phase: the loop restarts its 5 ms
+// when the request ends, so every request would wait the same time.
 // The policy moves a worker to level 0 only at a strand boundary, so a
 // request that arrives while both workers are inside their 5 ms strands
 // waits for the first strand to end. With --yield the background loop
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,8 +83,10 @@ int main(int argc, char** argv) {
     }));
 
   std::vector<double> response_us;
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> gap(5000, 15000);  // us
   for (int r = 0; r < requests; ++r) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::microseconds(gap(rng)));
     const auto t0 = std::chrono::steady_clock::now();
     rt.submit(promptly::level{0}, [] {
         promptly::join([] { promptly::join([] { spin_for(std::chrono::microseconds(50)); },
