@@ -57,6 +57,47 @@ double max_strand(const sim::request& r) {
   return m;
 }
 
+// A request placed at a level, a release time and a kind.
+sim::request at(sim::request r, std::uint32_t pool, double release_us, const char* kind) {
+  r.pool = pool;
+  r.release_us = release_us;
+  r.kind = kind;
+  return r;
+}
+
+sim::config config_for(unsigned workers, const char* policy, std::uint64_t seed, double nap_us) {
+  sim::config c;
+  c.workers = workers;
+  c.policy = policy;
+  c.seed = seed;
+  c.cost.nap_us = nap_us;
+  return c;
+}
+
+// What a request met while it was in the system: the work at its level or
+// above (its own included), the spans of the more urgent requests, how many
+// arrived (each moves the cores up and back), and the longest strand of any
+// request it overlapped.
+struct overlap {
+  double competitive = 0, spans_above = 0, strand = 0;
+  unsigned preemptions = 0;
+};
+
+overlap overlap_of(const sim::workload& w, const sim::result& r, const sim::request_result& a) {
+  overlap o;
+  for (std::size_t k = 0; k < w.requests.size(); ++k) {
+    const sim::request_result& b = r.requests[k];
+    if (!(b.release_us < a.finish_us && b.finish_us > a.release_us)) continue;
+    if (b.pool <= a.pool) o.competitive += b.work_us;
+    if (b.pool < a.pool) {
+      ++o.preemptions;
+      o.spans_above += b.span_us;
+    }
+    o.strand = std::max(o.strand, max_strand(w.requests[k]));
+  }
+  return o;
+}
+
 }  // namespace
 
 TEST(SimWorkload, BadWorkloadsAreRefusedNamingTheProblem) {
@@ -195,17 +236,10 @@ TEST(SimBounds, PromptServesAnUrgentRequestWithinItsOwnBound) {
       for (const unsigned p : {2u, 4u, 16u}) {
         sim::workload w;
         w.pools = 2;
-        sim::request bg = sim::random_series_parallel(seed, 3000, 0.8, 4, 10, 150);
-        bg.pool = 1;
-        bg.kind = "background";
+        const sim::request bg = at(sim::random_series_parallel(seed, 3000, 0.8, 4, 10, 150), 1, 0, "background");
         w.requests.push_back(bg);
-        for (int i = 0; i < 10; ++i) {
-          sim::request u = sim::random_series_parallel(seed * 100 + i, 60, 0.7, 3, 10, 100);
-          u.pool = 0;
-          u.release_us = 500 + 3000.0 * i;
-          u.kind = "urgent";
-          w.requests.push_back(u);
-        }
+        for (int i = 0; i < 10; ++i)
+          w.requests.push_back(at(sim::random_series_parallel(seed * 100 + i, 60, 0.7, 3, 10, 100), 0, 500 + 3000.0 * i, "urgent"));
         sim::config c;
         c.workers = p;
         c.policy = "prompt";
@@ -333,33 +367,58 @@ TEST(SimBounds, PromptMeetsTheResponseBoundOfWellFormedDags) {
   for (std::uint64_t seed = 1; seed <= 6; ++seed)
     for (const unsigned p : {2u, 8u, 32u}) {
       const sim::workload w = random_workload(seed * 104729 + p, 3, 16);
-      sim::config c;
-      c.workers = p;
-      c.policy = "prompt";
-      c.seed = seed;
-      c.cost.nap_us = 20;
+      const sim::config c = config_for(p, "prompt", seed, 20);
       const sim::result r = sim::simulate(w, c);
       ASSERT_TRUE(r.completed) << r.problem;
       for (const sim::request_result& a : r.requests) {
-        double competitor = 0, strand = 0, spans = a.span_us;
-        unsigned preemptions = 0;
-        for (std::size_t k = 0; k < w.requests.size(); ++k) {
-          const sim::request_result& b = r.requests[k];
-          const bool overlaps = b.release_us < a.finish_us && b.finish_us > a.release_us;
-          if (!overlaps) continue;
-          if (b.pool <= a.pool) competitor += b.work_us;
-          if (b.pool < a.pool) {
-            ++preemptions;
-            spans += b.span_us;
-          }
-          strand = std::max(strand, max_strand(w.requests[k]));
-        }
+        const overlap o = overlap_of(w, r, a);
+        const double competitor = o.competitive, strand = o.strand, spans = a.span_us + o.spans_above;
+        const unsigned preemptions = o.preemptions;
         // Each arrival of more urgent work moves the cores up and back: a
         // decision, a wake-up, a move and a strand boundary each way.
         const double switch_cost = c.cost.decision_us + c.cost.wake_us + c.cost.move_us + strand;
         const double bound = 2 * (competitor + (p - 1) * spans) / p + (preemptions + 1) * switch_cost + 10;
         EXPECT_LE(a.response_us, bound) << "seed " << seed << " P=" << p << " request " << a.index << " at level "
                                         << a.pool << ": W_comp " << competitor << " S " << a.span_us << " spans " << spans;
+      }
+    }
+}
+
+// I-Cilk, Thm. 4.1 (APS): a task at the most urgent level responds within
+// W / (delta P) + O(S / (1 - delta) + L lg P); at level l within
+// (1 + rho) W / (delta P) + O(S / (1 - delta) + (l + k) L lg P), W the
+// competitive work (at its level or above while it is active), k the edges
+// between levels inside it (0 here). The O()s get the constant 2 (not the
+// paper's: it states none), and the mechanism's level switches are added
+// as in the test above. Promptly's APS variant is checked (the default).
+// The same check fails 83 times under the oblivious policy (the urgent
+// requests wait behind the background job), so it can fail.
+TEST(SimBounds, ApsMeetsICilksResponseBound) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed)
+    for (const unsigned p : {2u, 8u, 32u}) {
+      // A large background job at the least urgent level, random requests above it (the bound
+      // must bite: with only small requests its L lg P term alone exceeds every response, and
+      // the oblivious policy passed too).
+      sim::workload w = random_workload(seed * 7727 + p, 3, 12);
+      w.requests.insert(w.requests.begin(), at(sim::fork_join_tree(13, 100), 2, 0, "background"));  // 410 ms of work
+      for (int i = 0; i < 6; ++i)
+        w.requests.push_back(at(sim::random_series_parallel(seed * 31 + i, 600, 0.8, 4, 20, 200), 0, 5000.0 + 15000.0 * i, "urgent"));
+      const sim::config c = config_for(p, "aps", seed, 20);
+      const sim::result r = sim::simulate(w, c);
+      ASSERT_TRUE(r.completed) << r.problem;
+      const double delta = c.aps.delta, rho = c.aps.rho;
+      const double quantum = static_cast<double>(c.aps.quantum.count());
+      for (const sim::request_result& a : r.requests) {
+        const overlap o = overlap_of(w, r, a);
+        const double competitive = o.competitive, strand = o.strand;
+        const unsigned preemptions = o.preemptions;
+        const double switch_cost = c.cost.decision_us + c.cost.wake_us + c.cost.move_us + strand;
+        const double level = a.pool;  // 0 = the paper's priority 1
+        const double bound = (level == 0 ? 1.0 : 1.0 + rho) * competitive / (delta * p) +
+                             2 * (a.span_us / (1 - delta) + (level + 1) * quantum * std::log2(2.0 * p)) +
+                             (preemptions + 1) * switch_cost;
+        EXPECT_LE(a.response_us, bound) << "seed " << seed << " P=" << p << " request " << a.index << " at level "
+                                        << a.pool << ": W " << competitive << " S " << a.span_us;
       }
     }
 }
