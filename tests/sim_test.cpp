@@ -188,6 +188,7 @@ TEST(SimBounds, EveryRequestEndsAndNoScheduleBeatsWorkOverPOrSpan) {
         c.policy = policy;
         c.seed = seed;
         c.pool_per_request = jobs;
+        c.check_lemma1 = !jobs;
         const sim::result r = sim::simulate(w, c);
         ++runs;
         ASSERT_TRUE(r.completed) << policy << " P=" << p << " seed " << seed << ": " << r.problem;
@@ -203,6 +204,7 @@ TEST(SimBounds, EveryRequestEndsAndNoScheduleBeatsWorkOverPOrSpan) {
           EXPECT_GE(q.finish_us, q.start_us);
         }
         EXPECT_GE(r.makespan_us + 1e-9, work / p);
+        EXPECT_EQ(r.undersubscribed_us, 0) << policy << " P=" << p << " seed " << seed;
         EXPECT_NEAR(r.busy_us, work, 1e-6 * work);
       }
   EXPECT_EQ(runs, 6 * 6 * 8);

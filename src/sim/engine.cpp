@@ -38,7 +38,7 @@ enum class mode : std::uint8_t { asleep, sleeping, napping, looking, spinning, r
 
 bool sleeps(mode m) { return m == mode::asleep || m == mode::sleeping || m == mode::napping; }
 
-enum class act : std::uint8_t { finish, loop_top, hit, give_up, release, decide, tick };
+enum class act : std::uint8_t { finish, loop_top, resume_wait, hit, give_up, release, decide, tick };
 
 struct event {
   double t;
@@ -66,6 +66,7 @@ struct worker {
   double spin_start = 0;
   bool thief = false;
   std::vector<std::uint32_t> thief_of;
+  std::vector<std::uint32_t> napped_for;  // domains it naps for as their last thief
   bool active = false;
   bool counted_every = false;
   std::uint32_t active_in = none;
@@ -160,6 +161,7 @@ class engine {
         out_.problem = "the time limit of " + std::to_string(c_.time_limit_us) + " us was reached";
         break;
       }
+      if (c_.check_lemma1 && e.t > now_ && undersubscribed()) out_.undersubscribed_us += e.t - now_;
       now_ = e.t;
       ++out_.events;
       dispatch(e);
@@ -194,6 +196,7 @@ class engine {
     switch (e.what) {
       case act::finish: return finish_node(v);
       case act::loop_top: return loop_top(v, 0);
+      case act::resume_wait: return resume_wait(v);
       case act::hit: return probe_hit(v);
       case act::give_up: return give_up(v);
       default: return;
@@ -360,9 +363,12 @@ class engine {
     else v.thief_of.assign(v.set.ids.begin(), v.set.ids.begin() + v.set.count);
     for (const std::uint32_t d : v.thief_of) ++*domain(d).second;
   }
-  // Leaves the thieves (Algorithm 5): the last thief of a domain with active
-  // workers hands the role on; returns true if it was that last thief.
-  bool leave_thieves(worker& v, bool found) {
+  // Leaves the thieves (Algorithm 5). Lemma 1 per domain: the last thief of
+  // a domain with active workers hands the role on when it found work (the
+  // paper) and when it leaves to serve another pool (a move); when it gives
+  // up instead, it naps (the caller): returns true then.
+  enum class leaving : std::uint8_t { found, moving, giving_up };
+  bool leave_thieves(worker& v, leaving why) {
     if (!v.thief) return false;
     v.thief = false;
     bool last_of_busy = false;
@@ -370,9 +376,12 @@ class engine {
       auto [actives, thieves] = domain(d);
       const int before = (*thieves)--;
       assert(*thieves >= 0 && "thieves never go negative");
-      if (before == 1 && (found || *actives > 0)) {
-        if (found) notify(d == every_domain ? none : d, &v);
-        else last_of_busy = true;
+      if (before != 1 || (why != leaving::found && *actives == 0)) continue;
+      if (why == leaving::giving_up) {
+        last_of_busy = true;
+        v.napped_for.push_back(d);
+      } else {
+        notify(d == every_domain ? none : d, &v);
       }
     }
     return last_of_busy;
@@ -415,16 +424,61 @@ class engine {
     ++v.epoch;
     ++out_.wakes;
     set_mode(v, mode::looking);  // on its way: counted awake from the notification
-    schedule_worker(v, c_.cost.wake_us, act::loop_top);
+    schedule_worker(v, c_.cost.wake_us, act::resume_wait);
+  }
+
+  // A wait that ends (a wake-up, or the nap's end) goes on where it slept:
+  // exploring as a thief (Algorithm 5's loop), so a worker woken to take
+  // over the thief role holds it, and hands it on if it finds work; only a
+  // moved worker goes back to its loop top first.
+  void resume_wait(worker& v) {
+    if (v.assigned_version != v.accepted_version || v.pool == none) return loop_top(v, 0);
+    v.napped_for.clear();
+    set_mode(v, mode::looking);
+    become_thief(v);
+    v.failures = 0;
+    probe(v, 0);
+  }
+
+  // Lemma 1 per domain: an active worker, a worker of the domain asleep in
+  // the protocol, and no worker of it looking for work: no thief, none
+  // napping, none on its way from a wake-up (a notified worker is counted
+  // as the thief it is about to be, as in Taskflow's proof).
+  bool undersubscribed() const {
+    auto violated = [&](std::uint32_t d, int actives, int thieves) {
+      if (actives <= 0 || thieves > 0) return false;
+      bool sleeper = false;
+      for (const worker& v : workers_) {
+        const bool mine = d == every_domain ? v.set.every() : (!v.set.every() && v.set.contains(d));
+        if (!mine) continue;
+        if (v.m == mode::napping || v.m == mode::looking || v.m == mode::spinning) return false;
+        sleeper = sleeper || v.m == mode::sleeping;
+      }
+      return sleeper;
+    };
+    for (std::uint32_t id = 0; id < pools_.size(); ++id)
+      if (pools_[id].live && violated(id, pools_[id].actives, pools_[id].thieves)) return true;
+    return violated(every_domain, every_actives_, every_thieves_);
   }
 
   // ---- the scheduling loop ------------------------------------------------------
   void loop_top(worker& v, double delay) {
-    leave_thieves(v, false);
-    if (v.assigned_version != v.accepted_version) {
+    leave_thieves(v, leaving::moving);
+    const bool moved = v.assigned_version != v.accepted_version;
+    if (moved) {
       v.set = v.assigned;
       v.accepted_version = v.assigned_version;
     }
+    // A worker the policy moves while it naps as a domain's last thief hands
+    // the role on, as a moved thief does
+    // (SchedLiveness.AThiefMovedAwayLeavesAThiefBehind); a nap that just
+    // ended leaves it in the protocol, a thief again below.
+    if (moved)
+      for (const std::uint32_t d : v.napped_for) {
+        auto [actives, thieves] = domain(d);
+        if (*actives > 0 && *thieves == 0) notify(d == every_domain ? none : d, &v);
+      }
+    v.napped_for.clear();
     v.decide_request = false;
     const std::uint32_t target = pool_to_serve(v);
     if (target != v.pool && !(steal_boundary_ && !v.dq.empty())) {
@@ -575,7 +629,7 @@ class engine {
       const std::uint32_t id = victim.pool;
       const ref r = steal_top(victim);
       ++out_.steals;
-      leave_thieves(v, true);
+      leave_thieves(v, leaving::found);
       move_to(v, id, delay);
       return start_node(v, r, delay);
     }
@@ -584,12 +638,12 @@ class engine {
       if (!p.injection.empty()) {
         const ref r = p.injection.front();
         p.injection.pop_front();
-        leave_thieves(v, true);
+        leave_thieves(v, leaving::found);
         move_to(v, id, delay);
         return start_node(v, r, delay);
       }
       if (!p.muggable.empty()) {
-        leave_thieves(v, true);
+        leave_thieves(v, leaving::found);
         std::deque<ref> d = std::move(p.muggable.back());
         p.muggable.pop_back();
         p.muggable_items -= d.size();
@@ -619,7 +673,7 @@ class engine {
       v.failures = steal_bound_;
       return probe(v, 0);
     }
-    bool nap = leave_thieves(v, false);
+    bool nap = leave_thieves(v, leaving::giving_up);
     if (v.set.what == pool_set::kind::pools)
       for (std::uint8_t i = 0; i < v.set.count; ++i) {
         const std::uint32_t id = v.set.ids[i];
@@ -632,7 +686,7 @@ class engine {
     if (nap) {
       ++out_.naps;
       set_mode(v, mode::napping);
-      schedule_worker(v, c_.cost.nap_us, act::loop_top);
+      schedule_worker(v, c_.cost.nap_us, act::resume_wait);
     } else {
       ++out_.sleeps;
       set_mode(v, mode::sleeping);

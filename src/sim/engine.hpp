@@ -67,6 +67,9 @@ struct config {
   // otherwise pools are the workload's levels 0..pools-1.
   bool pool_per_request = false;
   double time_limit_us = 3.6e9;   // stops a run that would not end (reported, never silent)
+  // Measure result::undersubscribed_us (Taskflow's Lemma 1, per pool): costs a
+  // pass over the workers per event, so tests turn it on.
+  bool check_lemma1 = false;
 };
 
 struct request_result {
@@ -85,6 +88,11 @@ struct result {
   double awake_us = 0;            // worker time not asleep or napping (CPU utilisation * makespan)
   std::uint64_t nodes = 0, steals = 0, mugs = 0, moves = 0, sleeps = 0, naps = 0, wakes = 0, decisions = 0, quanta = 0;
   std::uint64_t events = 0;
+  // Time during which some pool had an active worker and a worker of its set
+  // asleep in the sleep protocol, but no thief, awake or napping: Taskflow's
+  // Lemma 1 (with the nap: Lemma 1', src/sched/README.md) says never.
+  // Measured only with config::check_lemma1.
+  double undersubscribed_us = 0;
   bool completed = true;          // false: the time limit or a deadlock stopped it (see `problem`)
   std::string problem;
   std::vector<request_result> requests;
