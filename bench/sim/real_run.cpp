@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
           ++sinks;
           t.push_back(g.emplace([us, st] {
             spin_us(us);
+            // acq_rel: the last sink to finish stamps the time after every other sink's work.
             if (st->sinks_left.fetch_sub(1, std::memory_order_acq_rel) == 1) st->finish = clock_type::now();
           }));
         } else {
@@ -233,6 +234,7 @@ int main(int argc, char** argv) {
       }
       for (std::size_t i = 0; i < q.nodes.size(); ++i)
         for (const std::uint32_t s : q.nodes[i].succ) t[i].precede(t[s]);  // in the workload's order
+      // relaxed: written before the run starts; graph.run() publishes it to the workers.
       st->sinks_left.store(sinks, std::memory_order_relaxed);
       tasks += q.nodes.size();
     }
