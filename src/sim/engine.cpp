@@ -496,6 +496,30 @@ class engine {
     find_work(v, delay);
   }
 
+  // Takes a deque left at pool `id` whole and runs its newest task (AMCilk's
+  // mugging, Sec. 3.5).
+  void mug(worker& v, std::uint32_t id, double delay) {
+    pool_rec& p = pools_[id];
+    std::deque<ref> d = std::move(p.muggable.back());
+    p.muggable.pop_back();
+    p.muggable_items -= d.size();
+    move_to(v, id, delay);
+    ++out_.mugs;
+    v.dq = std::move(d);
+    pool_rec& q = pools_[id];
+    q.deque_items += v.dq.size();
+    ++q.victims;
+    start_node(v, pop_bottom(v), delay + c_.cost.mug_us);
+  }
+  // Runs the oldest task of pool `id`'s injection queue.
+  void take_injected(worker& v, std::uint32_t id, double delay) {
+    pool_rec& p = pools_[id];
+    const ref r = p.injection.front();
+    p.injection.pop_front();
+    move_to(v, id, delay);
+    start_node(v, r, delay);
+  }
+
   void find_work(worker& v, double delay) {
     // Mug a left deque whole, most urgent pool first; a set of several pools
     // also takes from the injection queues; stop at the first pool with work.
@@ -503,24 +527,11 @@ class engine {
       pool_rec& p = pools_[id];
       if (!p.live) return false;
       if (!p.muggable.empty()) {
-        std::deque<ref> d = std::move(p.muggable.back());
-        p.muggable.pop_back();
-        p.muggable_items -= d.size();
-        move_to(v, id, delay);
-        delay += c_.cost.mug_us;
-        ++out_.mugs;
-        v.dq = std::move(d);
-        pool_rec& q = pools_[id];
-        q.deque_items += v.dq.size();
-        ++q.victims;
-        start_node(v, pop_bottom(v), delay);
+        mug(v, id, delay);
         return true;
       }
       if (injection && !p.injection.empty()) {
-        const ref r = p.injection.front();
-        p.injection.pop_front();
-        move_to(v, id, delay);
-        start_node(v, r, delay);
+        take_injected(v, id, delay);
         return true;
       }
       return false;
@@ -636,24 +647,12 @@ class engine {
     for (const std::uint32_t id : from) {
       pool_rec& p = pools_[id];
       if (!p.injection.empty()) {
-        const ref r = p.injection.front();
-        p.injection.pop_front();
         leave_thieves(v, leaving::found);
-        move_to(v, id, delay);
-        return start_node(v, r, delay);
+        return take_injected(v, id, delay);
       }
       if (!p.muggable.empty()) {
         leave_thieves(v, leaving::found);
-        std::deque<ref> d = std::move(p.muggable.back());
-        p.muggable.pop_back();
-        p.muggable_items -= d.size();
-        move_to(v, id, delay);
-        ++out_.mugs;
-        v.dq = std::move(d);
-        pool_rec& q = pools_[id];
-        q.deque_items += v.dq.size();
-        ++q.victims;
-        return start_node(v, pop_bottom(v), delay + c_.cost.mug_us);
+        return mug(v, id, delay);
       }
     }
   }
@@ -931,7 +930,7 @@ class engine {
     }
   }
 
-  double unit() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+  double unit() { return unit_interval(rng_); }
 
   const workload& w_;
   const config& c_;

@@ -76,24 +76,21 @@ ends loop(request& r, unsigned iterations, double iteration_us, unsigned grain) 
   return fork_join(r, 2, 0.0, [&](unsigned k) { return loop(r, k == 0 ? half : iterations - half, iteration_us, grain); });
 }
 
-struct random_source {
-  std::mt19937_64 rng;
-  double unit() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }  // [0, 1), the same on every platform
-};
-
-ends random_sp(request& r, random_source& rs, unsigned budget, double fork_p, unsigned fanout, double min_us,
+ends random_sp(request& r, std::mt19937_64& rs, unsigned budget, double fork_p, unsigned fanout, double min_us,
                double max_us) {
-  auto strand = [&] { return min_us + (max_us - min_us) * rs.unit(); };
-  if (budget < 4 || fanout < 2 || rs.unit() >= fork_p) {
+  auto strand = [&] { return min_us + (max_us - min_us) * unit_interval(rs); };
+  if (budget < 4 || fanout < 2 || unit_interval(rs) >= fork_p) {
     const std::uint32_t x = add(r, strand());
     return {x, x};
   }
-  const unsigned children = 2 + static_cast<unsigned>(rs.unit() * (fanout - 1));
+  const unsigned children = 2 + static_cast<unsigned>(unit_interval(rs) * (fanout - 1));
   const unsigned each = (budget - 2) / children;
   return fork_join(r, children, strand(), [&](unsigned) { return random_sp(r, rs, each, fork_p, fanout, min_us, max_us); });
 }
 
 }  // namespace
+
+double unit_interval(std::mt19937_64& rng) noexcept { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 void validate(const workload& w) {
   if (w.pools == 0) throw std::invalid_argument("promptly-sim: a workload needs at least one pool");
@@ -214,7 +211,7 @@ request parallel_loop(unsigned iterations, double iteration_us, unsigned grain) 
 request random_series_parallel(std::uint64_t seed, unsigned max_nodes, double fork_p, unsigned fanout, double min_us,
                                double max_us) {
   request r;
-  random_source rs{std::mt19937_64(seed)};
+  std::mt19937_64 rs(seed);
   random_sp(r, rs, std::max(max_nodes, 1u), fork_p, fanout, min_us, max_us);
   return r;
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ nlohmann::json to_json(const workload& w);
 workload from_json(const nlohmann::json& j);
 workload load(const std::string& path);   // throws std::runtime_error naming the file
 void save(const workload& w, const std::string& path);
+
+// A draw in [0, 1) from 53 random bits: the same on every platform (the
+// standard distributions are not), so a seed gives the same workload and
+// the same simulated run everywhere.
+double unit_interval(std::mt19937_64& rng) noexcept;
 
 // Generators. Every one is deterministic for its arguments.
 // A fork-join divide and conquer of `depth` levels: 2^(depth-1) leaves of
