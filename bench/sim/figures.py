@@ -165,6 +165,28 @@ def main():
                 p99s.append(flows[min(len(flows) - 1, int(0.99 * len(flows)))])
             amcilk[str(rho)][policy] = {"mean_ms": med(means), "p50_ms": med(p50s), "p99_ms": med(p99s)}
 
+    # ---- The 1 ms nap at many cores (docs/simulator.md, "Finding") ----
+    nap_file = os.path.join(tmp, "random-sp.json")
+    subprocess.run([sim, "gen", "random", "--seed", "4", "--max-nodes", "4000", "--fork-p", "0.8",
+                    "--min-us", "5", "--max-us", "100", "--out", nap_file], check=True, capture_output=True)
+    nap = report["nap"] = {}
+    for p in (16, 64):
+        for nap_us in ("1000", "50"):
+            nap[f"{p}-{nap_us}"] = med([simulate(sim, nap_file, p, "prompt", s, ("--nap-us", nap_us))["makespan_us"]
+                                        for s in seeds])
+
+    # ---- Replays of recorded traces (promptly-prof --to-workload; docs/simulator.md) ----
+    replay_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results", "sim", "replay")
+    replay = report["replay"] = {}
+    for name in ("slow_request", "slow_request-yield"):
+        p50s, maxs = [], []
+        for s in seeds:
+            r = simulate(sim, os.path.join(replay_dir, name + ".json"), 2, "prompt", s)
+            u = sorted(q["response_us"] for q in r["requests"] if q["pool"] == 0)
+            p50s.append(u[len(u) // 2])
+            maxs.append(u[-1])
+        replay[name] = {"urgent_p50_us": med(p50s), "urgent_max_us": med(maxs)}
+
     # ---- Taskflow, Figs. 2-3: chain and binary tree, runtime and CPU utilisation ----
     # Scaled from 8.4M tasks to 65k (tasks of 0.1 us: the paper's increment a counter or nothing).
     tf_files = {"linear chain": os.path.join(tmp, "chain.json"), "binary tree": os.path.join(tmp, "tree.json")}
@@ -243,6 +265,22 @@ def main():
         for policy, row in by.items():
             L.append(f"| {float(rho):.0%} | {policy} | {fmt(*row['mean_ms'], 2)} | {row['p50_ms'][0]:.2f} | "
                      f"{row['p99_ms'][0]:.2f} | {row['mean_ms'][0] / sb:.2f}x |")
+    L.append("\n## The 1 ms nap at many cores\n")
+    L.append("A random series-parallel DAG (`promptly-sim gen random --seed 4 --max-nodes 4000 --fork-p 0.8 "
+             "--min-us 5 --max-us 100`), prompt, makespan in us by the last thief's nap.\n")
+    L.append("| cores | nap 1000 us | nap 50 us |")
+    L.append("|---|---|---|")
+    for p in (16, 64):
+        L.append(f"| {p} | {fmt(*nap[f'{p}-1000'], 0)} | {fmt(*nap[f'{p}-50'], 0)} |")
+    L.append("\n## Replays of recorded traces\n")
+    L.append("`replay/*.json`: the requests of two real runs of `examples/slow_request.cpp` (the traces of "
+             "docs/profiling.md's real run, turned into workloads by `promptly-prof --to-workload`), "
+             "simulated at P = 2 under prompt. The real runs' level-0 response, from the same traces: "
+             "p50 1709.5 / max 4656.8 us without `--yield`, 221.8 / 300.0 us with it (docs/profiling.md).\n")
+    L.append("| run | simulated urgent p50 (us) | simulated urgent max (us) |")
+    L.append("|---|---|---|")
+    for name, row in replay.items():
+        L.append(f"| {name} | {fmt(*row['urgent_p50_us'], 0)} | {fmt(*row['urgent_max_us'], 0)} |")
     L.append("\n## Taskflow Figs. 2-3: linear chain and binary tree, 1-40 cores\n")
     L.append("65,536 tasks of 0.1 us each (the paper: 8.4M tasks that increment a counter or do nothing). CPU "
              "utilisation = awake worker time / makespan (the paper: `perf stat`'s CPUs utilized). The paper "
