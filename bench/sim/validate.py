@@ -72,6 +72,10 @@ def metrics_of(out, urgent_kind):
     m = {"makespan_ms": out["makespan_us"] / 1000.0}
     if "max_release_lag_us" in out:  # real: the submitter's largest delay past a release time
         m["release_lag_max_us"] = out["max_release_lag_us"]
+    if "pauses" in out:  # real: gaps a spinning strand saw (its thread was off the CPU; real_run.cpp)
+        m["paused_ms"] = sum(p["end_us"] - p["start_us"] for p in out["pauses"]) / 1000.0
+        if urgent_kind is not None:
+            m["urgent_paused"] = sum(1 for r in out["requests"] if r.get("kind") == urgent_kind and r.get("paused_us", 0) > 0)
     if "cpu_us" in out:  # real: user + sys CPU time of the process
         m["cpu_ms"] = out["cpu_us"] / 1000.0
         if "work_us" in out:  # > 0: strands spun while their worker was off the CPU (something else ran)
@@ -173,24 +177,28 @@ def write_report(out_dir, res):
                  "median [min-max]; times in ms; percentiles nearest-rank; "
                  f"target |sim/real - 1| <= {TARGET:.0%}")
     lines.append("")
-    lines.append("| workload | P | policy | metric | real | sim | sim/real | within 10% |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("| workload | P | policy | metric | real | sim | sim/real | within 10% | "
+                 "real runs without pauses: n, median | their sim/real |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for c in res["configs"]:
         for metric in c["metrics"]:
             r = c["real"]["summary"].get(metric)
             s = c["sim"]["summary"].get(metric) if c["sim"] else None
             ratio = c["ratio"].get(metric)
             ok = "-" if ratio is None else ("yes" if abs(ratio - 1) <= TARGET else "**no**")
+            cl = c.get("without_pauses", {}).get(metric)
+            clean = "0, -" if cl is None else f"{cl['runs']}, {cl['real']['median']:.2f}"
+            clean_ratio = "-" if cl is None else f"{cl['ratio']:.3f}"
             lines.append(f"| {c['workload']} | {c['workers']} | {c['policy']} | {metric} | {fmt(r)} | {fmt(s)} | "
-                         f"{'-' if ratio is None else f'{ratio:.3f}'} | {ok} |")
+                         f"{'-' if ratio is None else f'{ratio:.3f}'} | {ok} | {clean} | {clean_ratio} |")
     lines.append("")
     lines.append("CPU: real = user + sys CPU time of the process during the run; sim = the time its workers were "
                  "awake (`awake_us`: working or looking for work). Utilization = CPU / (P x makespan).")
     lines.append("")
     lines.append("| workload | P | policy | real cpu_ms | real utilization | sim cpu_ms | sim utilization | "
                  "other processes' cores during the real runs | real work - cpu, ms | "
-                 "real submitter's largest release lag, us |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+                 "real submitter's largest release lag, us | real pauses, ms | urgent requests a pause overlapped |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def util(side, c):
         if not side:
@@ -204,7 +212,8 @@ def write_report(out_dir, res):
                      f"{util(c['real'], c)} | {fmt(sim_cpu)} | {util(c['sim'], c)} | "
                      f"{fmt(c['real']['summary'].get('other_cores'))} | "
                      f"{fmt(c['real']['summary'].get('work_minus_cpu_ms'))} | "
-                     f"{fmt(c['real']['summary'].get('release_lag_max_us'))} |")
+                     f"{fmt(c['real']['summary'].get('release_lag_max_us'))} | "
+                     f"{fmt(c['real']['summary'].get('paused_ms'))} | {fmt(c['real']['summary'].get('urgent_paused'))} |")
     lines.append("")
     lines.append("(Other processes' cores: the machine's busy CPU time in /proc/stat minus the run's own, over its "
                  "wall time; above 0.1 the real numbers are disturbed by other work on the machine. Work - cpu: "
@@ -212,7 +221,10 @@ def write_report(out_dir, res):
                  "clock) lost at least that much CPU to something else, e.g. the host of a virtual machine, "
                  "which the first column does not see. Release lag: "
                  "how late `sim_real_run`'s submitter called `graph.run()` after a release time; an urgent "
-                 "request's real response includes it, the simulator's has none.)")
+                 "request's real response includes it, the simulator's has none. Pauses: gaps of 100 us or more "
+                 "between two clock reads of a spinning strand, i.e. its thread was off the CPU (this VM's "
+                 "hypervisor reports no steal time); summed over the run, and how many urgent requests one "
+                 "overlapped, between submission and finish. The simulator models no pauses.)")
     lines.append("")
     lines.append("Workloads (work and span computed from the generated files, in ms):")
     lines.append("")
@@ -315,7 +327,7 @@ def main():
     for c in configs:
         metric_names = ["makespan_ms"] + (["urgent_p50_ms", "urgent_p99_ms", "background_response_ms"] if c["urgent"] else [])
         real = {"runs": c["real_runs"], "summary": {}}
-        for k in metric_names + ["cpu_ms", "other_cores", "release_lag_max_us", "work_minus_cpu_ms"]:
+        for k in metric_names + ["cpu_ms", "other_cores", "release_lag_max_us", "work_minus_cpu_ms", "paused_ms", "urgent_paused"]:
             s = summary([r[k] for r in c["real_runs"] if r.get(k) is not None])
             if s:
                 real["summary"][k] = s
@@ -330,8 +342,15 @@ def main():
         for k in metric_names:
             if sim and k in sim["summary"] and k in real["summary"] and real["summary"][k]["median"] > 0:
                 ratio[k] = sim["summary"][k]["median"] / real["summary"][k]["median"]
+        # The real runs in which no spinning strand saw a pause (the simulator models none).
+        clean_runs = [r for r in c["real_runs"] if r.get("paused_ms", 0) == 0]
+        clean = {}
+        for k in metric_names:
+            cs = summary([r[k] for r in clean_runs if r.get(k) is not None])
+            if cs and sim and k in sim["summary"] and cs["median"] > 0:
+                clean[k] = {"runs": len(clean_runs), "real": cs, "ratio": sim["summary"][k]["median"] / cs["median"]}
         res_configs.append({"workload": c["workload"], "workers": c["workers"], "policy": c["policy"],
-                            "metrics": metric_names, "real": real, "sim": sim, "ratio": ratio,
+                            "metrics": metric_names, "real": real, "sim": sim, "ratio": ratio, "without_pauses": clean,
                             "within_target": {k: abs(v - 1) <= TARGET for k, v in ratio.items()}})
 
     res = {
