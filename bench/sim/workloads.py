@@ -76,6 +76,19 @@ def fib(n, cutoff, us_per_call, node_us=0.05, piece_us=None):
     return nodes
 
 
+def sequence(pieces):
+    """Pieces run one after another: each piece is a node list whose entry is its first node and
+    exit its last (as parallel_loop and fork_join_tree build them); the exit of one precedes the
+    entry of the next."""
+    nodes = []
+    for piece in pieces:
+        base = len(nodes)
+        if base:
+            nodes[base - 1][1].append(base)
+        nodes.extend([w, [s + base for s in succ]] for w, succ in piece)
+    return nodes
+
+
 def chain(n, node_us):
     return [[float(node_us), [i + 1] if i + 1 < n else []] for i in range(max(n, 1))]
 
