@@ -19,7 +19,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include "sim/engine.hpp"
 #include "sim/workload.hpp"
@@ -155,6 +157,44 @@ TEST(SimEngine, BadConfigurationsAreRefused) {
   c.workers = 2;
   c.policy = "no-such-policy";
   EXPECT_THROW(sim::simulate(one(sim::chain(2, 1)), c), std::invalid_argument);
+}
+
+// Wake costs drawn from measured samples (costs::wake_samples_us): one repeated sample is the
+// constant cost exactly; a tail in the samples reaches the requests that wake sleeping workers;
+// a sample that is no cost is refused.
+TEST(SimEngine, WakeCostsDrawnFromSamples) {
+  sim::workload w;
+  w.pools = 1;
+  for (int k = 0; k < 30; ++k)  // 30 requests 2 ms apart: both workers asleep before each one
+    w.requests.push_back(at(sim::fork_join_tree(3, 200), 0, 2000.0 * k, "urgent"));
+  auto run = [&](std::vector<double> samples, double constant) {
+    sim::config c = config_for(2, "prompt", 3, 1000);
+    c.cost.wake_us = constant;
+    c.cost.wake_samples_us = std::move(samples);
+    return sim::simulate(w, c);
+  };
+  const sim::result constant = run({}, 35), repeated = run({35, 35, 35}, 1);
+  ASSERT_EQ(constant.requests.size(), repeated.requests.size());
+  for (std::size_t i = 0; i < constant.requests.size(); ++i)
+    EXPECT_DOUBLE_EQ(constant.requests[i].finish_us, repeated.requests[i].finish_us) << i;
+  EXPECT_GT(constant.wakes, 30u);
+
+  auto slowest = [](const sim::result& r) {
+    double m = 0;
+    for (const auto& q : r.requests) m = std::max(m, q.response_us);
+    return m;
+  };
+  std::vector<double> tail(19, 35.0);
+  tail.push_back(3000);  // one wake-up in 20 takes 3 ms, as this VM's host sometimes does
+  const sim::result with_tail = run(tail, 1);
+  EXPECT_GT(slowest(with_tail), slowest(constant) + 1000) << "a 3 ms wake-up must show in some response";
+  EXPECT_TRUE(with_tail.completed);
+
+  sim::config bad = config_for(2, "prompt", 3, 1000);
+  bad.cost.wake_samples_us = {10, -1};
+  EXPECT_THROW(sim::simulate(w, bad), std::invalid_argument);
+  bad.cost.wake_samples_us = {std::numeric_limits<double>::infinity()};
+  EXPECT_THROW(sim::simulate(w, bad), std::invalid_argument);
 }
 
 TEST(SimEngine, OneWorkerRunsTheWorkAndTheNodeCostsExactly) {

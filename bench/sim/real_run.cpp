@@ -34,10 +34,11 @@
 // on stderr and exit status 2; a failure during the run: exit status 1.
 //
 // Pauses. A spinning strand reads the clock in a tight loop, so two consecutive reads more than
-// pause_threshold apart mean its thread was off the CPU in between: the kernel ran something
-// else on that core, or the host stopped the virtual CPU (this VM's hypervisor reports no steal
-// time: /proc/stat's steal stays 0 through 2-4 ms gaps). The simulator models neither, so the
-// validation reports the requests such a pause overlapped apart (bench/sim/validate.py).
+// pause_threshold apart mean its thread was off the CPU in between: the kernel ran another
+// thread on that core, or the host stopped the virtual CPU (this VM reports no steal time either
+// way). Under --threads fifo they nearly vanish (at most 2.4 ms per 5 runs against 4-24 ms per
+// run under CFS here), so most were the kernel's. The simulator models neither, so the
+// validation reports them (bench/sim/validate.py).
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -71,6 +72,7 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr const char* usage =
     "usage: sim_real_run --workload FILE --workers P --policy NAME [--json OUT] [--submitter fifo|normal]\n"
+    "                    [--threads normal|fifo]\n"
     "  Runs a promptly-sim workload (format promptly-sim-workload-1) on the real runtime with P\n"
     "  workers and policy NAME (oblivious, prompt, aps, fair, ...) and prints the measurements as\n"
     "  JSON (to OUT with --json). --submitter: the releasing thread's scheduling class, SCHED_FIFO\n"
@@ -87,6 +89,7 @@ struct options {
   std::string policy;
   std::string json_out;
   bool submitter_fifo = true;
+  bool threads_fifo = false;
 };
 
 unsigned parse_workers(const std::string& s) {
@@ -132,6 +135,9 @@ options parse(int argc, char** argv) {
     } else if (key == "submitter") {
       if (value != "fifo" && value != "normal") bad_usage("--submitter must be fifo or normal, got '" + value + "'");
       o.submitter_fifo = value == "fifo";
+    } else if (key == "threads") {
+      if (value != "fifo" && value != "normal") bad_usage("--threads must be normal or fifo, got '" + value + "'");
+      o.threads_fifo = value == "fifo";
     } else {
       bad_usage("unknown option --" + key);
     }
@@ -230,8 +236,26 @@ int main(int argc, char** argv) {
     }
   }
 
+  // --threads fifo: the runtime's threads (workers, policy, I/O) inherit SCHED_FIFO priority 1
+  // from this thread, so that the kernel puts a woken worker on an idle core at once. Under CFS
+  // it may queue it behind the busy worker that woke it until that one blocks: on this VM, 1% of
+  // such wake-ups waited the notifier's whole 1 ms (bench/sim/vcpu_wake.cpp), a placement the
+  // simulator does not model. Needs root or CAP_SYS_NICE; refused otherwise.
+  if (opt.threads_fifo) {
+    sched_param rt_param{};
+    rt_param.sched_priority = 1;
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt_param) != 0) {
+      std::fprintf(stderr, "sim_real_run: --threads fifo: cannot set SCHED_FIFO (needs root or CAP_SYS_NICE)\n");
+      return 2;
+    }
+  }
+
   try {
     promptly::runtime rt(cfg);
+    if (opt.threads_fifo) {  // the submitter stays this thread, raised above the workers below
+      sched_param other{};
+      pthread_setschedparam(pthread_self(), SCHED_OTHER, &other);
+    }
 
     // --- build every request's graph before the timed run ---
     const std::size_t n = w.requests.size();
@@ -287,7 +311,7 @@ int main(int argc, char** argv) {
     // that no worker inherits it.
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     sched_param fifo{};
-    fifo.sched_priority = 1;
+    fifo.sched_priority = opt.threads_fifo ? 2 : 1;  // above FIFO workers, or it waits for one to block
     const bool submitter_fifo = opt.submitter_fifo && pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo) == 0;
 
     // --- the timed run ---
@@ -357,6 +381,7 @@ int main(int argc, char** argv) {
                           {"makespan_us", makespan},
                           {"cpu_us", cpu_us},
                           {"submitter", submitter_fifo ? "SCHED_FIFO" : "SCHED_OTHER"},
+                          {"threads", opt.threads_fifo ? "SCHED_FIFO" : "SCHED_OTHER"},
                           {"max_release_lag_us", max_lag},
                           {"pauses", std::move(pause_list)},
                           {"requests", std::move(reqs)}};

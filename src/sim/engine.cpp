@@ -107,9 +107,12 @@ struct request_state {
 
 class engine {
  public:
-  engine(const workload& w, const config& c) : w_(w), c_(c), rng_(c.seed) {
+  engine(const workload& w, const config& c) : w_(w), c_(c), rng_(c.seed), wake_rng_(c.seed ^ 0x9e3779b97f4a7c15ULL) {
     if (c.workers == 0) throw std::invalid_argument("promptly-sim: workers must be at least 1");
     if (c.workers > 65536) throw std::invalid_argument("promptly-sim: at most 65536 workers");
+    for (double x : c.cost.wake_samples_us)
+      if (!(x >= 0 && std::isfinite(x)))
+        throw std::invalid_argument("promptly-sim: a wake cost sample must be a finite number >= 0, got " + std::to_string(x));
     validate(w);
     steal_bound_ = c.steal_bound != 0 ? c.steal_bound : 2 * (c.workers + 1);
     if (c.policy == "fair") {
@@ -424,7 +427,7 @@ class engine {
     ++v.epoch;
     ++out_.wakes;
     set_mode(v, mode::looking);  // on its way: counted awake from the notification
-    schedule_worker(v, c_.cost.wake_us, act::resume_wait);
+    schedule_worker(v, wake_cost(), act::resume_wait);
   }
 
   // A wait that ends (a wake-up, or the nap's end) goes on where it slept:
@@ -931,10 +934,17 @@ class engine {
   }
 
   double unit() { return unit_interval(rng_); }
+  // Its own generator: the probes' random sequence is the same with or without samples.
+  double wake_cost() {
+    const auto& s = c_.cost.wake_samples_us;
+    if (s.empty()) return c_.cost.wake_us;
+    return s[std::min(s.size() - 1, static_cast<std::size_t>(unit_interval(wake_rng_) * static_cast<double>(s.size())))];
+  }
 
   const workload& w_;
   const config& c_;
   std::mt19937_64 rng_;
+  std::mt19937_64 wake_rng_;  // wake-cost draws (wake_cost), seeded apart from rng_
   std::unique_ptr<ext::policy> policy_;
   bool steal_boundary_ = false;
   std::size_t busy_pools_for_quanta_ = 2;

@@ -48,6 +48,9 @@ struct costs {
   double mug_us = 0.3;            // taking a left deque whole
   double move_us = 0.5;           // leaving a pool and arriving at another
   double wake_us = 20;            // a notified sleeper -> running
+  // If not empty, each wake-up's cost is drawn uniformly from these (a measured distribution,
+  // e.g. bench-bin/sim_vcpu_wake's) instead of wake_us: the machine's tail, not only its median.
+  std::vector<double> wake_samples_us;
   double nap_us = 1000;           // sentinel_nap: the last thief's bounded nap
   double decision_us = 15;        // first pending event -> decision applied
 };

@@ -7,6 +7,8 @@
 
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "sim/engine.hpp"
 #include "sim/workload.hpp"
@@ -14,6 +16,26 @@
 namespace sim = promptly::sim;
 
 namespace {
+
+// The "samples_us" array of a JSON file (bench-bin/sim_vcpu_wake --json), or errors naming the problem.
+std::vector<double> read_wake_samples(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("promptly-sim: cannot read --wake-samples '" + path + "'");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("promptly-sim: --wake-samples '" + path + "' is not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("samples_us") || !j["samples_us"].is_array() || j["samples_us"].empty())
+    throw std::runtime_error("promptly-sim: --wake-samples '" + path + "' needs a non-empty \"samples_us\" array");
+  std::vector<double> out;
+  for (const auto& x : j["samples_us"]) {
+    if (!x.is_number()) throw std::runtime_error("promptly-sim: --wake-samples '" + path + "': a sample is not a number");
+    out.push_back(x.get<double>());
+  }
+  return out;  // the engine refuses negative or infinite ones
+}
 
 nlohmann::json to_json(const sim::result& r) {
   nlohmann::json reqs = nlohmann::json::array();
@@ -56,6 +78,10 @@ int main(int argc, char** argv) {
   bool independent = false;
   run->add_flag("--fair-independent", independent, "fair: independent sampling (per-worker draws)");
   run->add_option("--wake-us", cfg.cost.wake_us, "cost: a notified sleeper to running")->check(CLI::NonNegativeNumber);
+  std::string wake_samples_path;
+  run->add_option("--wake-samples", wake_samples_path,
+                  "cost: draw each wake-up's cost from this JSON file's \"samples_us\" array (bench-bin/sim_vcpu_wake "
+                  "--json writes one) instead of --wake-us");
   run->add_option("--nap-us", cfg.cost.nap_us, "cost: the last thief's nap")->check(CLI::NonNegativeNumber);
   run->add_option("--decision-us", cfg.cost.decision_us, "cost: event to decision")->check(CLI::NonNegativeNumber);
   run->add_option("--steal-us", cfg.cost.steal_us, "cost: a successful steal")->check(CLI::NonNegativeNumber);
@@ -109,6 +135,7 @@ int main(int argc, char** argv) {
     }
     cfg.aps.quantum = std::chrono::microseconds(static_cast<long long>(quantum_us));
     if (independent) cfg.fair.sampling = promptly::fair_sampling::independent;
+    if (!wake_samples_path.empty()) cfg.cost.wake_samples_us = read_wake_samples(wake_samples_path);
     const sim::workload w = sim::load(workload_path);
     const sim::result r = sim::simulate(w, cfg);
     const std::string text = to_json(r).dump(1);
