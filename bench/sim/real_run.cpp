@@ -316,6 +316,10 @@ int main(int argc, char** argv) {
 
     // --- the timed run ---
     std::vector<promptly::graph_run> runs(n);
+    {
+      std::lock_guard lock(pauses.mutex);  // only the timed run's pauses count
+      pauses.gaps.clear();
+    }
     const double cpu0 = cpu_seconds();
     const clock_type::time_point t0 = clock_type::now();
     for (const std::size_t r : order) {
