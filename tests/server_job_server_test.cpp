@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <new>
@@ -448,13 +449,20 @@ TEST(JobServerPeriodic, ReleasesCountInstancesAndCountsEachEnd) {
   promptly::runtime rt(config(2, "equi"));
   srv::job_server s(rt);
   s.register_program("fib", fib_job, n_schema());
-  const srv::periodic_id id = s.submit_periodic("fib", {{"n", 10}}, {.period = std::chrono::milliseconds(2), .count = 4});
+  constexpr auto period = std::chrono::milliseconds(2);
+  const auto submitted = std::chrono::steady_clock::now();
+  const srv::periodic_id id = s.submit_periodic("fib", {{"n", 10}}, {.period = period, .count = 4});
   ASSERT_TRUE(wait_until([&] { return s.periodic_status(id).done == 4; })) << srv::to_json(s.periodic_status(id));
+  const auto periods_passed = static_cast<std::uint64_t>((std::chrono::steady_clock::now() - submitted) / period);
   const srv::periodic_info p = s.periodic_status(id);
   EXPECT_FALSE(p.active);
   EXPECT_EQ(p.released, 4u);
   EXPECT_EQ(p.failed + p.cancelled + p.rejected, 0u);
-  EXPECT_LE(p.missed, 4u);  // how many met their deadline is the machine's business
+  // How many met their deadline is the machine's business. A miss is a late instance or a
+  // release skipped because the release thread fell a whole period behind (a slow or loaded
+  // machine: under TSan it skipped 2), so misses are bounded by the instances plus the grid's
+  // periods that passed, not by the instances alone.
+  EXPECT_LE(p.missed, p.released + periods_passed) << srv::to_json(p);
   EXPECT_EQ(s.status(p.last_job).result, json(55));
   const auto stats = s.stats();
   ASSERT_EQ(stats.periodic.size(), 1u);
