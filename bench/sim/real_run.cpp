@@ -339,21 +339,20 @@ int main(int argc, char** argv) {
     // --- report ---
     nlohmann::json reqs = nlohmann::json::array();
     double makespan = 0, max_lag = 0;
+    // The pauses in us since t0, by start; they may overlap (different threads).
+    std::vector<std::pair<double, double>> gaps;
+    for (const auto& [from, to] : pauses.gaps) gaps.emplace_back(us_between(t0, from), us_between(t0, to));
+    std::sort(gaps.begin(), gaps.end());
     nlohmann::json pause_list = nlohmann::json::array();
-    for (const auto& [from, to] : pauses.gaps) pause_list.push_back({{"start_us", us_between(t0, from)}, {"end_us", us_between(t0, to)}});
-    // How much of [a, b] (us since t0) the pauses cover (they may overlap: different threads).
+    for (const auto& [lo, hi] : gaps) pause_list.push_back({{"start_us", lo}, {"end_us", hi}});
+    // How much of [a, b] the pauses cover, each moment counted once.
     auto paused_within = [&](double a, double b) {
-      std::vector<std::pair<double, double>> cut;
-      for (const auto& p : pause_list) {
-        const double lo = std::max(a, p["start_us"].get<double>()), hi = std::min(b, p["end_us"].get<double>());
-        if (lo < hi) cut.emplace_back(lo, hi);
-      }
-      std::sort(cut.begin(), cut.end());
       double covered = 0, reach = a;
-      for (const auto& [lo, hi] : cut) {
+      for (const auto& [lo, hi] : gaps) {
+        if (lo >= b) break;
         if (hi <= reach) continue;
-        covered += hi - std::max(lo, reach);
-        reach = hi;
+        covered += std::min(hi, b) - std::max(lo, reach);
+        reach = std::min(hi, b);
       }
       return covered;
     };

@@ -333,7 +333,10 @@ def main():
     wake_file = os.path.join(out_dir, f"wake-samples{suffix}.json")
     if os.access(wake_bin, os.X_OK):
         cmd = [wake_bin, "--json"] + (["--fifo"] if args.threads == "fifo" else [])
-        got = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        try:
+            got = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            got = subprocess.CompletedProcess(cmd, 1, "", "no answer within 60 s")
         if got.returncode == 0:
             wake = json.loads(got.stdout)
             with open(wake_file, "w") as f:

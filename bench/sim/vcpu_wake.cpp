@@ -20,7 +20,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -51,15 +50,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto real_time = [&] {
-    if (!fifo) return;
+  // Set before the sleeper starts: it inherits the policy (PTHREAD_INHERIT_SCHED, the default).
+  if (fifo) {
     sched_param p{};
     p.sched_priority = 1;
     if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) != 0) {
       std::fprintf(stderr, "sim_vcpu_wake: --fifo: cannot set SCHED_FIFO (needs root or CAP_SYS_NICE)\n");
-      std::exit(2);
+      return 2;
     }
-  };
+  }
   constexpr int rounds = 200;
   std::mutex m;
   std::condition_variable posted_cv, taken_cv;
@@ -68,7 +67,6 @@ int main(int argc, char** argv) {
   std::vector<double> us;
   std::thread sleeper([&] {
     if (pin) pin_to(1);
-    real_time();
     for (int i = 0; i < rounds; ++i) {
       std::unique_lock lock(m);
       posted_cv.wait(lock, [&] { return posted > taken; });
@@ -78,7 +76,6 @@ int main(int argc, char** argv) {
     }
   });
   if (pin) pin_to(0);
-  real_time();
   for (int i = 0; i < rounds; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(4));  // both threads idle: vCPUs halt
     {
