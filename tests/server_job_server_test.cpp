@@ -568,7 +568,10 @@ TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
   EXPECT_GE(st.flow_p99_us, st.flow_p50_us);
   EXPECT_EQ(st.start.samples, 21u) << "one start sample per job that started and was removed";
   EXPECT_EQ(st.remove.samples, 21u);
+  EXPECT_EQ(st.setup.samples, 21u);
   EXPECT_GT(st.start.p50_us, 0);
+  EXPECT_GT(st.setup.p50_us, 0);
+  EXPECT_LE(st.setup.max_us, st.start.max_us) << "setup is the first part of start";
   bool found = false;
   for (const auto& p : st.programs)
     if (p.program == "fib") {
@@ -581,10 +584,14 @@ TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
   EXPECT_EQ(j["done"], 20);
   EXPECT_EQ(j["jobs"].size(), 1u);
   EXPECT_TRUE(j["overheads"]["start"].contains("p99_us"));
+  EXPECT_TRUE(j["overheads"]["setup"].contains("p99_us"));
   g.open();
   const srv::job_info r = running.wait();
   EXPECT_GT(r.timing.start_us, 0);
+  EXPECT_GT(r.timing.setup_us, 0);
+  EXPECT_LE(r.timing.setup_us, r.timing.start_us);
   EXPECT_GT(r.timing.remove_us, 0);
+  EXPECT_EQ(srv::to_json(r)["timing"]["setup_us"], r.timing.setup_us);
 }
 
 TEST(JobServer, ConcurrentSubmittersAndCancellersSeeExactlyOneTerminalStatePerJob) {

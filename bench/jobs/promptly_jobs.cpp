@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
           const auto ss = srv->stats();
           const auto rs = rt->stats();
           o.extra_metrics = {{"start_us_p50", ss.start.p50_us},   {"start_us_p99", ss.start.p99_us},
-                             {"start_us_max", ss.start.max_us},   {"remove_us_p50", ss.remove.p50_us},
+                             {"start_us_max", ss.start.max_us},   {"setup_us_p50", ss.setup.p50_us},
+                             {"setup_us_p99", ss.setup.p99_us},   {"setup_us_max", ss.setup.max_us},
+                             {"remove_us_p50", ss.remove.p50_us},
                              {"remove_us_p99", ss.remove.p99_us}, {"remove_us_max", ss.remove.max_us},
                              {"decision_us_p50", rs.decision_latency_p50_us},
                              {"decision_us_p99", rs.decision_latency_p99_us},

@@ -41,6 +41,7 @@ json to_json(const job_info& j) {
                  {"run_us", j.timing.run_us},
                  {"flow_us", j.timing.flow_us},
                  {"start_us", j.timing.start_us},
+                 {"setup_us", j.timing.setup_us},
                  {"remove_us", j.timing.remove_us}};
   if (j.pool) o["pool"] = *j.pool;
   if (j.state == job_state::running) {
@@ -72,7 +73,7 @@ json to_json(const server_stats& s) {
   o["core_limit"] = s.core_limit;
   o["draining"] = s.draining;
   o["flow"] = {{"mean_us", s.flow_mean_us}, {"p50_us", s.flow_p50_us}, {"p99_us", s.flow_p99_us}};
-  o["overheads"] = {{"start", to_json(s.start)}, {"remove", to_json(s.remove)}};
+  o["overheads"] = {{"start", to_json(s.start)}, {"setup", to_json(s.setup)}, {"remove", to_json(s.remove)}};
   json programs = json::array();
   for (const auto& p : s.programs)
     programs.push_back({{"program", p.program},

@@ -37,7 +37,7 @@ std::int64_t to_ns(clock_type::time_point t) {
 }  // namespace
 
 job_server::state::state(promptly::runtime& r, job_server_options o)
-    : rt(r), opts(std::move(o)), flow(opts.window), start_lat(opts.window), remove_lat(opts.window) {
+    : rt(r), opts(std::move(o)), flow(opts.window), start_lat(opts.window), setup_lat(opts.window), remove_lat(opts.window) {
   reaper = std::thread([this] { reaper_loop(); });
 }
 
@@ -54,6 +54,8 @@ void job_server::state::start(const std::shared_ptr<job_record>& r) {
     r->context.pool.store(p.id, std::memory_order_release);
     // The root task holds the record until it hands it to the reaper; the
     // future is dropped (the reaper's remove_pool is what waits for the job).
+    // Written before the submit, which orders it before the root task and so before the reaper's read.
+    r->setup_us = us_between(r->start_decision, clock_type::now());
     (void)rt.submit(p, [this, rec = r]() mutable { run_root(std::move(rec)); });
     return;
   } catch (const std::exception& e) {
@@ -195,6 +197,7 @@ void job_server::state::reap(const std::shared_ptr<job_record>& r) {
     if (s != job_state::done) r->result = json();
     remove_lat.add(r->remove_us);
     start_lat.add(r->start_us);
+    setup_lat.add(r->setup_us);
     d = finish_locked(*r, s, t1);
     next = admit_queued_locked(t1);
     publish_counts_locked();

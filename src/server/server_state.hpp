@@ -110,7 +110,7 @@ struct job_record {
   // Root task start, ns since the clock's epoch; 0 = not started. Atomic:
   // status readers of a running job read it while the root task writes it.
   std::atomic<std::int64_t> started_ns{0};
-  double start_us = 0, remove_us = 0;
+  double start_us = 0, setup_us = 0, remove_us = 0;
   std::condition_variable terminal_cv;                     // plain-thread waiters
   std::vector<promptly::promise<void>> task_waiters;       // task waiters (parked)
   std::vector<std::shared_ptr<timed_waiter>> timed_waiters;
@@ -174,7 +174,7 @@ struct job_server::state {
   bool draining = false;
   unsigned core_limit = 0;
   std::uint64_t submitted = 0, rejected = 0, done = 0, failed = 0, cancelled = 0;
-  detail::sample_window flow, start_lat, remove_lat;
+  detail::sample_window flow, start_lat, setup_lat, remove_lat;
   std::map<std::string, detail::program_counts, std::less<>> per_program;
   // Deliveries (waiters, callbacks) collected by finish_locked and not yet
   // run: drain() and the destructor wait for them too, so every callback

@@ -95,6 +95,7 @@ server_stats job_server::stats() const {
     st.flow_p50_us = f.p50_us;
     st.flow_p99_us = f.p99_us;
     st.start = s_->start_lat.summary();
+    st.setup = s_->setup_lat.summary();
     st.remove = s_->remove_lat.summary();
     for (const auto& [name, c] : s_->per_program) {
       const latency_summary pf = c.flow.summary();

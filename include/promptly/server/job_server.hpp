@@ -154,8 +154,13 @@ struct job_timing {
   // "removing a job"): start_us from the start decision (the submit() call
   // for a job admitted at once, the dequeue for a queued one) to the first
   // instruction of the root task; remove_us the runtime::remove_pool call
-  // after the root returned. 0 until measured.
+  // after the root returned. 0 until measured. setup_us is the part of
+  // start_us until the root task is submitted (the job's pool created); the
+  // rest, start_us - setup_us, is the submission and the wait for the
+  // policy to give the pool a core and for that core to take the root,
+  // which under load is mostly queueing, not overhead.
   double start_us = 0;
+  double setup_us = 0;
   double remove_us = 0;
 };
 
@@ -269,8 +274,8 @@ struct server_stats {
   unsigned core_limit = 0;    // set_cores (0 = no limit)
   bool draining = false;
   double flow_mean_us = 0, flow_p50_us = 0, flow_p99_us = 0;  // all programs, over the window
-  // job_timing::start_us and remove_us of the last `window` jobs that started / were removed.
-  latency_summary start, remove;
+  // job_timing::start_us, setup_us and remove_us of the last `window` jobs that started / were removed.
+  latency_summary start, setup, remove;
   std::vector<program_stats> programs;
   std::vector<job_info> jobs;  // running jobs with cores and work/look time
   std::vector<periodic_info> periodic;  // periodic tasks (active ones and ended ones not yet expired)
