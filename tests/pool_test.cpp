@@ -84,6 +84,14 @@ std::unique_ptr<promptly::ext::policy> user_policy(const std::string& name) {
   return nullptr;
 }
 
+// The test policies above by name, else the runtime's own.
+void set_policy_named(promptly::runtime& rt, const std::string& name) {
+  if (auto mine = user_policy(name))
+    rt.set_policy(std::move(mine));
+  else
+    rt.set_policy(name);
+}
+
 long tree_sum(int depth) {
   if (depth == 0) return 1;
   auto [a, b] = promptly::join([&] { return tree_sum(depth - 1); }, [&] { return tree_sum(depth - 1); });
@@ -98,10 +106,7 @@ class PoolsUnderPolicy : public ::testing::TestWithParam<std::string> {};
 // tree, an async and a task_group child: every task completes.
 TEST_P(PoolsUnderPolicy, HundredPoolsComeAndGoAndEveryTaskCompletes) {
   promptly::runtime rt(config(2, "prompt"));
-  if (auto mine = user_policy(GetParam()))
-    rt.set_policy(std::move(mine));
-  else
-    rt.set_policy(GetParam());
+  set_policy_named(rt, GetParam());
   watchdog guard(60s, "100 pools under " + GetParam(), [&] { return describe(rt); });
   const std::size_t pools = 100;
   const int depth = under_tsan ? 4 : 8;
@@ -129,6 +134,48 @@ TEST_P(PoolsUnderPolicy, HundredPoolsComeAndGoAndEveryTaskCompletes) {
     EXPECT_EQ(rt.pool_count(), rt.config().levels);
   }
   EXPECT_EQ(total.load(), static_cast<long>(2 * pools));
+}
+
+// Pools made and removed at once by two outside threads and by a task,
+// while a job's task keeps a core busy between strand boundaries: the
+// policy hears of every pool from a worker's loop top (the creating and the
+// removing thread ask the workers instead of waking the policy thread), and
+// a decision that overwrites a worker's request must not lose it. A lost
+// event leaves a pool without a core under the core-allocation policies,
+// and its task never runs (the watchdog reports it).
+TEST_P(PoolsUnderPolicy, PoolsMadeAndRemovedConcurrentlyWhileACoreIsBusyAllRun) {
+  promptly::runtime rt(config(2, "prompt"));
+  set_policy_named(rt, GetParam());
+  watchdog guard(60s, "pools made and removed concurrently under " + GetParam(), [&] { return describe(rt); });
+  const int per_maker = under_tsan ? 40 : 300;
+  std::atomic<bool> done{false};
+  std::atomic<int> ran{0};
+  // Least urgent: under the priority policies it must not starve the others.
+  const promptly::pool busy_pool = rt.create_pool({.rank = 5});
+  auto busy = rt.submit(busy_pool, [&] {
+    while (!done.load()) promptly::yield();
+  });
+  auto make_and_remove = [&] {
+    for (int i = 0; i < per_maker; ++i) {
+      const promptly::pool p = rt.create_pool({.rank = static_cast<unsigned>(i % 3)});
+      auto f = rt.submit(p, [&] {
+        ran.fetch_add(1);
+        return tree_sum(3);
+      });
+      EXPECT_EQ(f.get(), 8);
+      rt.remove_pool(p);
+    }
+  };
+  std::thread a(make_and_remove), b(make_and_remove);
+  auto from_a_task = rt.submit(promptly::level{0}, make_and_remove);
+  from_a_task.get();
+  a.join();
+  b.join();
+  done.store(true);
+  busy.get();
+  rt.remove_pool(busy_pool);
+  EXPECT_EQ(ran.load(), 3 * per_maker);
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, PoolsUnderPolicy,

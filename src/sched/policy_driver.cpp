@@ -10,10 +10,16 @@
 //    try_lock only) and the API calls that install a policy call into the
 //    policy; they hold policy_mutex_, which guards policy_, the
 //    quantum state, the seen_* baselines, the latency samples and the trace.
-//    The mechanism (submitters, wakers, workers) only records events: a bit
-//    per pool in an event_bitmap and a futex wake of this thread
-//    (post_event), which never blocks on the policy, allocates or throws, so
-//    it is safe on the noexcept wake path of a parked fiber.
+//    The mechanism (submitters, wakers, workers, pool creation and removal)
+//    only records events: a bit per pool in an event_bitmap and a futex wake
+//    of this thread (post_event) or a request to the workers
+//    (post_event_for_workers), which never blocks on the policy, allocates
+//    or throws, so it is safe on the noexcept wake path of a parked fiber.
+//  * A posted event is decided: by this thread, which re-reads every bitmap
+//    before it sleeps, or by a worker asked to (ask_workers_to_decide). A
+//    decision that overwrites an asked worker's word clears its request;
+//    the worker that decided re-reads the pool-table bitmaps afterwards and
+//    wakes this thread if one is set (decide_at_loop_top).
 //  * pool_record::believed_nonempty is what the policy last saw: every
 //    decision sets it from the view it decided on. A submitter pushes first
 //    and then exchanges it to true; if it was false, the submitter posts
@@ -48,8 +54,7 @@ namespace promptly::detail {
 void scheduler::note_nonempty(std::uint32_t pool) noexcept {
   if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return;
   if (pool_at(pool).believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
-  post_event(became_nonempty_, pool, decider::poster);  // the bit first: whoever is asked below must see it
-  if (!ask_workers_to_decide()) poke_driver();
+  post_event_for_workers(became_nonempty_, pool);
 }
 
 // The policy thread needs a core to run, and on a machine whose cores all
@@ -88,8 +93,28 @@ bool scheduler::ask_workers_to_decide() noexcept {
     if (!ask_to_decide(v)) return false;  // the policy put it to sleep meanwhile
     someone_decides = true;
   }
-  if (!someone_decides && waiting != nullptr) someone_decides = notifier::notify(waiting->slot);
+  // The waiting worker gets the request too: its wait ends on it (`moved`)
+  // whatever the event is, and its loop top then decides.
+  if (!someone_decides && waiting != nullptr) {
+    if (!ask_to_decide(*waiting)) return false;
+    someone_decides = notifier::notify(waiting->slot);
+  }
   return someone_decides;
+}
+
+// Creating and removing a pool (pools.cpp) post this way too: the caller
+// (a job server's submitting or reaping thread) then never makes a futex
+// wake of the policy thread on a loaded machine, and the thread never
+// preempts a worker to decide (measured: the wake was 8 us of a 15-20 us
+// remove_pool at p50 under 75% load, bench/results/jobs/overheads/).
+void scheduler::post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept {
+  post_event(events, pool, decider::poster);  // the bit first: whoever is asked below must see it
+  if (!ask_workers_to_decide()) poke_driver();
+}
+
+bool scheduler::events_posted() const noexcept {
+  return became_nonempty_.any() || maybe_empty_.any() || pools_added_.any() || pools_removed_.any() ||
+         cores_requested_.any();
 }
 
 bool scheduler::ask_to_decide(worker& v) noexcept {
@@ -428,7 +453,7 @@ void scheduler::decide_at_loop_top() noexcept {
   if (!lock.owns_lock()) {
     // Posted without waking the thread (post_event, decider::poster): a
     // failed try_lock orders nothing, so the holder may have missed them.
-    if (maybe_empty_.any() || became_nonempty_.any()) poke_driver();
+    if (events_posted()) poke_driver();
     return;
   }
   if (stopping_.load(std::memory_order_relaxed)) return;
@@ -438,7 +463,18 @@ void scheduler::decide_at_loop_top() noexcept {
     poke_driver();  // the events are back; the policy thread retries them (and reports)
     return;
   }
-  if (!next_quantum_ && quantum_.count() > 0 && !every_core_serves_every_pool_.load(std::memory_order_relaxed)) poke_driver();
+  const bool arm_quantum =
+      !next_quantum_ && quantum_.count() > 0 && !every_core_serves_every_pool_.load(std::memory_order_relaxed);
+  lock.unlock();
+  // A pool added or removed while this decision ran may have asked a worker
+  // whose word the decision then overwrote (a new assignment clears
+  // decide_request): nobody would be asked any more. (became_nonempty is
+  // safe: every loop top reads its bits.) The fence pairs with the poster's
+  // (ask_workers_to_decide): its request precedes the overwriting store in
+  // the word's order, so the poster's fence precedes this one and the bit
+  // it set before is seen here.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (arm_quantum || pools_added_.any() || pools_removed_.any()) poke_driver();
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.

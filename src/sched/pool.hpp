@@ -21,7 +21,8 @@
 //  * outstanding counts the pool's counted work (submissions, asyncs, graph
 //    runs) accepted and not finished; parked counts its tasks waiting on a
 //    parked fiber or blocked thread. remove_pool waits for the first and
-//    refuses a pool whose queues, workers or parked tasks still hold work.
+//    for num_actives to reach 0 (both wake it), then for the pool's queues
+//    and parked tasks to hold no work.
 #pragma once
 
 #include <atomic>
@@ -67,7 +68,7 @@ struct pool_record {
 
   alignas(64) std::atomic<std::int64_t> outstanding{0};
   std::atomic<std::int64_t> parked{0};
-  std::atomic<waiter*> drain_waiter{nullptr};  // remove_pool waiting for outstanding to reach 0
+  std::atomic<waiter*> drain_waiter{nullptr};  // remove_pool waiting for outstanding and num_actives to reach 0
 
   // Accounts: worker-time and tasks of this pool, added by the workers
   // (relaxed: statistics) when they close an interval; read by the policy thread.
@@ -111,14 +112,18 @@ struct pool_record {
     return found;
   }
   // Steals one task from some muggable deque without taking the deque (for
-  // thieves of the pool and workers serving every pool); drops emptied deques.
+  // thieves of the pool and workers serving every pool); drops emptied
+  // deques, the one it empties included. Left in `muggable`, that one kept
+  // the pool looking busy (has_queued_work) until some worker of the pool
+  // looked again; for a pool being removed, which nobody may serve any
+  // more, remove_pool waited for ever.
   task* steal_muggable() {
     if (muggable_count.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard lock(mutex);
     task* t = nullptr;
     for (std::size_t i = 0; i < muggable.size() && t == nullptr;) {
       t = muggable[i]->steal();
-      if (t == nullptr && muggable[i]->empty()) {
+      if (muggable[i]->empty()) {
         spare.push_back(muggable[i]);
         muggable[i] = muggable.back();
         muggable.pop_back();

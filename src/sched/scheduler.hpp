@@ -184,9 +184,16 @@ class scheduler {
   bool note_maybe_empty(std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   // Asks the workers to decide pending events; false when the policy thread must (policy_driver.cpp).
   bool ask_workers_to_decide() noexcept;
+  // Posts a pool's event for a worker to decide, or the policy thread when
+  // no worker can (note_nonempty's path, for the pool table's events).
+  void post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept;
+  // Some event is posted and not yet taken by a decision.
+  bool events_posted() const noexcept;
   // Sets decide_request in v's word; false if the policy put v to sleep.
   bool ask_to_decide(worker& v) noexcept;
 
+  // Wakes a remove_pool waiting for the pool to drain (pools.cpp).
+  void wake_drain_waiter(pool_record& p) noexcept;
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);

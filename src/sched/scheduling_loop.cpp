@@ -60,9 +60,14 @@ void scheduler::run_scheduling_loop() {
     // decides now rather than wait for that thread to get a core).
     // Acquire: pairs with the release that set decide_request, so the
     // event bits it announces are visible below.
-    if (unsigned word = w.assigned.load(std::memory_order_acquire); word != no_pool && (word & decide_request))
-      [[unlikely]] w.assigned.compare_exchange_strong(word, word & ~decide_request, std::memory_order_relaxed);  // a new assignment clears it anyway
-    if (became_nonempty_.any() || w.decide_pending) [[unlikely]] {
+    // A request may also only ask it to re-walk its set (apply_locked): it
+    // decides when some event is posted.
+    bool asked = false;
+    if (unsigned word = w.assigned.load(std::memory_order_acquire); word != no_pool && (word & decide_request)) [[unlikely]] {
+      w.assigned.compare_exchange_strong(word, word & ~decide_request, std::memory_order_relaxed);  // a new assignment clears it anyway
+      asked = true;
+    }
+    if (became_nonempty_.any() || w.decide_pending || (asked && events_posted())) [[unlikely]] {
       w.decide_pending = false;
       decide_at_loop_top();
     }
@@ -239,7 +244,7 @@ void scheduler::become_inactive(worker& w) noexcept {
   set_phase(w, worker_phase::looking);
   const int before = w.active_domain->num_actives.fetch_sub(1, std::memory_order_seq_cst);
   assert(before > 0 && "num_actives never goes negative");
-  (void)before;
+  if (before == 1) wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
   if (w.active_every) {
     const int every_before = every_actives_.fetch_sub(1, std::memory_order_seq_cst);
     assert(every_before > 0 && "the every-pool domain's num_actives never goes negative");
