@@ -24,8 +24,6 @@ import sys
 import tempfile
 import time
 
-TICK = os.sysconf("SC_CLK_TCK")
-
 
 def result_of(text):
     m = re.search(r"^RESULT (\{.*\})$", text, re.M)
@@ -167,15 +165,15 @@ def main():
     for exe in ("apps/email/email_server", "apps/email/email_driver", "apps/proxy/proxy_driver", "apps/proxy/proxy_server"):
         if not os.access(os.path.join(a.build, exe), os.X_OK):
             sys.exit(f"diagnose.py: {a.build}/{exe} is missing: build first (./run build)")
-    tmp = tempfile.mkdtemp(prefix="promptly-diagnose-")
     started = time.time()
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.node(), "cpus": os.cpu_count()}
-    res["email"] = [email_run(a.build, p) for p in ("aps", "oblivious")]
-    email_run(a.build, "aps", trace=os.path.join(tmp, "email.json"))
-    res["email_wakes"] = client_loop_wakes(os.path.join(tmp, "email.json"))
-    res["proxy"] = [dict(proxy_run(a.build, p, 1500), policy=p) for _ in range(2) for p in ("aps", "oblivious")]
-    proxy_run(a.build, "aps", 300, trace=os.path.join(tmp, "proxy.json"))
-    res["proxy_shares"] = proxy_shares(os.path.join(tmp, "proxy.json"))
+    with tempfile.TemporaryDirectory(prefix="promptly-diagnose-") as tmp:  # the traces, removed after
+        res["email"] = [email_run(a.build, p) for p in ("aps", "oblivious")]
+        email_run(a.build, "aps", trace=os.path.join(tmp, "email.json"))
+        res["email_wakes"] = client_loop_wakes(os.path.join(tmp, "email.json"))
+        res["proxy"] = [dict(proxy_run(a.build, p, 1500), policy=p) for _ in range(2) for p in ("aps", "oblivious")]
+        proxy_run(a.build, "aps", 300, trace=os.path.join(tmp, "proxy.json"))
+        res["proxy_shares"] = proxy_shares(os.path.join(tmp, "proxy.json"))
     res["elapsed_s"] = time.time() - started
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "diagnostics.json"), "w") as f:

@@ -38,9 +38,9 @@ namespace {
 // counted task (count_finished) when nobody is active, else the last active
 // worker when it leaves (become_inactive). Waking only at the first gave the
 // worker's core to the woken remover before the worker had left the pool
-// (a woken thread preempts its waker), and the remover waited for it
-// (measured under 75% load: remove p99 0.35-1.3 ms; 99% of the removes that
-// had to wait found the worker still active 20 us later).
+// (a woken thread preempts its waker), and the remover polled for it with
+// yield, handing its core away for a time slice (remove p99 522 us before,
+// 43 us after, under 75% load: bench/results/jobs/overheads/ab-pool-events/).
 struct pool_drain_event {
   pool_record& pool;
   bool ready() const noexcept {

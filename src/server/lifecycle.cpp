@@ -52,10 +52,10 @@ void job_server::state::start(const std::shared_ptr<job_record>& r) {
     have_pool = true;
     // Release: the reaper and stats readers that load the id see the pool made.
     r->context.pool.store(p.id, std::memory_order_release);
-    // The root task holds the record until it hands it to the reaper; the
-    // future is dropped (the reaper's remove_pool is what waits for the job).
     // Written before the submit, which orders it before the root task and so before the reaper's read.
     r->setup_us = us_between(r->start_decision, clock_type::now());
+    // The root task holds the record until it hands it to the reaper; the
+    // future is dropped (the reaper's remove_pool is what waits for the job).
     (void)rt.submit(p, [this, rec = r]() mutable { run_root(std::move(rec)); });
     return;
   } catch (const std::exception& e) {
