@@ -56,6 +56,14 @@ TEST(ApsDesire, EveryBranchOfFigure1) {
   EXPECT_DOUBLE_EQ(next_desire(true, 2, 2, 1.0, 0.9, 1.5).desire, 3.0);  // rho scales growth
 }
 
+// Not in Fig. 1 (aps.hpp): the floor under a stalled pool's desire for one quantum.
+TEST(ApsDesire, AStalledPoolAsksForOneCoreMoreForOneQuantum) {
+  EXPECT_DOUBLE_EQ(stall_floor(true, 1), 2.0) << "one core more than it had";
+  EXPECT_DOUBLE_EQ(stall_floor(true, 3), 4.0);
+  EXPECT_DOUBLE_EQ(stall_floor(true, 0), 0.0) << "no core in q-1: deprived, not stalled";
+  EXPECT_DOUBLE_EQ(stall_floor(false, 2), 0.0) << "not stalled: no floor";
+}
+
 struct allot_case {
   const char* what;
   std::vector<double> desires;
@@ -323,6 +331,38 @@ auto busy_level(const std::atomic<bool>& stop, std::atomic<long>& rounds) {
 }
 
 }  // namespace
+
+// Level 0's only core is held by a task that spins until a second level-0
+// task runs; that task waits queued. Desire growth cannot free it: rho is
+// so close to 1 that the desire would need ages to reach 2. Only the stall
+// rule (aps.hpp) gives level 0 a second core, taken from the busy level 1.
+// On a shared machine the same holds when the OS takes level 0's core.
+TEST(ApsRuntime, AStalledLevelGetsACoreFromALessUrgentOne) {
+  promptly::runtime rt(config(2, "aps", 2));
+  promptly::aps_params slow_growth;
+  slow_growth.rho = 1.000001;
+  rt.set_policy(promptly::ext::make_policy("aps", slow_growth));
+  std::atomic<bool> stop{false};
+  std::atomic<long> rounds{0};
+  auto bg = rt.submit(promptly::level{1}, busy_level(stop, rounds));
+  ASSERT_TRUE(wait_until([&] { return rounds.load() > 0; })) << describe(rt);
+  std::atomic<bool> spinning{false}, released{false};
+  auto holder = rt.submit(promptly::level{0}, [&] {
+    spinning.store(true);
+    while (!released.load(std::memory_order_relaxed)) {  // relaxed: a flag; the futures order the rest
+    }
+  });
+  ASSERT_TRUE(wait_until([&] { return spinning.load(); })) << describe(rt);
+  auto release = rt.submit(promptly::level{0}, [&] { released.store(true, std::memory_order_relaxed); });
+  const bool ran = wait_until([&] { return release.is_ready(); });
+  EXPECT_TRUE(ran) << "the queued level-0 task never got a core\n" << describe(rt);
+  released = true;  // let the holder end either way
+  holder.get();
+  release.get();
+  stop = true;
+  const long sum = bg.get();
+  EXPECT_EQ(sum, 144 * rounds.load());
+}
 
 TEST(ApsExactRuntime, JoinTreesAtTwoLevelsAllComplete) {
   promptly::runtime rt(exact_config(2, 2));

@@ -2,8 +2,9 @@
 // paper's rule exactly (aps_params::exact; aps.hpp states both).
 //
 // Invariants
-//  * Variant: desire_[id] is 0 for every pool without ready work at the last
-//    decision and for every id not (or no longer) a live pool.
+//  * Variant: desire_[id] and stall_floor_[id] are 0 for every pool without
+//    ready work at the last decision and for every id not (or no longer) a
+//    live pool; stall_floor_ changes only at quantum ticks otherwise.
 //  * Exact: desire_ changes only at quantum ticks and installation (Fig. 1
 //    runs once per quantum), and is 0 for every id not (or no longer) a live
 //    pool. The allotment changes only at quantum ticks and installation
@@ -34,6 +35,10 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
   if (previous_allotment >= static_cast<unsigned>(std::floor(previous_desire)))
     return {previous_desire * rho, desire_rule::efficient_satisfied};                    // lines 5-6
   return {previous_desire, desire_rule::efficient_deprived};                            // line 7
+}
+
+double stall_floor(bool stalled, unsigned previous_allotment) noexcept {
+  return stalled && previous_allotment > 0 ? previous_allotment + 1.0 : 0.0;
 }
 
 void allot_top_down(std::span<const double> desires, std::span<const ext::pool_view> stats, unsigned workers,
@@ -98,9 +103,10 @@ class aps_policy final : public ext::policy {
     std::uint32_t end = 0;
     for (const ext::pool_view& p : d.pools()) end = std::max(end, p.id + 1);
     if (desire_.size() < end) desire_.resize(end, 0.0);
+    if (stall_floor_.size() < end) stall_floor_.resize(end, 0.0);
     if (ev.kind == ext::event_kind::installed) d.set_quantum(params_.quantum);
     // An id is reused by the next pool created: its desire restarts at 0.
-    if (ev.kind == ext::event_kind::pool_removed && ev.pool < desire_.size()) desire_[ev.pool] = 0.0;
+    if (ev.kind == ext::event_kind::pool_removed && ev.pool < desire_.size()) desire_[ev.pool] = stall_floor_[ev.pool] = 0.0;
     if (params_.exact)
       decide_exact(ev, d);
     else
@@ -114,18 +120,23 @@ class aps_policy final : public ext::policy {
     // pool without ready work desires nothing (its desire restarts at 1
     // when work appears), so stale desires never hold cores.
     for (const ext::pool_view& p : pools)
-      if (!p.has_ready_work) desire_[p.id] = 0.0;
+      if (!p.has_ready_work) desire_[p.id] = stall_floor_[p.id] = 0.0;
     if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) {
-      for (const ext::pool_view& p : pools)
+      for (const ext::pool_view& p : pools) {
         desire_[p.id] =
             next_desire(p.has_ready_work, desire_[p.id], p.cores, p.utilization(), params_.delta, params_.rho).desire;
+        stall_floor_[p.id] = stall_floor(p.stalled, p.cores);  // for this quantum only (aps.hpp)
+      }
     } else if (ev.kind == ext::event_kind::became_nonempty || ev.kind == ext::event_kind::pool_added) {
       // Acted on at once (not at the next quantum): the desire restarts at 1.
       if (const ext::pool_view* p = d.find(ev.pool); p != nullptr && p->has_ready_work && desire_[p->id] == 0.0)
         desire_[p->id] = 1.0;
     }
+    std::vector<double> desires = desires_of(pools);
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      if (desires[i] > 0.0) desires[i] = std::max(desires[i], stall_floor_[pools[i].id]);
     std::vector<unsigned> allotment(pools.size(), 0);
-    allot_top_down(desires_of(pools), pools, d.core_count(), allotment);
+    allot_top_down(desires, pools, d.core_count(), allotment);
     allot(d, allotment);
   }
 
@@ -164,7 +175,8 @@ class aps_policy final : public ext::policy {
   }
 
   ext::aps_params params_;
-  std::vector<double> desire_;  // by pool id
+  std::vector<double> desire_;       // by pool id
+  std::vector<double> stall_floor_;  // by pool id: stall_floor() of the last tick, variant only
 };
 
 }  // namespace

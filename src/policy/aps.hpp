@@ -39,6 +39,19 @@ struct desire_result {
 desire_result next_desire(bool has_ready_work, double previous_desire, unsigned previous_allotment,
                           double utilization, double delta, double rho) noexcept;
 
+// A rule of the variant that Fig. 1 does not have, because the paper
+// assumes dedicated processors: a pool that had cores in q-1 but was
+// `stalled` (pool_view: work queued at both ticks, none of its tasks
+// started) asks, for quantum q only, for one core more than it had. Its
+// cores did not run: on a machine shared with other processes the OS took
+// them, and its queued work is the most urgent the allotment serves. The
+// desire Fig. 1 carries to q+1 is left alone: a preempted core counts as
+// working, so feeding the extra core into the desire would let preemption
+// inflate it (measured: the email server's least urgent level then missed
+// its periods). Returns the floor under the pool's desire for quantum q
+// (0: none).
+double stall_floor(bool stalled, unsigned previous_allotment) noexcept;
+
 // Fig. 1 as written (exact mode): no floor of 1, so an inefficient pool's
 // desire may fall below 1, and then floor(d) = 0 workers. A pool allotted
 // no worker goes through lines 3-7 like any other. The paper defines a

@@ -200,6 +200,8 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
     if (p.seen_creation_seq != p.creation_seq) {  // a new pool on this record: its accounts restarted
       p.seen_creation_seq = p.creation_seq;
       p.seen_work_ns = p.seen_look_ns = 0;
+      p.seen_tasks = 0;
+      p.queued_at_tick = false;
     }
     const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work[id];
     const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look[id];
@@ -216,8 +218,14 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
     v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
     v.elastic = p.elastic;
     if (advance) {
+      // Relaxed: a statistic; a task counted late only hides a stall for a tick.
+      const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
+      const bool queued = p.has_queued_work();
+      v.stalled = queued && p.queued_at_tick && tasks == p.seen_tasks;
       p.seen_work_ns = work;
       p.seen_look_ns = look;
+      p.seen_tasks = tasks;
+      p.queued_at_tick = queued;
     }
     views.push_back(v);
     seq.push_back(p.creation_seq);

@@ -80,6 +80,8 @@ struct pool_record {
   // mutex), valid for the incarnation seen_creation_seq.
   std::uint64_t seen_work_ns = 0;
   std::uint64_t seen_look_ns = 0;
+  std::uint64_t seen_tasks = 0;        // `tasks` at the last tick
+  bool queued_at_tick = false;         // has_queued_work() at the last tick
   std::uint64_t seen_creation_seq = ~std::uint64_t{0};
 
   bool has_queued_work() const noexcept {

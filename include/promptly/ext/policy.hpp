@@ -54,6 +54,11 @@ struct pool_view {
   double work_s = 0;                    // worker-seconds spent running its tasks
   double look_s = 0;                    // worker-seconds spent looking for work in it
   unsigned cores = 0;                   // cores the previous decision gave it
+  // At a quantum tick: work was queued in the pool at this tick and at the
+  // previous one, and none of its tasks started in between. Its cores made
+  // no progress for a whole quantum: the OS took them (a multiprogrammed
+  // machine), or each is held by one long task. False at other decisions.
+  bool stalled = false;
   bool wants_more_cores = false;        // the pool asked for more cores (runtime::request_cores)
   std::optional<elastic_params> elastic;  // pool_options::elastic (elastic real-time jobs)
   double utilization() const noexcept { return work_s + look_s > 0 ? work_s / (work_s + look_s) : 0.0; }
