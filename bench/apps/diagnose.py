@@ -8,7 +8,8 @@ read from the programs' own output, /proc and the runtime's trace (PROMPTLY_TRAC
           and, from a traced aps run, the client loops' I/O-ready-to-running times;
   proxy, 32 clients x 1500 requests, aps and oblivious, twice each: hit p99, resp p50 / p99,
           throughput; and, from a traced aps run (300 requests), the share of the time each
-          worker served each pool and ran its tasks.
+          worker served each pool and ran its tasks, and what the workers did during the client
+          loops' slowest wake-ups.
 
   python3 bench/apps/diagnose.py [--build build] [--out bench/results/apps]
 Writes OUT/diagnostics.md and OUT/diagnostics.json (about 1 minute).
@@ -96,11 +97,8 @@ def pct(values, q):
     return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
 
 
-def client_loop_wakes(path):
-    """I/O-ready (the reactor's wake of a pool-0 fiber) to that fiber running again, us; and in the
-    wake-ups over 300 us, the share of the two workers' time spent running tasks."""
-    ev = events(path)
-    start = both_workers_from(ev)
+def reactor_wakeups(ev, start):
+    """(I/O ready, running again) times, us, of every pool-0 fiber the I/O reactor made ready."""
     ready, lat = {}, []
     for e in ev:
         a = e.get("args", {})
@@ -109,6 +107,14 @@ def client_loop_wakes(path):
         elif e["name"] == "task (resumed)" and a.get("fiber") in ready:
             t = ready.pop(a["fiber"])
             lat.append((t, e["ts"]))
+    return lat
+
+
+def client_loop_wakes(path):
+    """I/O-ready (the reactor's wake of a pool-0 fiber) to that fiber running again, us; and in the
+    wake-ups over 300 us, the share of the two workers' time spent running tasks."""
+    ev = events(path)
+    lat = reactor_wakeups(ev, both_workers_from(ev))
     stretches = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["ph"] == "X" and e["tid"] in (0, 1)]
     window = running = 0.0
     for t0, t1 in lat:
@@ -119,6 +125,33 @@ def client_loop_wakes(path):
     d = [t1 - t0 for t0, t1 in lat]
     return {"wakeups": len(d), "p50_us": pct(d, 0.5), "p90_us": pct(d, 0.9), "p99_us": pct(d, 0.99),
             "running_share_in_slow_wakeups": running / window if window else float("nan")}
+
+
+def slow_client_loop_waits(path, over_us=1000):
+    """The proxy's client-loop wake-ups (I/O ready to running) over `over_us`: how many; in how
+    many one worker ran tasks of some pool for at most a fifth of the wait (it was off the CPU,
+    or between tasks) while the other ran fetch (pool 1) tasks for at least half of it; and the
+    share of the wait those two workers ran tasks, each."""
+    ev = events(path)
+    slow = [(t0, t1) for t0, t1 in reactor_wakeups(ev, both_workers_from(ev)) if t1 - t0 >= over_us]
+    stretches = [e for e in ev if e["ph"] == "X" and e["tid"] in (0, 1)]
+    matched, idle_ran, fetch_ran = 0, [], []
+    for t0, t1 in slow:
+        ran = {(w, p): 0.0 for w in (0, 1) for p in ("any", "fetch")}
+        for e in stretches:
+            o = max(0.0, min(e["ts"] + e["dur"], t1) - max(e["ts"], t0))
+            ran[(e["tid"], "any")] += o
+            if e["args"]["pool"] == 1:
+                ran[(e["tid"], "fetch")] += o
+        for quiet in (0, 1):
+            if ran[(quiet, "any")] <= 0.2 * (t1 - t0) and ran[(1 - quiet, "fetch")] >= 0.5 * (t1 - t0):
+                matched += 1
+                idle_ran.append(ran[(quiet, "any")] / (t1 - t0))
+                fetch_ran.append(ran[(1 - quiet, "fetch")] / (t1 - t0))
+                break
+    mean = lambda v: sum(v) / len(v) if v else float("nan")
+    return {"over_us": over_us, "slow": len(slow), "one_idle_other_fetching": matched,
+            "idle_worker_ran_share": mean(idle_ran), "other_ran_fetch_share": mean(fetch_ran)}
 
 
 def proxy_run(build, policy, requests, trace=None):
@@ -174,6 +207,7 @@ def main():
         res["proxy"] = [dict(proxy_run(a.build, p, 1500), policy=p) for _ in range(2) for p in ("aps", "oblivious")]
         proxy_run(a.build, "aps", 300, trace=os.path.join(tmp, "proxy.json"))
         res["proxy_shares"] = proxy_shares(os.path.join(tmp, "proxy.json"))
+        res["proxy_slow_waits"] = slow_client_loop_waits(os.path.join(tmp, "proxy.json"))
     res["elapsed_s"] = time.time() - started
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "diagnostics.json"), "w") as f:
@@ -205,6 +239,11 @@ def main():
     for s in res["proxy_shares"]:
         if s["served"] >= 0.01 or s["running"] >= 0.01:
             L.append(f"| {s['worker']} | {s['pool']} | {s['served']:.0%} | {s['running']:.0%} |")
+    sw = res["proxy_slow_waits"]
+    L += ["", f"In the same run, {sw['slow']} client-loop wake-ups took {sw['over_us']} us or more from I/O ready to "
+              f"running. In {sw['one_idle_other_fetching']} of them one worker ran tasks for at most a fifth of the wait "
+              f"({sw['idle_worker_ran_share']:.0%} on average: off the CPU, or between tasks) while the other ran fetch "
+              f"tasks for at least half of it ({sw['other_ran_fetch_share']:.0%} on average)."]
     with open(os.path.join(a.out, "diagnostics.md"), "w") as f:
         f.write("\n".join(L) + "\n")
     print(f"diagnose.py: wrote {a.out}/diagnostics.md in {res['elapsed_s']:.0f} s")
