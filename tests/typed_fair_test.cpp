@@ -27,23 +27,24 @@ namespace pt = promptly::typed;
 
 struct ui {};
 struct fetch {};
-struct log {};
+struct journal {};
 struct batch {};
-// The partial order of docs/typed-priorities.md: declared ui, fetch, batch, log; the
-// linearisation puts log (declared last) above batch. A criterion that used declaration
-// positions instead of levels would give log's weight to batch.
-using order = promptly::priority_order<promptly::chain<ui, fetch, batch>, promptly::chain<ui, log, batch>>;
+// The partial order of docs/typed-priorities.md (its `log` is `journal` here: a type named
+// log would clash with ::log of <cmath>): declared ui, fetch, batch, journal; the
+// linearisation puts journal (declared last) above batch. A criterion that used declaration
+// positions instead of levels would give journal's weight to batch.
+using order = promptly::priority_order<promptly::chain<ui, fetch, batch>, promptly::chain<ui, journal, batch>>;
 template <class P>
 using ctx = pt::ctx<order, P>;
 
-static_assert(order::level_of<ui> == 0 && order::level_of<fetch> == 1 && order::level_of<log> == 2 &&
+static_assert(order::level_of<ui> == 0 && order::level_of<fetch> == 1 && order::level_of<journal> == 2 &&
               order::level_of<batch> == 3);
 
 // fetch is not named: it weighs 0.
-constexpr pt::fair_criterion<order> crit{pt::weight<batch>(1), pt::weight<ui>(4), pt::weight<log>(3)};
-static_assert(crit.weight_of<ui>() == 4 && crit.weight_of<fetch>() == 0 && crit.weight_of<log>() == 3 &&
+constexpr pt::fair_criterion<order> crit{pt::weight<batch>(1), pt::weight<ui>(4), pt::weight<journal>(3)};
+static_assert(crit.weight_of<ui>() == 4 && crit.weight_of<fetch>() == 0 && crit.weight_of<journal>() == 3 &&
               crit.weight_of<batch>() == 1);
-static_assert(crit.share_of<ui>() == 0.5 && crit.share_of<log>() == 0.375 && crit.share_of<batch>() == 0.125);
+static_assert(crit.share_of<ui>() == 0.5 && crit.share_of<journal>() == 0.375 && crit.share_of<batch>() == 0.125);
 
 // A fairly prompt runtime of 2 workers (the machine's count) and 8 levels (more than the
 // order uses: plain-level code may share the runtime), with 1 ms rounds so that the
@@ -91,7 +92,7 @@ void expect_shares(const promptly::runtime_stats& st, const pt::fair_criterion<o
   ASSERT_EQ(st.levels.size(), 8u);
   EXPECT_DOUBLE_EQ(st.levels[order::level_of<ui>].share, c.share_of<ui>());
   EXPECT_DOUBLE_EQ(st.levels[order::level_of<fetch>].share, c.share_of<fetch>());
-  EXPECT_DOUBLE_EQ(st.levels[order::level_of<log>].share, c.share_of<log>());
+  EXPECT_DOUBLE_EQ(st.levels[order::level_of<journal>].share, c.share_of<journal>());
   EXPECT_DOUBLE_EQ(st.levels[order::level_of<batch>].share, c.share_of<batch>());
   for (unsigned l = order::size; l < st.levels.size(); ++l) EXPECT_EQ(st.levels[l].share, 0.0) << "level " << l;
 }
@@ -99,16 +100,16 @@ void expect_shares(const promptly::runtime_stats& st, const pt::fair_criterion<o
 void expect_sampled_shares(const promptly::runtime_stats& st, const pt::fair_criterion<order>& c) {
   EXPECT_NEAR(st.levels[order::level_of<ui>].sampled_share, c.share_of<ui>(), sampled_tolerance);
   EXPECT_NEAR(st.levels[order::level_of<fetch>].sampled_share, c.share_of<fetch>(), sampled_tolerance);
-  EXPECT_NEAR(st.levels[order::level_of<log>].sampled_share, c.share_of<log>(), sampled_tolerance);
+  EXPECT_NEAR(st.levels[order::level_of<journal>].sampled_share, c.share_of<journal>(), sampled_tolerance);
   EXPECT_NEAR(st.levels[order::level_of<batch>].sampled_share, c.share_of<batch>(), sampled_tolerance);
 }
 
 }  // namespace
 
 TEST(TypedFair, WeightsAreIndexedByTheLevelsOfTheirPriorities) {
-  EXPECT_EQ(crit.weights(), (std::vector<long long>{4, 0, 3, 1}));  // ui, fetch, log, batch
+  EXPECT_EQ(crit.weights(), (std::vector<long long>{4, 0, 3, 1}));  // ui, fetch, journal, batch
   // A total order keeps its declaration order; the order the weights are given in does not matter.
-  using total = promptly::priority_order<promptly::chain<batch, log, ui>>;
+  using total = promptly::priority_order<promptly::chain<batch, journal, ui>>;
   const pt::fair_criterion<total> t{pt::weight<ui>(7), pt::weight<batch>(2)};
   EXPECT_EQ(t.weights(), (std::vector<long long>{2, 0, 7}));
   // Weights known only at run time.
@@ -156,8 +157,8 @@ TEST(TypedFair, BadCriteriaAreRejectedNamingThePriority) {
 
   long long zero = 0;
   const std::string zeros = what_of<std::invalid_argument>(
-      [&] { (void)pt::fair_criterion<order>{pt::weight<ui>(zero), pt::weight<log>(zero)}; });
-  EXPECT_NE(zeros.find("every weight is 0 (ui, log)"), std::string::npos) << zeros;
+      [&] { (void)pt::fair_criterion<order>{pt::weight<ui>(zero), pt::weight<journal>(zero)}; });
+  EXPECT_NE(zeros.find("every weight is 0 (ui, journal)"), std::string::npos) << zeros;
 
   // A runtime with fewer levels than the order has priorities: rejected as typed::run
   // rejects it, and the previous criterion stays.
