@@ -506,6 +506,28 @@ TEST(Elastic, ElasticPoolsGetTheOptimumAndTheOthersShareTheRest) {
   EXPECT_EQ(d2.decide(*p, event_kind::quantum, no_pool, c), (counts{3, 5})) << "T(3) = 4 = T_min: rank 0 needs 3";
 }
 
+// Instances are admitted earliest deadline first (release + T_max), not oldest first. On 2
+// cores: an older instance with a long period that one core serves, and a newer one with a
+// short period that needs both. Oldest first admitted the first and left the second one core
+// (T(1) = 24 > 15: a miss); by deadline the second gets both and the first waits (its deadline
+// is 40 ms away, and one core ends it in 15 ms once the other is done).
+TEST(Elastic, InstancesAreAdmittedEarliestDeadlineFirst) {
+  using namespace std::chrono_literals;
+  auto p = promptly::ext::make_policy("elastic");
+  decisions d(2);
+  auto s = pools_of({{1, true}, {1, true}});
+  s[0].elastic = promptly::elastic_params{.work_ms = 15, .span_ms = 0.75, .period_min_ms = 50, .period_max_ms = 50, .elasticity = 1};
+  s[0].age = 10ms;
+  s[1].elastic = promptly::elastic_params{.work_ms = 24, .span_ms = 1.2, .period_min_ms = 15, .period_max_ms = 15, .elasticity = 1};
+  s[1].age = 0ms;
+  EXPECT_EQ(d.decide(*p, event_kind::installed, no_pool, s), (counts{0, 2}));
+  EXPECT_DOUBLE_EQ(p->desire(1), 2.0);
+  // When the long-period instance's deadline is the nearer one (40 ms old: 10 ms left), it
+  // comes first: its one core, and the other, which no longer fits, shares the core left.
+  s[0].age = 40ms;
+  EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{1, 1}));
+}
+
 // --- every policy by name -------------------------------------------------------
 
 TEST(JobPolicies, RegisteredByNameAndListed) {

@@ -9,10 +9,11 @@
 // declared as C / 20 (fib with a cutoff of 20 has far more parallelism; a larger L would only
 // make the elastic policy more cautious). The design: with the reduced period task 1 needs both
 // cores (T(1) = C > T, T(2) < T), so an equal split misses whenever task 2 runs at the same time
-// and the elastic policy gives task 1 its cores and task 2 the gaps. That held when serial
-// fib(35) took about 24 ms on this VM; it now takes about 13 ms, under the reduced 15 ms period,
-// so task 1 fits on one core and the bench no longer separates the policies
-// (bench/results/jobs/README.md).
+// and the elastic policy gives task 1 its cores and task 2 the gaps. That holds when serial
+// fib(35) takes more than 15 ms: about 24 ms when the bench was written, 13.4 ms on a faster
+// host (then task 1 fits on one core and the bench no longer separates the policies), 13-25 ms
+// from run to run on another (bench/results/jobs/README.md). Choosing n at start from the
+// measured time was tried: runs then differ in n, so runtimes no longer run the same work.
 // Metrics: miss_rate (both tasks), miss_rate_1, miss_rate_2, resp_ms_p99_1 / _2 (release -> end);
 // region_s = task 1's mean response time.
 #include <algorithm>

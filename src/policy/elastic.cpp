@@ -4,8 +4,15 @@
 // others share what is left.
 //
 // Per class (job_classes.hpp), most urgent first, among its pools with work:
-//  1. the elastic pools, in list order, get the optimiser's counts over the
-//     cores left for the class (they take no core that lowers no term);
+//  1. the elastic pools get the optimiser's counts over the cores left for
+//     the class (they take no core that lowers no term), listed earliest
+//     deadline first: an instance's deadline is its release (the pool's
+//     creation) plus T_max, so the optimiser, which admits in list order
+//     while the fewest cores of each fit, admits the instance that must end
+//     soonest. Oldest first instead admitted a long-period instance that
+//     happened to be released earlier and left a short-period one that
+//     needed every core to one core and a miss (the elastic bench's 2-core
+//     case: a task needing 2 cores at its reduced period, another needing 1);
 //  2. the other pools of the class, and elastic pools the optimiser could
 //     not admit (their T_max cannot be met), split the rest evenly, oldest
 //     first, without a cap (equi's rule).
@@ -20,6 +27,7 @@
 //  * Stateless between decisions except wanted_ (for stats): a decision
 //    depends only on its view.
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "elastic_optimizer.hpp"
@@ -46,10 +54,17 @@ class elastic_policy final : public ext::policy {
       std::vector<elastic_task> tasks;
       std::vector<std::size_t> elastic_at;  // position in members
       for (std::size_t k = 0; k < members.size(); ++k)
-        if (const auto& e = pools[members[k]].elastic) {
-          tasks.push_back({e->work_ms, e->span_ms, e->period_min_ms, e->period_max_ms, e->elasticity});
-          elastic_at.push_back(k);
-        }
+        if (pools[members[k]].elastic) elastic_at.push_back(k);
+      // Earliest deadline first; ties (and equal deadlines) keep the class order.
+      auto ms_left = [&](std::size_t k) {
+        const ext::pool_view& p = pools[members[k]];
+        return p.elastic->period_max_ms - std::chrono::duration<double, std::milli>(p.age).count();
+      };
+      std::stable_sort(elastic_at.begin(), elastic_at.end(), [&](std::size_t a, std::size_t b) { return ms_left(a) < ms_left(b); });
+      for (std::size_t k : elastic_at) {
+        const auto& e = pools[members[k]].elastic;
+        tasks.push_back({e->work_ms, e->span_ms, e->period_min_ms, e->period_max_ms, e->elasticity});
+      }
       std::vector<unsigned> got(members.size(), 0);
       std::vector<bool> shares_rest(members.size(), true);
       if (!tasks.empty()) {
