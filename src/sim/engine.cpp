@@ -92,6 +92,10 @@ struct pool_rec {
   bool tell_nonempty = false, tell_empty = false;
   double weight = 1;  // the fairness weight (levels: the criterion's; pools per request: 1)
   double work_acc = 0, look_acc = 0;
+  // pool_view::stalled, as the runtime computes it (policy_driver.cpp): nodes started, and the
+  // count and queued() at the last tick.
+  std::uint64_t started = 0, started_at_tick = 0;
+  bool queued_at_tick = false;
   std::vector<std::pair<unsigned, std::uint32_t>> spinners;
   bool queued() const { return !injection.empty() || muggable_items > 0; }
   bool stealable() const { return queued() || deque_items > 0; }
@@ -703,6 +707,7 @@ class engine {
     become_active(v);
     v.current = r;
     ++pools_[id].running;
+    ++pools_[id].started;
     if (reqs_[r.req].start < 0) reqs_[r.req].start = now_ + delay;
     ++v.epoch;
     const double work = w_.requests[r.req].nodes[r.node].work_us;
@@ -828,7 +833,12 @@ class engine {
         pv.work_s = p.work_acc * 1e-6;
         pv.look_s = p.look_acc * 1e-6;
         pv.cores = cores[id];
-        if (tick) p.work_acc = p.look_acc = 0;
+        if (tick) {
+          p.work_acc = p.look_acc = 0;
+          pv.stalled = p.queued() && p.queued_at_tick && p.started == p.started_at_tick;
+          p.started_at_tick = p.started;
+          p.queued_at_tick = p.queued();
+        }
         views.push_back(pv);
       }
       std::vector<ext::core_view> cv(workers_.size());
