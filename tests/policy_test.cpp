@@ -364,6 +364,49 @@ TEST(ApsRuntime, AStalledLevelGetsACoreFromALessUrgentOne) {
   EXPECT_EQ(sum, 144 * rounds.load());
 }
 
+// The stall rule under attack: level 0's only core is held and its second task waits (a stall)
+// while level 1 flips empty/non-empty with small jobs and the policy switches between the
+// variant, the paper's rule and prompt and back. Every task runs, whichever policy holds at the
+// moment, and the stall left behind by one policy (stall_floor_ lives in the policy object) does
+// not survive into the next.
+TEST(ApsRuntime, AStallAcrossPolicySwitchesAndFlippingLevelsLosesNothing) {
+  promptly::runtime rt(config(2, "aps", 3));
+  promptly::aps_params slow_growth;
+  slow_growth.rho = 1.000001;
+  std::atomic<bool> stop{false};
+  std::atomic<long> rounds{0};
+  auto bg = rt.submit(promptly::level{2}, busy_level(stop, rounds));
+  const int cycles = under_tsan ? 3 : 12;
+  for (int c = 0; c < cycles; ++c) {
+    rt.set_policy(promptly::ext::make_policy("aps", slow_growth));
+    std::atomic<bool> spinning{false}, released{false};
+    auto holder = rt.submit(promptly::level{0}, [&] {
+      spinning.store(true);
+      while (!released.load(std::memory_order_relaxed)) {  // relaxed: a flag; the futures order the rest
+      }
+    });
+    ASSERT_TRUE(wait_until([&] { return spinning.load(); })) << "cycle " << c << "\n" << describe(rt);
+    auto release = rt.submit(promptly::level{0}, [&] { released.store(true, std::memory_order_relaxed); });
+    for (int j = 0; j < 4; ++j) {  // level 1 flips while level 0 is stalled
+      auto small = rt.submit(promptly::level{1}, [] { return fib(10); });
+      if (j == 1) rt.set_policy(c % 2 == 0 ? "prompt" : "aps");  // "aps" is cfg.aps: the variant
+      if (j == 2) rt.set_policy(promptly::ext::make_policy("aps", slow_growth));
+      const bool ran = wait_until([&] { return small.is_ready(); });
+      if (!ran) released = true;
+      ASSERT_TRUE(ran) << "a level-1 job never ran, cycle " << c << " job " << j << "\n" << describe(rt);
+      EXPECT_EQ(small.get(), 55);
+    }
+    const bool ran = wait_until([&] { return release.is_ready(); });
+    released = true;  // let the holder end either way
+    EXPECT_TRUE(ran) << "the stalled level-0 task never ran, cycle " << c << "\n" << describe(rt);
+    holder.get();
+    release.get();
+  }
+  stop = true;
+  const long sum = bg.get();
+  EXPECT_EQ(sum, 144 * rounds.load());
+}
+
 TEST(ApsExactRuntime, JoinTreesAtTwoLevelsAllComplete) {
   promptly::runtime rt(exact_config(2, 2));
   const int n = under_tsan ? 14 : 20;
