@@ -332,6 +332,49 @@ auto busy_level(const std::atomic<bool>& stop, std::atomic<long>& rounds) {
 
 }  // namespace
 
+namespace {
+
+// aps with desires that barely grow (rho just above 1): only the stall rule (aps.hpp) can give
+// a level a second core.
+std::unique_ptr<promptly::ext::policy> slow_growth_aps() {
+  promptly::aps_params p;
+  p.rho = 1.000001;
+  return promptly::ext::make_policy("aps", p);
+}
+
+// Level 0 stalled: a task holds its core, spinning until a second level-0 task, queued behind
+// it, runs.
+struct stalled_level {
+  std::atomic<bool> spinning{false}, released{false};
+  promptly::future<void> holder, release;
+
+  // Submits the holder, waits until it spins, then queues the releaser. False if the holder
+  // never ran (it ends at once if it runs later).
+  bool start(promptly::runtime& rt) {
+    holder = rt.submit(promptly::level{0}, [this] {
+      spinning.store(true);
+      while (!released.load(std::memory_order_relaxed)) {  // relaxed: a flag; the futures order the rest
+      }
+    });
+    if (!wait_until([&] { return spinning.load(); })) {
+      released = true;
+      return false;
+    }
+    release = rt.submit(promptly::level{0}, [this] { released.store(true, std::memory_order_relaxed); });
+    return true;
+  }
+  // Waits for the queued task to run; then lets the holder end either way and joins both.
+  bool resolved() {
+    const bool ran = wait_until([&] { return release.is_ready(); });
+    released = true;
+    holder.get();
+    release.get();
+    return ran;
+  }
+};
+
+}  // namespace
+
 // Level 0's only core is held by a task that spins until a second level-0
 // task runs; that task waits queued. Desire growth cannot free it: rho is
 // so close to 1 that the desire would need ages to reach 2. Only the stall
@@ -339,26 +382,14 @@ auto busy_level(const std::atomic<bool>& stop, std::atomic<long>& rounds) {
 // On a shared machine the same holds when the OS takes level 0's core.
 TEST(ApsRuntime, AStalledLevelGetsACoreFromALessUrgentOne) {
   promptly::runtime rt(config(2, "aps", 2));
-  promptly::aps_params slow_growth;
-  slow_growth.rho = 1.000001;
-  rt.set_policy(promptly::ext::make_policy("aps", slow_growth));
+  rt.set_policy(slow_growth_aps());
   std::atomic<bool> stop{false};
   std::atomic<long> rounds{0};
   auto bg = rt.submit(promptly::level{1}, busy_level(stop, rounds));
   ASSERT_TRUE(wait_until([&] { return rounds.load() > 0; })) << describe(rt);
-  std::atomic<bool> spinning{false}, released{false};
-  auto holder = rt.submit(promptly::level{0}, [&] {
-    spinning.store(true);
-    while (!released.load(std::memory_order_relaxed)) {  // relaxed: a flag; the futures order the rest
-    }
-  });
-  ASSERT_TRUE(wait_until([&] { return spinning.load(); })) << describe(rt);
-  auto release = rt.submit(promptly::level{0}, [&] { released.store(true, std::memory_order_relaxed); });
-  const bool ran = wait_until([&] { return release.is_ready(); });
-  EXPECT_TRUE(ran) << "the queued level-0 task never got a core\n" << describe(rt);
-  released = true;  // let the holder end either way
-  holder.get();
-  release.get();
+  stalled_level stall;
+  ASSERT_TRUE(stall.start(rt)) << describe(rt);
+  EXPECT_TRUE(stall.resolved()) << "the queued level-0 task never got a core\n" << describe(rt);
   stop = true;
   const long sum = bg.get();
   EXPECT_EQ(sum, 144 * rounds.load());
@@ -371,36 +402,24 @@ TEST(ApsRuntime, AStalledLevelGetsACoreFromALessUrgentOne) {
 // not survive into the next.
 TEST(ApsRuntime, AStallAcrossPolicySwitchesAndFlippingLevelsLosesNothing) {
   promptly::runtime rt(config(2, "aps", 3));
-  promptly::aps_params slow_growth;
-  slow_growth.rho = 1.000001;
   std::atomic<bool> stop{false};
   std::atomic<long> rounds{0};
   auto bg = rt.submit(promptly::level{2}, busy_level(stop, rounds));
   const int cycles = under_tsan ? 3 : 12;
   for (int c = 0; c < cycles; ++c) {
-    rt.set_policy(promptly::ext::make_policy("aps", slow_growth));
-    std::atomic<bool> spinning{false}, released{false};
-    auto holder = rt.submit(promptly::level{0}, [&] {
-      spinning.store(true);
-      while (!released.load(std::memory_order_relaxed)) {  // relaxed: a flag; the futures order the rest
-      }
-    });
-    ASSERT_TRUE(wait_until([&] { return spinning.load(); })) << "cycle " << c << "\n" << describe(rt);
-    auto release = rt.submit(promptly::level{0}, [&] { released.store(true, std::memory_order_relaxed); });
+    rt.set_policy(slow_growth_aps());
+    stalled_level stall;
+    ASSERT_TRUE(stall.start(rt)) << "cycle " << c << "\n" << describe(rt);
     for (int j = 0; j < 4; ++j) {  // level 1 flips while level 0 is stalled
       auto small = rt.submit(promptly::level{1}, [] { return fib(10); });
       if (j == 1) rt.set_policy(c % 2 == 0 ? "prompt" : "aps");  // "aps" is cfg.aps: the variant
-      if (j == 2) rt.set_policy(promptly::ext::make_policy("aps", slow_growth));
+      if (j == 2) rt.set_policy(slow_growth_aps());
       const bool ran = wait_until([&] { return small.is_ready(); });
-      if (!ran) released = true;
+      if (!ran) stall.released = true;
       ASSERT_TRUE(ran) << "a level-1 job never ran, cycle " << c << " job " << j << "\n" << describe(rt);
       EXPECT_EQ(small.get(), 55);
     }
-    const bool ran = wait_until([&] { return release.is_ready(); });
-    released = true;  // let the holder end either way
-    EXPECT_TRUE(ran) << "the stalled level-0 task never ran, cycle " << c << "\n" << describe(rt);
-    holder.get();
-    release.get();
+    EXPECT_TRUE(stall.resolved()) << "the stalled level-0 task never ran, cycle " << c << "\n" << describe(rt);
   }
   stop = true;
   const long sum = bg.get();

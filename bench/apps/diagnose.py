@@ -110,18 +110,27 @@ def reactor_wakeups(ev, start):
     return lat
 
 
+def ran_within(e, t0, t1):
+    """How long the task stretch `e` (an "X" event) ran between t0 and t1, us."""
+    return max(0.0, min(e["ts"] + e["dur"], t1) - max(e["ts"], t0))
+
+
+def worker_stretches(ev):
+    return [e for e in ev if e["ph"] == "X" and e["tid"] in (0, 1)]
+
+
 def client_loop_wakes(path):
     """I/O-ready (the reactor's wake of a pool-0 fiber) to that fiber running again, us; and in the
     wake-ups over 300 us, the share of the two workers' time spent running tasks."""
     ev = events(path)
     lat = reactor_wakeups(ev, both_workers_from(ev))
-    stretches = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["ph"] == "X" and e["tid"] in (0, 1)]
+    stretches = worker_stretches(ev)
     window = running = 0.0
     for t0, t1 in lat:
         if t1 - t0 < 300:
             continue
         window += 2 * (t1 - t0)
-        running += sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in stretches)
+        running += sum(ran_within(e, t0, t1) for e in stretches)
     d = [t1 - t0 for t0, t1 in lat]
     return {"wakeups": len(d), "p50_us": pct(d, 0.5), "p90_us": pct(d, 0.9), "p99_us": pct(d, 0.99),
             "running_share_in_slow_wakeups": running / window if window else float("nan")}
@@ -134,12 +143,12 @@ def slow_client_loop_waits(path, over_us=1000):
     share of the wait those two workers ran tasks, each."""
     ev = events(path)
     slow = [(t0, t1) for t0, t1 in reactor_wakeups(ev, both_workers_from(ev)) if t1 - t0 >= over_us]
-    stretches = [e for e in ev if e["ph"] == "X" and e["tid"] in (0, 1)]
+    stretches = worker_stretches(ev)
     matched, idle_ran, fetch_ran = 0, [], []
     for t0, t1 in slow:
         ran = {(w, p): 0.0 for w in (0, 1) for p in ("any", "fetch")}
         for e in stretches:
-            o = max(0.0, min(e["ts"] + e["dur"], t1) - max(e["ts"], t0))
+            o = ran_within(e, t0, t1)
             ran[(e["tid"], "any")] += o
             if e["args"]["pool"] == 1:
                 ran[(e["tid"], "fetch")] += o

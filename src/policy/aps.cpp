@@ -4,7 +4,8 @@
 // Invariants
 //  * Variant: desire_[id] and stall_floor_[id] are 0 for every pool without
 //    ready work at the last decision and for every id not (or no longer) a
-//    live pool; stall_floor_ changes only at quantum ticks otherwise.
+//    live pool; stall_floor_ changes only at quantum ticks otherwise, and is
+//    0 wherever desire_ is. Exact: stall_floor_ is 0 everywhere.
 //  * Exact: desire_ changes only at quantum ticks and installation (Fig. 1
 //    runs once per quantum), and is 0 for every id not (or no longer) a live
 //    pool. The allotment changes only at quantum ticks and installation
@@ -132,11 +133,8 @@ class aps_policy final : public ext::policy {
       if (const ext::pool_view* p = d.find(ev.pool); p != nullptr && p->has_ready_work && desire_[p->id] == 0.0)
         desire_[p->id] = 1.0;
     }
-    std::vector<double> desires = desires_of(pools);
-    for (std::size_t i = 0; i < pools.size(); ++i)
-      if (desires[i] > 0.0) desires[i] = std::max(desires[i], stall_floor_[pools[i].id]);
     std::vector<unsigned> allotment(pools.size(), 0);
-    allot_top_down(desires, pools, d.core_count(), allotment);
+    allot_top_down(desires_of(pools), pools, d.core_count(), allotment);
     allot(d, allotment);
   }
 
@@ -163,9 +161,11 @@ class aps_policy final : public ext::policy {
     allot(d, allotment);
   }
 
+  // What the allotment reads: the desire, raised to the stall floor for this quantum (the
+  // variant's; exact mode never sets one, and it is 0 wherever the desire is).
   std::vector<double> desires_of(std::span<const ext::pool_view> pools) const {
     std::vector<double> desires(pools.size());
-    for (std::size_t i = 0; i < pools.size(); ++i) desires[i] = desire_[pools[i].id];
+    for (std::size_t i = 0; i < pools.size(); ++i) desires[i] = std::max(desire_[pools[i].id], stall_floor_[pools[i].id]);
     return desires;
   }
 
