@@ -184,7 +184,7 @@ TEST(ForkJoinDeath, StackOverflowHitsTheGuardPage) {
 TEST_P(ForkJoin, JoinOutsideARuntimeIsSequential) {
   auto [a, b] = promptly::join([] { return 1; }, [] { return 2; });
   EXPECT_EQ(a + b, 3);
-  EXPECT_THROW(promptly::async([] { return 1; }), promptly::not_on_worker);
+  EXPECT_THROW((void)promptly::async([] { return 1; }), promptly::not_on_worker);
   promptly::task_group tg;
   EXPECT_THROW(tg.spawn([] {}), promptly::not_on_worker);
 }

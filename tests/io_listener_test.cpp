@@ -227,7 +227,7 @@ TEST_F(IoListener, RunsConnectionsAtItsLevel) {
   EXPECT_EQ(after.load(), 2);
   l.close();
   served.get();
-  EXPECT_THROW(l.serve(leveled, [](io::descriptor) {}, {.level = 3}), std::out_of_range);
+  EXPECT_THROW((void)l.serve(leveled, [](io::descriptor) {}, {.level = 3}), std::out_of_range);
 }
 
 TEST_F(IoListener, HandlerErrorsAreReported) {

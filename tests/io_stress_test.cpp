@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <tuple>
 
 #include "io_test_support.hpp"
 
@@ -93,7 +94,8 @@ TEST(IoStress, CompletionRacesTimeoutCancelAndClose) {
   const char* const names[] = {"a value", "a timeout", "a cancellation", "a close"};
   int seen[3][count] = {};  // [racer][outcome]
   for (int i = 0; i < rounds; ++i) {
-    auto [a, b] = io::make_socket_pair();
+    io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+    std::tie(a, b) = io::make_socket_pair();
     std::stop_source stop;
     char buf[4] = {};
     const bool racer_must_win = i % 2 == 0;
@@ -148,7 +150,8 @@ TEST(IoStress, CompletionRacesTimeoutCancelAndClose) {
 // byte stream.
 TEST(IoStress, ConcurrentWritersAndReadersOnOneSocket) {
   promptly::runtime rt{workers(2)};
-  auto [a, b] = io::make_socket_pair();
+  io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+  std::tie(a, b) = io::make_socket_pair();
   constexpr int writers = 8, pipeline = 4;
   constexpr std::size_t record = 1000;  // many records fill the socket buffer: writes go partial and queue
   const int per_writer = static_cast<int>(scaled(200, 10)) / pipeline * pipeline;

@@ -127,10 +127,7 @@ void park_beyond_the_address_space_limit() {
 }  // namespace
 
 TEST(ParkingLimitDeath, ParkingMoreTasksThanStacksFitCompletes) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit allows";
-#endif
-  if (under_tsan) GTEST_SKIP() << "sanitizers reserve more address space than the limit allows";
+  if (under_asan || under_tsan) GTEST_SKIP() << "sanitizers reserve more address space than the limit allows";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(park_beyond_the_address_space_limit(), ::testing::ExitedWithCode(0),
               "cannot map another fiber stack(.|\n)*completed 2000 of 2000");

@@ -77,10 +77,10 @@ INSTANTIATE_TEST_SUITE_P(Levels, Policy, ::testing::Values("oblivious", "prompt"
 
 TEST(Levels, OutOfRangeLevelsAreRejected) {
   promptly::runtime rt(config(1, "prompt", 2));
-  EXPECT_THROW(rt.submit(promptly::level{2}, [] {}), std::out_of_range);
+  EXPECT_THROW((void)rt.submit(promptly::level{2}, [] {}), std::out_of_range);
   EXPECT_THROW(rt.run([] { return promptly::async(promptly::level{7}, [] { return 1; }).get(); }), std::out_of_range);
   try {
-    rt.submit(promptly::level{5}, [] {});
+    (void)rt.submit(promptly::level{5}, [] {});
   } catch (const std::out_of_range& e) {
     EXPECT_NE(std::string(e.what()).find("level 5"), std::string::npos);
   }

@@ -74,7 +74,7 @@ TEST(Runtime, DestructorWaitsForDetachedWork) {
   std::atomic<int> done{0};
   {
     promptly::runtime rt;
-    rt.submit([&] {
+    (void)rt.submit([&] {
       for (int i = 0; i < 100; ++i)
         (void)promptly::async([&] {
           std::this_thread::sleep_for(100us);
@@ -89,7 +89,7 @@ TEST(Runtime, SubmissionAfterShutdownIsRejected) {
   promptly::runtime rt;
   EXPECT_EQ(rt.submit([] { return 1; }).get(), 1);
   rt.shutdown();
-  EXPECT_THROW(rt.submit([] { return 1; }), promptly::runtime_stopped);
+  EXPECT_THROW((void)rt.submit([] { return 1; }), promptly::runtime_stopped);
   EXPECT_THROW(rt.run([] { return 1; }), promptly::runtime_stopped);
   rt.shutdown();  // idempotent
 }

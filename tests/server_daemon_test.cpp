@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "server/daemon_client.hpp"
+#include "sched/toolchain.hpp"
 #include "server/daemon_socket.hpp"
 #include "watchdog.hpp"
 
@@ -35,17 +36,7 @@ using promptly::server::daemon::endpoint;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
+constexpr bool sanitized = PROMPTLY_UNDER_ASAN || PROMPTLY_UNDER_TSAN;
 
 // Release does the full counts; the sanitizer builds a tenth.
 constexpr int scaled(int n) { return sanitized ? n / 10 : n; }

@@ -151,7 +151,7 @@ TEST(PartitionSpec, BadValuesNameTheValueAndTheProblem) {
       {"batch=mb: 50", "not ' 50'"},
   };
   for (const auto& [value, why] : rows) {
-    const std::string e = what_of<std::invalid_argument>([&] { (void)parse_partition(value); });
+    const std::string e = what_of<std::invalid_argument>([&v = value] { (void)parse_partition(v); });
     EXPECT_EQ(e.rfind("--partition '" + value + "': ", 0), 0u) << e;
     EXPECT_NE(e.find(why), std::string::npos) << value << " -> " << e;
   }

@@ -362,11 +362,7 @@ TEST_F(Protocol, PipelinedRepliesKeepRequestOrder) {
 
 TEST_F(Protocol, ManyPipelinedRequestsInOneFeed) {
   conn c(svc_);
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  const int n = 4000;  // the sanitizer builds do a fifth
-#else
-  const int n = 20000;
-#endif
+  const int n = under_asan || under_tsan ? 4000 : 20000;  // the sanitizer builds do a fifth
   std::string batch;
   for (int i = 0; i < n; ++i)
     batch += i % 2 ? json{{"op", "status"}, {"id", 424242}, {"tag", i}}.dump() + "\n"

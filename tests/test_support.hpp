@@ -7,20 +7,14 @@
 #include <string>
 #include <thread>
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool under_tsan = true;
-#else
-inline constexpr bool under_tsan = false;
-#endif
+#include "sched/toolchain.hpp"
+
+inline constexpr bool under_tsan = PROMPTLY_UNDER_TSAN;
 
 // AddressSanitizer (with UBSan: the PROMPTLY_ASAN build). UBSan's vptr check
 // probes memory through a pipe, so a test that exhausts descriptors gets
 // false "invalid vptr" reports there.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool under_asan = true;
-#else
-inline constexpr bool under_asan = false;
-#endif
+inline constexpr bool under_asan = PROMPTLY_UNDER_ASAN;
 
 // n normally, n / divisor under ThreadSanitizer (at least 1).
 inline std::size_t scaled(std::size_t n, std::size_t divisor = 20) {

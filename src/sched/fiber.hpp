@@ -46,16 +46,9 @@
 #include <utility>
 
 #include "fiber_stack.hpp"
+#include "toolchain.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define PROMPTLY_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PROMPTLY_TSAN 1
-#endif
-#endif
-
-#if defined(PROMPTLY_TSAN)
+#if PROMPTLY_UNDER_TSAN
 extern "C" {
 void* __tsan_get_current_fiber(void);
 void* __tsan_create_fiber(unsigned flags);
@@ -90,7 +83,7 @@ void fiber_arrived(fiber_record& self) noexcept;
 void fiber_ending(fiber_record& self) noexcept;
 
 inline void* tsan_current_fiber() noexcept {
-#if defined(PROMPTLY_TSAN)
+#if PROMPTLY_UNDER_TSAN
   return __tsan_get_current_fiber();
 #else
   return nullptr;
@@ -104,7 +97,7 @@ inline void* tsan_current_fiber() noexcept {
 // announced to the sanitizers.)
 template <class Body>
 void start_fiber(fiber_record& rec, std::size_t stack_bytes, Body body) {
-#if defined(PROMPTLY_TSAN)
+#if PROMPTLY_UNDER_TSAN
   rec.tsan_fiber = __tsan_create_fiber(0);
 #endif
   rec.context = boost::context::fiber(std::allocator_arg, recorded_stack_allocator(rec.stack, stack_bytes),
@@ -117,14 +110,14 @@ void start_fiber(fiber_record& rec, std::size_t stack_bytes, Body body) {
 }
 
 inline void destroy_fiber_annotation(fiber_record& rec) noexcept {
-#if defined(PROMPTLY_TSAN)
+#if PROMPTLY_UNDER_TSAN
   if (rec.tsan_fiber != nullptr) __tsan_destroy_fiber(rec.tsan_fiber);
 #endif
   rec.tsan_fiber = nullptr;
 }
 
 inline void announce_switch(fiber_record& to) noexcept {
-#if defined(PROMPTLY_TSAN)
+#if PROMPTLY_UNDER_TSAN
   __tsan_switch_to_fiber(to.tsan_fiber, 0);
 #else
   (void)to;

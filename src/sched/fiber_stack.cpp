@@ -29,14 +29,8 @@
 #include "fiber.hpp"
 #include "promptly/future.hpp"  // declares stack_allows_inline_run
 
-#if defined(__SANITIZE_ADDRESS__)
-#define PROMPTLY_ASAN_SWITCHES 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PROMPTLY_ASAN_SWITCHES 1
-#endif
-#endif
-#if defined(PROMPTLY_ASAN_SWITCHES)
+#include "toolchain.hpp"
+#if PROMPTLY_UNDER_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -47,12 +41,7 @@ static_assert(offsetof(promptly::detail::exception_globals, uncaught_exceptions)
               "exception_globals must match __cxa_eh_globals {__cxa_exception*; unsigned int;}");
 
 // fiber_leaving/fiber_arrived must stay calls (fiber.hpp explains why):
-// never inlined, not even by link-time optimization.
-#if defined(__clang__)
-#define PROMPTLY_NEVER_INLINE __attribute__((noinline))
-#else
-#define PROMPTLY_NEVER_INLINE __attribute__((noinline, noipa))
-#endif
+// PROMPTLY_NEVER_INLINE (toolchain.hpp).
 
 namespace promptly::detail {
 namespace {
@@ -63,7 +52,7 @@ exception_globals& thread_exception_globals() noexcept {
   return *reinterpret_cast<exception_globals*>(abi::__cxa_get_globals());
 }
 
-#if defined(PROMPTLY_ASAN_SWITCHES)
+#if PROMPTLY_UNDER_ASAN
 // Bounds of the calling thread's own stack (where a fiber's body returns to).
 void own_stack_bounds(const void** bottom, std::size_t* size) noexcept {
   pthread_attr_t attr;
@@ -170,7 +159,7 @@ void recorded_stack_allocator::deallocate(boost::context::stack_context& sctx) n
 
 PROMPTLY_NEVER_INLINE void fiber_leaving(fiber_record& from, const fiber_record& to) noexcept {
   from.eh = thread_exception_globals();
-#if defined(PROMPTLY_ASAN_SWITCHES)
+#if PROMPTLY_UNDER_ASAN
   const void* bottom = to.stack.bottom;
   std::size_t size = static_cast<std::size_t>(to.stack.top - to.stack.bottom);
   if (bottom == nullptr) own_stack_bounds(&bottom, &size);
@@ -181,7 +170,7 @@ PROMPTLY_NEVER_INLINE void fiber_leaving(fiber_record& from, const fiber_record&
 }
 
 PROMPTLY_NEVER_INLINE void fiber_arrived(fiber_record& self) noexcept {
-#if defined(PROMPTLY_ASAN_SWITCHES)
+#if PROMPTLY_UNDER_ASAN
   __sanitizer_finish_switch_fiber(self.asan_fake_stack, nullptr, nullptr);
 #endif
   thread_exception_globals() = self.eh;
@@ -189,7 +178,7 @@ PROMPTLY_NEVER_INLINE void fiber_arrived(fiber_record& self) noexcept {
 }
 
 void fiber_ending(fiber_record& self) noexcept {
-#if defined(PROMPTLY_ASAN_SWITCHES)
+#if PROMPTLY_UNDER_ASAN
   const void* bottom;
   std::size_t size;
   own_stack_bounds(&bottom, &size);

@@ -13,13 +13,14 @@
 #include <thread>
 
 #include "chaos.hpp"
+#include "toolchain.hpp"
 #include "promptly/errors.hpp"
 
 namespace promptly::detail {
 
 constinit thread_local worker_view* tls_worker = nullptr;
 
-__attribute__((noinline, noipa)) worker_view* reload_current_worker() noexcept { return tls_worker; }
+PROMPTLY_NEVER_INLINE worker_view* reload_current_worker() noexcept { return tls_worker; }
 
 std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(

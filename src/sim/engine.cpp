@@ -582,7 +582,10 @@ class engine {
     const unsigned yielding = from + n > steal_bound_ ? from + n - std::max(from, steal_bound_) : 0;
     return n * c_.cost.failed_steal_us + yielding * c_.cost.yield_us;
   }
+  // dt < 0 when a spinner is alerted before its spin began (probe's delay):
+  // it made no attempt yet.
   unsigned attempts_in(unsigned from, double dt) const {
+    if (dt <= 0) return 0;
     unsigned n = 0;
     if (from < steal_bound_) {
       const double plain = (steal_bound_ - from) * c_.cost.failed_steal_us;
