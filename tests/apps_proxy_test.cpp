@@ -79,7 +79,9 @@ TEST(ProxyHttpStream, SplitsPipelinedMessagesAndNamesErrors) {
   const std::string junk = "GET / HTTP/1.1\r\nHost x\r\n\r\n";
   EXPECT_EQ(what_of<proxy::http_error>([&] { bad.feed(junk.data(), junk.size()); }), "malformed HTTP: invalid character in header");
   proxy::http_stream small(HTTP_REQUEST, 64);
-  const std::string big = get("/" + std::string(100, 'x'));
+  std::string path(101, 'x');  // not "/" + std::string(100, 'x'): GCC 12 warns falsely on that (its bug 105651)
+  path[0] = '/';
+  const std::string big = get(path);
   EXPECT_EQ(what_of<proxy::http_error>([&] { small.feed(big.data(), big.size()); }), "HTTP message longer than 64 bytes");
   proxy::http_stream cut(HTTP_RESPONSE, 1024);
   const std::string half = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
