@@ -13,6 +13,11 @@ read from the programs' own output, /proc and the runtime's trace (PROMPTLY_TRAC
 
   python3 bench/apps/diagnose.py [--build build] [--out bench/results/apps]
 Writes OUT/diagnostics.md and OUT/diagnostics.json (about 1 minute).
+
+  python3 bench/apps/diagnose.py --driver-nice-rounds R [--build build] [--out DIR]
+          only this: email at 36 clients, aps and oblivious, with the driver at nice 0 and at
+          nice 10 (it then yields the 2 cores to the server's threads, roughly as clients on
+          other machines would), R alternated rounds. Writes OUT/driver-nice.md and .json.
 """
 import argparse
 import collections
@@ -48,7 +53,7 @@ def schedstat(pid):
     return out
 
 
-def email_run(build, policy, trace=None):
+def email_run(build, policy, trace=None, driver_nice=0):
     """One email run at 36 clients with the server started here (the driver connects to it)."""
     env = dict(os.environ)
     if trace:
@@ -62,8 +67,9 @@ def email_run(build, policy, trace=None):
             sys.exit(f"diagnose.py: email_server did not say where it listens: {line!r}")
         before = schedstat(server.pid)
         t0 = time.monotonic()
-        driver = subprocess.Popen([os.path.join(build, "apps/email/email_driver"), "--connect", f"127.0.0.1:{m.group(1)}",
-                                   "--clients", "36", "--measure-ms", "3000", "--warmup-ms", "500"],
+        nice = ["nice", "-n", str(driver_nice)] if driver_nice else []
+        driver = subprocess.Popen(nice + [os.path.join(build, "apps/email/email_driver"), "--connect", f"127.0.0.1:{m.group(1)}",
+                                          "--clients", "36", "--measure-ms", "3000", "--warmup-ms", "500"],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         out = driver.stdout.read()
         _, status, usage = os.wait4(driver.pid, 0)
@@ -77,7 +83,7 @@ def email_run(build, policy, trace=None):
     zero = (None, 0, 0)  # a thread started during the run (the I/O reactor starts with the first connection)
     threads = [{"name": after[t][0], "run_s": (after[t][1] - before.get(t, zero)[1]) / 1e9,
                 "wait_s": (after[t][2] - before.get(t, zero)[2]) / 1e9} for t in sorted(after, key=int)]
-    return {"policy": policy, "wall_s": wall, "driver_cores": (usage.ru_utime + usage.ru_stime) / wall,
+    return {"policy": policy, "driver_nice": driver_nice, "wall_s": wall, "driver_cores": (usage.ru_utime + usage.ru_stime) / wall,
             "server_threads": threads, "metrics": result_of(out)}
 
 
@@ -199,14 +205,59 @@ def proxy_shares(path):
             for (w, p) in sorted(set(served) | set(running))]
 
 
+def driver_nice_experiment(build, out, rounds):
+    """email-36 under aps and oblivious, driver at nice 0 and 10, alternated; medians (min-max)."""
+    started = time.time()
+    runs = [email_run(build, p, driver_nice=n) for _ in range(rounds) for n in (0, 10) for p in ("aps", "oblivious")]
+    res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.node(),
+           "cpus": os.cpu_count(), "rounds": rounds, "runs": runs, "elapsed_s": time.time() - started}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "driver-nice.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+    def cell(values):
+        v = sorted(values)
+        return f"{v[len(v) // 2]:.0f} ({v[0]:.0f}-{v[-1]:.0f})"
+
+    def of(n, p, key):
+        return [r["metrics"][key] if key in r["metrics"] else r[key] for r in runs
+                if r["driver_nice"] == n and r["policy"] == p]
+
+    L = ["# Email at 36 clients with the driver niced (diagnostic)", "",
+         f"`python3 bench/apps/diagnose.py --driver-nice-rounds {rounds}` on {res['machine']} ({res['cpus']} CPUs), "
+         f"{res['date']}, {res['elapsed_s']:.0f} s. Each round runs the four cells below in turn; median (min-max) "
+         "over the rounds. At nice 10 the driver's threads weigh about a tenth of the server's under the kernel's "
+         "fair scheduler, so they mostly run when the server's threads do not: roughly clients on other machines. "
+         "The closed loop then offers less load, so compare throughput too.", "",
+         "| driver | policy | resp p99 us | send p99 us | throughput/s | driver cores | resp p99 / oblivious | send p99 / oblivious |",
+         "|---|---|---|---|---|---|---|---|"]
+    for n in (0, 10):
+        med = {}
+        for p in ("aps", "oblivious"):
+            med[p] = {k: sorted(of(n, p, k))[rounds // 2] for k in ("resp_us_p99", "send_us_p99")}
+        for p in ("aps", "oblivious"):
+            L.append(f"| nice {n} | {p} | {cell(of(n, p, 'resp_us_p99'))} | {cell(of(n, p, 'send_us_p99'))} | "
+                     f"{cell(of(n, p, 'throughput_per_s'))} | {sorted(of(n, p, 'driver_cores'))[rounds // 2]:.2f} | "
+                     f"{med[p]['resp_us_p99'] / med['oblivious']['resp_us_p99']:.2f} | "
+                     f"{med[p]['send_us_p99'] / med['oblivious']['send_us_p99']:.2f} |")
+    with open(os.path.join(out, "driver-nice.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    print(f"diagnose.py: wrote {out}/driver-nice.md in {res['elapsed_s']:.0f} s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="bench/results/apps")
+    ap.add_argument("--driver-nice-rounds", type=int, default=0,
+                    help="run only the niced-driver email experiment, this many rounds")
     a = ap.parse_args()
     for exe in ("apps/email/email_server", "apps/email/email_driver", "apps/proxy/proxy_driver", "apps/proxy/proxy_server"):
         if not os.access(os.path.join(a.build, exe), os.X_OK):
             sys.exit(f"diagnose.py: {a.build}/{exe} is missing: build first (./run build)")
+    if a.driver_nice_rounds > 0:
+        driver_nice_experiment(a.build, a.out, a.driver_nice_rounds)
+        return
     started = time.time()
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.node(), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="promptly-diagnose-") as tmp:  # the traces, removed after
