@@ -16,6 +16,12 @@ inline constexpr bool under_tsan = PROMPTLY_UNDER_TSAN;
 // false "invalid vptr" reports there.
 inline constexpr bool under_asan = PROMPTLY_UNDER_ASAN;
 
+// The build says which sanitizer it asked for (tests/CMakeLists.txt); the compiler must see the
+// same, or the tests' skips and scalings silently do the wrong thing: Clang 14 defines no
+// __SANITIZE_* macro, and a check of those alone took its TSan build for a plain one.
+static_assert(under_tsan == (PROMPTLY_TEST_BUILD_TSAN != 0), "the PROMPTLY_TSAN build must compile under ThreadSanitizer, and only it");
+static_assert(under_asan == (PROMPTLY_TEST_BUILD_ASAN != 0), "the PROMPTLY_ASAN build must compile under AddressSanitizer, and only it");
+
 // n normally, n / divisor under ThreadSanitizer (at least 1).
 inline std::size_t scaled(std::size_t n, std::size_t divisor = 20) {
   if (!under_tsan) return n;
