@@ -216,8 +216,7 @@ def driver_nice_experiment(build, out, rounds):
         json.dump(res, f, indent=1)
 
     def cell(values):
-        v = sorted(values)
-        return f"{v[len(v) // 2]:.0f} ({v[0]:.0f}-{v[-1]:.0f})"
+        return f"{pct(values, 0.5):.0f} ({min(values):.0f}-{max(values):.0f})"
 
     def of(n, p, key):
         return [r["metrics"][key] if key in r["metrics"] else r[key] for r in runs
@@ -234,10 +233,10 @@ def driver_nice_experiment(build, out, rounds):
     for n in (0, 10):
         med = {}
         for p in ("aps", "oblivious"):
-            med[p] = {k: sorted(of(n, p, k))[rounds // 2] for k in ("resp_us_p99", "send_us_p99")}
+            med[p] = {k: pct(of(n, p, k), 0.5) for k in ("resp_us_p99", "send_us_p99")}
         for p in ("aps", "oblivious"):
             L.append(f"| nice {n} | {p} | {cell(of(n, p, 'resp_us_p99'))} | {cell(of(n, p, 'send_us_p99'))} | "
-                     f"{cell(of(n, p, 'throughput_per_s'))} | {sorted(of(n, p, 'driver_cores'))[rounds // 2]:.2f} | "
+                     f"{cell(of(n, p, 'throughput_per_s'))} | {pct(of(n, p, 'driver_cores'), 0.5):.2f} | "
                      f"{med[p]['resp_us_p99'] / med['oblivious']['resp_us_p99']:.2f} | "
                      f"{med[p]['send_us_p99'] / med['oblivious']['send_us_p99']:.2f} |")
     with open(os.path.join(out, "driver-nice.md"), "w") as f:
