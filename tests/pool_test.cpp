@@ -258,14 +258,7 @@ TEST(Pools, RemovalWaitsForThePoolsWorkAndRefusesNewWork) {
     removed = true;
   });
   // While the remover waits, the pool refuses new work with pool_removed.
-  ASSERT_TRUE(wait_until([&] {
-    try {
-      (void)rt.submit(p, [] {});
-      return false;
-    } catch (const promptly::pool_removed&) {
-      return true;
-    }
-  }));
+  ASSERT_TRUE(wait_until([&] { return refuses_work(rt, p); }));
   EXPECT_FALSE(removed.load());
   release = true;
   remover.join();

@@ -40,3 +40,14 @@ inline std::string describe(const promptly::runtime& rt) {
       << ", tasks " << s.levels[l].tasks_run << "\n";
   return o.str();
 }
+
+// True once pool p refuses work with pool_removed (a remove_pool is closing
+// it); each probe that is still accepted runs an empty task in p.
+inline bool refuses_work(promptly::runtime& rt, promptly::pool p) {
+  try {
+    (void)rt.submit(p, [] {});
+    return false;
+  } catch (const promptly::pool_removed&) {
+    return true;
+  }
+}

@@ -582,6 +582,7 @@ TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
   EXPECT_EQ(st.start.samples, 21u) << "one start sample per job that started and was removed";
   EXPECT_EQ(st.remove.samples, 21u);
   EXPECT_EQ(st.setup.samples, 21u);
+  EXPECT_EQ(st.end.samples, 21u);
   EXPECT_GT(st.start.p50_us, 0);
   EXPECT_GT(st.setup.p50_us, 0);
   EXPECT_LE(st.setup.max_us, st.start.max_us) << "setup is the first part of start";
@@ -604,7 +605,15 @@ TEST(JobServer, StatsCountEveryJobAndReportOverheads) {
   EXPECT_GT(r.timing.setup_us, 0);
   EXPECT_LE(r.timing.setup_us, r.timing.start_us);
   EXPECT_GT(r.timing.remove_us, 0);
+  // end_us runs from the root's return to the terminal state: it holds
+  // the removal.
+  EXPECT_GE(r.timing.end_us, r.timing.remove_us);
   EXPECT_EQ(srv::to_json(r)["timing"]["setup_us"], r.timing.setup_us);
+  EXPECT_EQ(srv::to_json(r)["timing"]["end_us"], r.timing.end_us);
+  const srv::server_stats after = s.stats();
+  EXPECT_GE(after.end.max_us, after.remove.max_us);
+  EXPECT_GT(after.end.p50_us, 0);
+  EXPECT_TRUE(srv::to_json(after)["overheads"]["end"].contains("p99_us"));
 }
 
 TEST(JobServer, ConcurrentSubmittersAndCancellersSeeExactlyOneTerminalStatePerJob) {

@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
                              {"setup_us_p99", ss.setup.p99_us},   {"setup_us_max", ss.setup.max_us},
                              {"remove_us_p50", ss.remove.p50_us},
                              {"remove_us_p99", ss.remove.p99_us}, {"remove_us_max", ss.remove.max_us},
+                             // The root's return to the terminal state, remove included.
+                             {"end_us_p50", ss.end.p50_us},       {"end_us_p99", ss.end.p99_us},
+                             {"end_us_max", ss.end.max_us},
                              {"decision_us_p50", rs.decision_latency_p50_us},
                              {"decision_us_p99", rs.decision_latency_p99_us},
                              // Policy decisions per job: 2 would be one arrival and one exit each.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -110,6 +111,22 @@ class runtime {
   // std::invalid_argument for a level, std::logic_error when called from a
   // task of the pool itself (it would wait for itself).
   void remove_pool(pool p);
+  // Calls fn once, at the first moment from now on at which pool p is
+  // drained: every task submitted to it (submit, async, graph runs) has
+  // finished and no worker runs in it. A job server uses it to remove a
+  // job's pool as soon as the job's last worker has left, rather than wait
+  // for that worker inside remove_pool. fn runs on the thread that drained
+  // the pool (a worker that just left it, or a thread whose submission was
+  // refused), or on the caller before on_drained returns if p is drained
+  // already, or in remove_pool or shutdown(), which drain the pool too;
+  // every notice of p has run by the time remove_pool(p) returns. It
+  // must be short, must not throw (the process terminates) and must not
+  // call into this runtime: on a worker it runs inside the scheduling loop.
+  // A drained pool stays live and may take work again; register again to
+  // hear of the next time. May be called from a task, of p too. Throws
+  // std::invalid_argument for an empty fn, std::out_of_range for an unknown
+  // or removed pool.
+  void on_drained(pool p, std::function<void()> fn);
   // Tells the policy that pool p asks for more cores (AMCilk's
   // request for cores; the shipped policies ignore it, job policies use it).
   void request_cores(pool p);

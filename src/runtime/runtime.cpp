@@ -31,6 +31,8 @@ pool runtime::create_pool(pool_options opts) { return pool(sched_->create_pool(o
 
 void runtime::remove_pool(pool p) { sched_->remove_pool(p.id); }
 
+void runtime::on_drained(pool p, std::function<void()> fn) { sched_->on_drained(p.id, std::move(fn)); }
+
 void runtime::request_cores(pool p) { sched_->request_cores(p.id); }
 
 void runtime::set_core_limit(unsigned n) { sched_->set_core_limit(n); }

@@ -23,10 +23,20 @@
 //    parked fiber or blocked thread. remove_pool waits for the first and
 //    for num_actives to reach 0 (both wake it), then for the pool's queues
 //    and parked tasks to hold no work.
+//  * drain_notices (runtime::on_drained) is guarded by the scheduler's
+//    pools_mutex_; drain_notice_count mirrors its size for the lock-free
+//    check of the threads that decrement the counts (Dekker, seq-cst: they
+//    decrement, then read the mirror; a registration stores the mirror,
+//    then reads the counts). A notice runs only after drained() was seen
+//    true under the mutex, at or after its registration, and it runs once.
+//    drain_notices_running counts the batches taken and not yet run out;
+//    remove_pool waits for it to reach 0 before it frees the record, so a
+//    notice never runs after remove_pool returned (its captures may be gone).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -69,6 +79,9 @@ struct pool_record {
   alignas(64) std::atomic<std::int64_t> outstanding{0};
   std::atomic<std::int64_t> parked{0};
   std::atomic<waiter*> drain_waiter{nullptr};  // remove_pool waiting for outstanding and num_actives to reach 0
+  std::atomic<unsigned> drain_notice_count{0};   // drain_notices.size(), read without the lock
+  std::vector<std::function<void()>> drain_notices;  // runtime::on_drained's callbacks; under pools_mutex_
+  std::atomic<unsigned> drain_notices_running{0};  // batches taken (under pools_mutex_), not yet run
 
   // Accounts: worker-time and tasks of this pool, added by the workers
   // (relaxed: statistics) when they close an interval; read by the policy thread.
@@ -84,6 +97,11 @@ struct pool_record {
   bool queued_at_tick = false;         // has_queued_work() at the last tick
   std::uint64_t seen_creation_seq = ~std::uint64_t{0};
 
+  // No counted work is left and no worker is active in the pool (seq-cst:
+  // the Dekker pairs above).
+  bool drained() const noexcept {
+    return outstanding.load(std::memory_order_seq_cst) == 0 && num_actives.load(std::memory_order_seq_cst) == 0;
+  }
   bool has_queued_work() const noexcept {
     return !injection.empty() || muggable_count.load(std::memory_order_seq_cst) != 0;
   }

@@ -14,11 +14,18 @@
 //    then reads the phase; remove_pool stores `closing` first, then waits
 //    for the count to drain. Either the submission sees `closing` and is
 //    refused (uncounting itself), or the remover waits for it to finish.
+//  * on_drained notices (pool.hpp): a registration and the threads that
+//    drain the pool meet under pools_mutex_ once the lock-free mirror says a
+//    notice waits; remove_pool runs what is left and waits for batches
+//    other threads are running before it frees the record (the pool holds
+//    no work then), so a notice never outlives its pool's incarnation,
+//    never runs after remove_pool returned and never for the next pool.
 //  * The make-ready paths (inject, make_ready, inject_batch) never
 //    allocate, never throw and never call a policy: they push on an
 //    intrusive queue or the worker's deque, record an event bit and wake.
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -43,9 +50,7 @@ namespace {
 // 43 us after, under 75% load: bench/results/jobs/overheads/ab-pool-events/).
 struct pool_drain_event {
   pool_record& pool;
-  bool ready() const noexcept {
-    return pool.outstanding.load(std::memory_order_seq_cst) == 0 && pool.num_actives.load(std::memory_order_seq_cst) == 0;
-  }
+  bool ready() const noexcept { return pool.drained(); }
   bool try_register(waiter* w) noexcept {
     // Seq-cst: count_finished and become_inactive decrement, then read the
     // waiter; we store the waiter, then re-read both counts. One of us sees
@@ -165,13 +170,82 @@ void scheduler::remove_pool(std::uint32_t id) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   p->believed_nonempty.store(false, std::memory_order_relaxed);
-  {
-    std::lock_guard lock(pools_mutex_);
-    p->phase.store(pool_phase::free, std::memory_order_seq_cst);
-    free_pool_ids_.push_back(id);
-    live_pools_.fetch_sub(1, std::memory_order_relaxed);
+  // A notice registered while the pool drained may still wait for a
+  // decrement that is late (an admission refused as closing uncounts
+  // itself); the pool holds no work now, so it is drained: run it here,
+  // before the id can name another pool. Batches other threads took (a
+  // worker that drained the pool, an on_drained caller) must run out
+  // before the record is freed: our caller may destroy what the notices
+  // use once we return. Notices run outside the lock (they are user code)
+  // and are short, so the wait is short.
+  for (;;) {
+    std::vector<std::function<void()>> due;
+    {
+      std::lock_guard lock(pools_mutex_);
+      due = take_drain_notices_locked(*p, true);
+      // Acquire: the other threads' runs happen before our return.
+      if (due.empty() && p->drain_notices_running.load(std::memory_order_acquire) == 0) {
+        p->phase.store(pool_phase::free, std::memory_order_seq_cst);
+        free_pool_ids_.push_back(id);
+        live_pools_.fetch_sub(1, std::memory_order_relaxed);
+        break;
+      }
+    }
+    if (due.empty()) std::this_thread::yield();  // another thread's batch is running
+    run_drain_notices(*p, due);
   }
   post_event_for_workers(pools_removed_, id);
+}
+
+void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
+  if (!fn) throw std::invalid_argument("promptly: on_drained: the callback is empty");
+  pool_record* p = find_pool(id);
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock(pools_mutex_);
+    if (p == nullptr || p->phase.load(std::memory_order_relaxed) == pool_phase::free)
+      throw std::out_of_range("promptly: on_drained: " + pool_name(id, level_count()) +
+                              " does not exist (never created, or removed already)");
+    p->drain_notices.push_back(std::move(fn));  // may throw bad_alloc: then nothing is registered
+    // Seq-cst: the mirror first, then the counts; the draining threads
+    // decrement a count first, then read the mirror (pool.hpp).
+    p->drain_notice_count.store(static_cast<unsigned>(p->drain_notices.size()), std::memory_order_seq_cst);
+    due = take_drain_notices_locked(*p, false);  // drained already: runs now, on this thread
+  }
+  run_drain_notices(*p, due);
+}
+
+std::vector<std::function<void()>> scheduler::take_drain_notices_locked(pool_record& p, bool all) noexcept {
+  std::vector<std::function<void()>> due;
+  if (p.drain_notices.empty() || (!all && !p.drained())) return due;
+  due.swap(p.drain_notices);
+  // Relaxed (both): under pools_mutex_; a reader of the mirror that sees
+  // the old count takes the lock and finds nothing, and remove_pool reads
+  // the running count under the lock too.
+  p.drain_notice_count.store(0, std::memory_order_relaxed);
+  p.drain_notices_running.fetch_add(1, std::memory_order_relaxed);
+  return due;
+}
+
+void scheduler::run_leftover_drain_notices() noexcept {
+  for (std::uint32_t id = 0; id < pool_id_end_.load(std::memory_order_acquire); ++id) {  // acquire: the slots below
+    pool_record* p = find_pool(id);
+    if (p == nullptr) continue;
+    std::vector<std::function<void()>> due;
+    {
+      std::lock_guard lock(pools_mutex_);
+      assert((p->drain_notices.empty() || p->drained()) && "a notice waits on a pool with work after shutdown");
+      due = take_drain_notices_locked(*p, true);
+    }
+    run_drain_notices(*p, due);
+  }
+}
+
+void scheduler::run_drain_notices(pool_record& p, std::vector<std::function<void()>>& due) noexcept {
+  if (due.empty()) return;
+  for (auto& fn : due) fn();  // a throw ends here: noexcept terminates, as on_drained's contract says
+  due.clear();  // the captures go before remove_pool may return
+  p.drain_notices_running.fetch_sub(1, std::memory_order_release);  // release: remove_pool's acquire sees the runs
 }
 
 void scheduler::request_cores(std::uint32_t id) {
@@ -212,9 +286,21 @@ void scheduler::count_started(std::uint32_t id) noexcept {
   pool_at(id).outstanding.fetch_add(1, std::memory_order_seq_cst);
 }
 
-// Seq-cst: pairs with pool_drain_event::try_register (the caller
-// decremented its count before).
+// Seq-cst: pairs with pool_drain_event::try_register and on_drained (the
+// caller decremented its count before).
 void scheduler::wake_drain_waiter(pool_record& p) noexcept {
+  // Notices first: a remove_pool woken below may free the record at once.
+  // (Should it be freed and taken again before the lock, what runs is a
+  // notice of the new pool seen drained under the lock: still a true
+  // observation, pool.hpp.)
+  if (p.drain_notice_count.load(std::memory_order_seq_cst) != 0) {
+    std::vector<std::function<void()>> due;
+    {
+      std::lock_guard lock(pools_mutex_);
+      due = take_drain_notices_locked(p, false);
+    }
+    run_drain_notices(p, due);
+  }
   if (p.drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;  // nobody removes the pool: no RMW
   if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
 }

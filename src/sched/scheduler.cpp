@@ -181,6 +181,7 @@ void scheduler::shutdown() {
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
     write_trace();  // every thread that records has stopped
+    run_leftover_drain_notices();
     for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));
   });
 }

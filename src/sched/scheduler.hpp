@@ -62,6 +62,7 @@ class scheduler {
   pool_record& pool_at(std::uint32_t id) const noexcept { return *pool_slots_[id].load(std::memory_order_acquire); }
   std::uint32_t create_pool(const pool_options& opts);
   void remove_pool(std::uint32_t id);
+  void on_drained(std::uint32_t id, std::function<void()> fn);
   void request_cores(std::uint32_t id);
   void check_pool(std::uint32_t id) const;
   void admit(std::uint32_t id, admission from);
@@ -192,8 +193,17 @@ class scheduler {
   // Sets decide_request in v's word; false if the policy put v to sleep.
   bool ask_to_decide(worker& v) noexcept;
 
-  // Wakes a remove_pool waiting for the pool to drain (pools.cpp).
+  // Wakes a remove_pool waiting for the pool to drain and runs the pool's
+  // on_drained notices if it is drained (pools.cpp).
   void wake_drain_waiter(pool_record& p) noexcept;
+  // Takes p's notices if `all` or p is drained (pools_mutex_ held); a
+  // batch taken counts in p.drain_notices_running until run_drain_notices.
+  static std::vector<std::function<void()>> take_drain_notices_locked(pool_record& p, bool all) noexcept;
+  // Runs taken notices, outside pools_mutex_; a notice that throws terminates.
+  static void run_drain_notices(pool_record& p, std::vector<std::function<void()>>& due) noexcept;
+  // At shutdown, once no task is left: every pool is drained, so a notice
+  // still registered runs now (none should be: the last decrement ran them).
+  void run_leftover_drain_notices() noexcept;
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);

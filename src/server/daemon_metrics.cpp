@@ -98,9 +98,10 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
   }
   w.head("promptly_job_overhead_seconds", "gauge",
          "Server overheads over the window (AMCilk Sec. 5.1): op = start (start decision to root task running), "
-         "setup (start decision to root task submitted: start without the wait for a core) or remove (pool "
-         "removal); stat = mean, p50, p99, max.");
-  for (const auto& [op, l] : {std::pair{"start", &s.start}, std::pair{"setup", &s.setup}, std::pair{"remove", &s.remove}}) {
+         "setup (start decision to root task submitted: start without the wait for a core), remove (pool "
+         "removal) or end (root task returned to job terminal, remove included); stat = mean, p50, p99, max.");
+  for (const auto& [op, l] : {std::pair{"start", &s.start}, std::pair{"setup", &s.setup}, std::pair{"remove", &s.remove},
+                              std::pair{"end", &s.end}}) {
     const std::string base = std::string("op=\"") + op + "\",stat=";
     w.sample("promptly_job_overhead_seconds", base + "\"mean\"", l->mean_us / 1e6);
     w.sample("promptly_job_overhead_seconds", base + "\"p50\"", l->p50_us / 1e6);

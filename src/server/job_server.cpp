@@ -93,6 +93,7 @@ job_info job_server::state::info_locked(const job_record& r, clock_type::time_po
     i.timing.start_us = r.start_us;
     i.timing.setup_us = r.setup_us;
     i.timing.remove_us = r.remove_us;
+    i.timing.end_us = r.end_us;
   } else {
     if (started_ns != 0) i.timing.run_us = us_between(started, now);
     i.timing.flow_us = us_between(r.accepted, now);

@@ -42,7 +42,8 @@ json to_json(const job_info& j) {
                  {"flow_us", j.timing.flow_us},
                  {"start_us", j.timing.start_us},
                  {"setup_us", j.timing.setup_us},
-                 {"remove_us", j.timing.remove_us}};
+                 {"remove_us", j.timing.remove_us},
+                 {"end_us", j.timing.end_us}};
   if (j.pool) o["pool"] = *j.pool;
   if (j.state == job_state::running) {
     o["cores"] = j.cores;
@@ -73,7 +74,8 @@ json to_json(const server_stats& s) {
   o["core_limit"] = s.core_limit;
   o["draining"] = s.draining;
   o["flow"] = {{"mean_us", s.flow_mean_us}, {"p50_us", s.flow_p50_us}, {"p99_us", s.flow_p99_us}};
-  o["overheads"] = {{"start", to_json(s.start)}, {"setup", to_json(s.setup)}, {"remove", to_json(s.remove)}};
+  o["overheads"] = {{"start", to_json(s.start)}, {"setup", to_json(s.setup)}, {"remove", to_json(s.remove)},
+                    {"end", to_json(s.end)}};
   json programs = json::array();
   for (const auto& p : s.programs)
     programs.push_back({{"program", p.program},

@@ -13,6 +13,17 @@
 // end) with the admission of the next queued job, and is also where
 // on_terminal callbacks run ("the thread that finished the job").
 //
+// Why the hand-off waits for the pool to drain (runtime::on_drained): a
+// root task that woke the reaper as it returned gave the reaper its own
+// core's next time slice (a woken thread preempts its waker) while its
+// worker had not left the pool yet, and remove_pool then waited for that
+// worker: remove took 1 us or 10 us (a futex round trip), p99 38-42 us
+// under 75% load (bench/results/jobs/overheads/). Handing the record over
+// when the pool is drained wakes the reaper once the worker has left, and
+// remove_pool finds nothing to wait for. The root task registers the
+// notice itself (its pool cannot drain while it runs); should that fail
+// (out of memory), it hands the record over as it returns, as before.
+//
 // Invariants: server_state.hpp. The terminal state is decided under the
 // server mutex by finish_locked, once per record.
 #include <cassert>
@@ -37,7 +48,8 @@ std::int64_t to_ns(clock_type::time_point t) {
 }  // namespace
 
 job_server::state::state(promptly::runtime& r, job_server_options o)
-    : rt(r), opts(std::move(o)), flow(opts.window), start_lat(opts.window), setup_lat(opts.window), remove_lat(opts.window) {
+    : rt(r), opts(std::move(o)), flow(opts.window), start_lat(opts.window), setup_lat(opts.window), remove_lat(opts.window),
+      end_lat(opts.window) {
   reaper = std::thread([this] { reaper_loop(); });
 }
 
@@ -96,6 +108,15 @@ void job_server::state::run_root(std::shared_ptr<job_record> self) noexcept {
   const auto t0 = clock_type::now();
   r.started_ns.store(to_ns(t0), std::memory_order_relaxed);  // relaxed: a timestamp, read alone
   r.start_us = us_between(r.start_decision, t0);
+  bool handed_over_on_drain = false;
+  try {
+    // Acquire: pairs with start()'s release store of the id.
+    const promptly::pool own(r.context.pool.load(std::memory_order_acquire));
+    rt.on_drained(own, [this, rec = self]() noexcept { hand_to_reaper(rec); });
+    handed_over_on_drain = true;
+  } catch (...) {
+    // bad_alloc: hand the record over below, as the program returns.
+  }
   // Acquire: pairs with cancel()'s release store (the reason is visible).
   if (!r.context.cancel_requested.load(std::memory_order_acquire)) {
     job_context ctx(&r.context);
@@ -116,9 +137,17 @@ void job_server::state::run_root(std::shared_ptr<job_record> self) noexcept {
     r.outcome = detail::root_outcome::cancelled;
   }
   r.finished = clock_type::now();
-  {
+  if (!handed_over_on_drain) hand_to_reaper(std::move(self));
+}
+
+void job_server::state::hand_to_reaper(std::shared_ptr<job_record> r) noexcept {
+  try {
     std::lock_guard lock(reap_mu);
-    to_reap.push_back(std::move(self));
+    to_reap.push_back(std::move(r));
+  } catch (...) {
+    // The push could not grow the list: without the reaper the job would
+    // stay running for ever and drain() would hang; no way out is left.
+    std::terminate();
   }
   reap_cv.notify_one();
 }
@@ -175,6 +204,7 @@ void job_server::state::reap(const std::shared_ptr<job_record>& r) {
   }
   const auto t1 = clock_type::now();
   r->remove_us = us_between(t0, t1);
+  r->end_us = us_between(r->finished, t1);
   std::vector<std::shared_ptr<job_record>> next;
   detail::delivery d;
   {
@@ -196,6 +226,7 @@ void job_server::state::reap(const std::shared_ptr<job_record>& r) {
     }
     if (s != job_state::done) r->result = json();
     remove_lat.add(r->remove_us);
+    end_lat.add(r->end_us);
     start_lat.add(r->start_us);
     setup_lat.add(r->setup_us);
     d = finish_locked(*r, s, t1);

@@ -24,7 +24,10 @@
 //    idle (drain's condition) = nothing running, queued or being delivered.
 //  * Fields the root task writes (outcome, result, error, finished) are
 //    read by others only after the record passed through the reap queue
-//    (reap_mu orders them) and, by status readers, only once terminal.
+//    (reap_mu orders them) and, by status readers, only once terminal. The
+//    hand-off to the reap queue happens after the root task returned: on
+//    the pool's drain (runtime::on_drained, ordered after the root's end by
+//    the pool's seq-cst counts), or by the root itself as it returns.
 #pragma once
 
 #include <atomic>
@@ -110,7 +113,7 @@ struct job_record {
   // Root task start, ns since the clock's epoch; 0 = not started. Atomic:
   // status readers of a running job read it while the root task writes it.
   std::atomic<std::int64_t> started_ns{0};
-  double start_us = 0, setup_us = 0, remove_us = 0;
+  double start_us = 0, setup_us = 0, remove_us = 0, end_us = 0;
   std::condition_variable terminal_cv;                     // plain-thread waiters
   std::vector<promptly::promise<void>> task_waiters;       // task waiters (parked)
   std::vector<std::shared_ptr<timed_waiter>> timed_waiters;
@@ -174,7 +177,7 @@ struct job_server::state {
   bool draining = false;
   unsigned core_limit = 0;
   std::uint64_t submitted = 0, rejected = 0, done = 0, failed = 0, cancelled = 0;
-  detail::sample_window flow, start_lat, setup_lat, remove_lat;
+  detail::sample_window flow, start_lat, setup_lat, remove_lat, end_lat;
   std::map<std::string, detail::program_counts, std::less<>> per_program;
   // Deliveries (waiters, callbacks) collected by finish_locked and not yet
   // run: drain() and the destructor wait for them too, so every callback
@@ -198,6 +201,8 @@ struct job_server::state {
   // --- lifecycle (lifecycle.cpp) ---
   void start(const std::shared_ptr<detail::job_record>& r);
   void run_root(std::shared_ptr<detail::job_record> r) noexcept;
+  // Queues r for the reaper and wakes it (from the drain notice or the root task).
+  void hand_to_reaper(std::shared_ptr<detail::job_record> r) noexcept;
   void reaper_loop();
   void reap(const std::shared_ptr<detail::job_record>& r);
   void stop_reaper();

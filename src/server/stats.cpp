@@ -97,6 +97,7 @@ server_stats job_server::stats() const {
     st.start = s_->start_lat.summary();
     st.setup = s_->setup_lat.summary();
     st.remove = s_->remove_lat.summary();
+    st.end = s_->end_lat.summary();
     for (const auto& [name, c] : s_->per_program) {
       const latency_summary pf = c.flow.summary();
       st.programs.push_back({name, c.done, c.failed, c.cancelled, pf.mean_us, pf.p50_us, pf.p99_us});

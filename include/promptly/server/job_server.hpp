@@ -162,6 +162,11 @@ struct job_timing {
   double start_us = 0;
   double setup_us = 0;
   double remove_us = 0;
+  // The root's return to the job's terminal state: the wait for the job's
+  // detached work and its last worker to leave the pool, the reaper's
+  // wake-up, remove_us and the terminal transition. remove_us alone can be
+  // made small by waiting before it; this is what a caller waits.
+  double end_us = 0;
 };
 
 struct job_info {
@@ -274,8 +279,8 @@ struct server_stats {
   unsigned core_limit = 0;    // set_cores (0 = no limit)
   bool draining = false;
   double flow_mean_us = 0, flow_p50_us = 0, flow_p99_us = 0;  // all programs, over the window
-  // job_timing::start_us, setup_us and remove_us of the last `window` jobs that started / were removed.
-  latency_summary start, setup, remove;
+  // job_timing::start_us, setup_us, remove_us and end_us of the last `window` jobs that started / were removed.
+  latency_summary start, setup, remove, end;
   std::vector<program_stats> programs;
   std::vector<job_info> jobs;  // running jobs with cores and work/look time
   std::vector<periodic_info> periodic;  // periodic tasks (active ones and ended ones not yet expired)
