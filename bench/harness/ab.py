@@ -48,14 +48,21 @@ def main():
         for side, program in (("old", a.old), ("new", a.new)) if r % 2 == 0 else (("new", a.new), ("old", a.old)):
             got = run_once(program, args, a.timeout)
             for m in metrics:
-                if m not in got:
-                    sys.exit(f"ab.py: {program} reports no metric '{m}' (it has: {', '.join(sorted(got))})")
-                seen[side][m].append(float(got[m]))
+                if m in got:
+                    seen[side][m].append(float(got[m]))
+                elif r > 0 and seen[side][m]:
+                    sys.exit(f"ab.py: {program} reported metric '{m}' before, not now")
+    for m in metrics:  # a metric new to one side (the change adds it) is shown for that side only
+        if not seen["old"][m] and not seen["new"][m]:
+            sys.exit(f"ab.py: neither program reports metric '{m}'")
     print(f"`{' '.join(args)}`, {a.rounds} rounds each, alternated (old first in odd rounds)\n")
     print("| metric | old median (min-max) | new median (min-max) | new / old |")
     print("|---|---|---|---|")
     for m in metrics:
         old, new = seen["old"][m], seen["new"][m]
+        if not old or not new:
+            print(f"| {m} | {cell(old) if old else 'not reported'} | {cell(new) if new else 'not reported'} | - |")
+            continue
         ratio = statistics.median(new) / statistics.median(old) if statistics.median(old) else float("nan")
         print(f"| {m} | {cell(old)} | {cell(new)} | {ratio:.3f} |")
 

@@ -22,7 +22,8 @@ pools flapping between empty and non-empty).
 
 overheads (AMCilk Sec. 5.1, under 75% Bing load): bing-75's replay on promptly-drep and
 promptly-drep-steal-boundary, showing the overheads: start, remove and decision as above, setup_us_*
-(start decision -> root task submitted: the start without the wait for a core), and the
+(start decision -> root task submitted: the start without the wait for a core), end_us_* (the root
+task's return -> the job's terminal state, the removal included), and the
 runtime's mechanism timings (runtime_stats::mechanism, the last 512 samples per worker):
 realloc_us_* (a decision gives a core another pool -> the core serves it: the reallocation, split
 into decision_us_* before it and sleep/wake), sleep_us_* (a core given no pool -> asleep),
@@ -67,7 +68,7 @@ def _runtimes():
     return rts
 
 
-_OVERHEADS = [f"{op}_us_{q}" for op in ["start", "setup", "remove", "decision"] for q in ["p50", "p99"]] + \
+_OVERHEADS = [f"{op}_us_{q}" for op in ["start", "setup", "remove", "end", "decision"] for q in ["p50", "p99"]] + \
     [f"{op}_us_{q}" for op in ["realloc", "sleep", "wake", "resume", "mug", "steal"] for q in ["p50", "p99", "max"]] + \
     [f"{op}_samples" for op in ["realloc", "sleep", "wake", "resume", "mug", "steal"]]
 

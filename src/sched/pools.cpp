@@ -48,13 +48,21 @@ namespace {
 // (a woken thread preempts its waker), and the remover polled for it with
 // yield, handing its core away for a time slice (remove p99 522 us before,
 // 43 us after, under 75% load: bench/results/jobs/overheads/ab-pool-events/).
+//
+// It also waits for on_drained notices other threads took and still run
+// (drain_notices_running): the last one's runner wakes it as well. A
+// remover polling for that count with yield took a time slice whenever
+// the runner's notice had woken the remover onto the runner's own core
+// (remove p99 518 us, max 4.1 ms, against 1.2 us p50: ab-drain-notice/).
 struct pool_drain_event {
   pool_record& pool;
-  bool ready() const noexcept { return pool.drained(); }
+  bool ready() const noexcept {
+    return pool.drained() && pool.drain_notices_running.load(std::memory_order_seq_cst) == 0;
+  }
   bool try_register(waiter* w) noexcept {
-    // Seq-cst: count_finished and become_inactive decrement, then read the
-    // waiter; we store the waiter, then re-read both counts. One of us sees
-    // the other.
+    // Seq-cst: count_finished, become_inactive and run_drain_notices
+    // decrement, then read the waiter; we store the waiter, then re-read
+    // the counts. One of us sees the other.
     pool.drain_waiter.store(w, std::memory_order_seq_cst);
     if (!ready()) return true;
     // Drained already: withdraw, unless a waker took the waiter (it wakes it).
@@ -156,7 +164,8 @@ void scheduler::remove_pool(std::uint32_t id) {
     p->phase.store(pool_phase::closing, std::memory_order_seq_cst);  // seq-cst: pairs with admit's count
   }
   // Every counted task of the pool (submissions, asyncs, graph runs)
-  // finishes first, and the worker that ran the last one leaves the pool.
+  // finishes first, and the worker that ran the last one leaves the pool
+  // (and runs out the notices it took).
   pool_drain_event drained{*p};
   while (!drained.ready()) wait_for(drained);
   // Then nothing of it may remain anywhere: tasks of other pools may have
@@ -176,8 +185,8 @@ void scheduler::remove_pool(std::uint32_t id) {
   // before the id can name another pool. Batches other threads took (a
   // worker that drained the pool, an on_drained caller) must run out
   // before the record is freed: our caller may destroy what the notices
-  // use once we return. Notices run outside the lock (they are user code)
-  // and are short, so the wait is short.
+  // use once we return. Notices run outside the lock (they are user code);
+  // the last runner wakes us (pool_drain_event).
   for (;;) {
     std::vector<std::function<void()>> due;
     {
@@ -191,8 +200,8 @@ void scheduler::remove_pool(std::uint32_t id) {
         break;
       }
     }
-    if (due.empty()) std::this_thread::yield();  // another thread's batch is running
     run_drain_notices(*p, due);
+    while (!drained.ready()) wait_for(drained);  // another thread's batch is running
   }
   post_event_for_workers(pools_removed_, id);
 }
@@ -245,7 +254,15 @@ void scheduler::run_drain_notices(pool_record& p, std::vector<std::function<void
   if (due.empty()) return;
   for (auto& fn : due) fn();  // a throw ends here: noexcept terminates, as on_drained's contract says
   due.clear();  // the captures go before remove_pool may return
-  p.drain_notices_running.fetch_sub(1, std::memory_order_release);  // release: remove_pool's acquire sees the runs
+  // Seq-cst: pairs with pool_drain_event::try_register (and is a release:
+  // remove_pool's acquire sees the runs).
+  if (p.drain_notices_running.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_remover(p);
+}
+
+// Seq-cst: the caller decremented a count the remover's event reads.
+void scheduler::wake_remover(pool_record& p) noexcept {
+  if (p.drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;  // nobody removes the pool: no RMW
+  if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
 }
 
 void scheduler::request_cores(std::uint32_t id) {
@@ -301,8 +318,7 @@ void scheduler::wake_drain_waiter(pool_record& p) noexcept {
     }
     run_drain_notices(p, due);
   }
-  if (p.drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;  // nobody removes the pool: no RMW
-  if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
+  wake_remover(p);
 }
 
 void scheduler::count_finished(std::uint32_t id) noexcept {

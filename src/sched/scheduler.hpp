@@ -201,6 +201,8 @@ class scheduler {
   static std::vector<std::function<void()>> take_drain_notices_locked(pool_record& p, bool all) noexcept;
   // Runs taken notices, outside pools_mutex_; a notice that throws terminates.
   static void run_drain_notices(pool_record& p, std::vector<std::function<void()>>& due) noexcept;
+  // Wakes a remove_pool parked or blocked on p's drain, if one is.
+  static void wake_remover(pool_record& p) noexcept;
   // At shutdown, once no task is left: every pool is drained, so a notice
   // still registered runs now (none should be: the last decrement ran them).
   void run_leftover_drain_notices() noexcept;
