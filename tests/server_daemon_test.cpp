@@ -364,6 +364,9 @@ TEST_F(Daemon, SigtermWithFiftyQueuedLongJobs) {
   EXPECT_GE(metric(text, "promptly_jobs_submitted_total"), jobs + 1) << text.substr(0, 600);
   EXPECT_GE(metric(text, "promptly_jobs_queued"), jobs - 2);
   EXPECT_NE(text.find("promptly_flow_time_seconds"), std::string::npos);
+  for (const char* op : {"start", "setup", "remove", "end"})
+    EXPECT_NE(text.find(std::string("promptly_job_overhead_seconds{op=\"") + op + "\",stat=\"p99\"}"), std::string::npos)
+        << op;
   d.signal(SIGTERM);
   // Draining: new jobs are rejected; /readyz says so.
   client late(ep());

@@ -194,6 +194,37 @@ TEST(JobServer, AThrowingJobFailsAloneWithItsMessage) {
   EXPECT_EQ(j["error"], "boom at 42");
 }
 
+// A job ends when its pool drains, not when its root task returns: work the
+// program left running (a detached async) finishes first, and the job's
+// terminal state (and what waiters see) comes after it.
+TEST(JobServer, AJobEndsOnlyAfterTheDetachedWorkItLeftBehind) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  gate g;
+  std::atomic<bool> root_returned{false};
+  std::atomic<bool> detached_done{false};
+  s.register_program("leaves-work", [&](srv::job_context&) -> json {
+    (void)promptly::async([&] {
+      g.f.wait();  // parks: the pool holds work while no worker runs in it
+      detached_done = true;
+    });
+    root_returned = true;
+    return 7;
+  });
+  std::atomic<int> terminal_saw_detached{-1};  // -1 until the terminal callback ran
+  auto h = s.submit("leaves-work", {});
+  s.on_terminal(h.id(), [&](const srv::job_info&) { terminal_saw_detached = detached_done.load() ? 1 : 0; });
+  ASSERT_TRUE(wait_until([&] { return root_returned.load(); }));
+  EXPECT_EQ(s.status(h.id()).state, job_state::running) << "ended before its detached work finished";
+  g.open();
+  const srv::job_info r = h.wait();
+  EXPECT_EQ(r.state, job_state::done);
+  EXPECT_EQ(r.result.get<int>(), 7);
+  EXPECT_TRUE(detached_done.load());
+  ASSERT_TRUE(wait_until([&] { return terminal_saw_detached.load() != -1; }));
+  EXPECT_EQ(terminal_saw_detached.load(), 1) << "the terminal callback ran before the detached work finished";
+}
+
 TEST(JobServer, CancelQueuedAtOnceAndRunningCooperatively) {
   promptly::runtime rt(config(2, "prompt"));
   srv::job_server s(rt, {.max_running = 1});
