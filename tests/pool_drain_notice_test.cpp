@@ -158,6 +158,43 @@ TEST(DrainNotices, RemovalRunsTheWaitingNoticeBeforeItReturns) {
   }
 }
 
+// A notice still running on a worker when remove_pool is called: the
+// removal waits for it. The remover is a task of level 1 on the other worker
+// (the notice holds the first one), so it parks, and only then can task z
+// run there: z's run is the event that shows the remover waiting.
+TEST(DrainNotices, RemovalWaitsForANoticeAWorkerIsStillRunning) {
+  promptly::runtime rt(config(2, "prompt"));
+  watchdog guard(60s, "removal behind a running notice", [&] { return describe(rt); });
+  const promptly::pool p = rt.create_pool({.rank = 2});
+  promptly::promise<void> gate;
+  auto gated = gate.get_future();
+  (void)rt.submit(p, [gated] { gated.get(); });
+  std::atomic<bool> in_notice{false}, release_notice{false}, notice_left{false};
+  rt.on_drained(p, [&] {
+    in_notice = true;
+    while (!release_notice.load()) std::this_thread::yield();  // holds its worker, briefly
+    notice_left = true;
+  });
+  gate.set_value();
+  ASSERT_TRUE(wait_until([&] { return in_notice.load(); }));  // the pool is drained; its notice runs
+  std::atomic<bool> remover_started{false}, removed{false}, left_before_removed{false};
+  auto remover = rt.submit(promptly::level{1}, [&] {
+    remover_started = true;
+    rt.remove_pool(p);
+    left_before_removed = notice_left.load();
+    removed = true;
+  });
+  ASSERT_TRUE(wait_until([&] { return remover_started.load(); }));
+  std::atomic<bool> z_ran{false};
+  auto z = rt.submit(promptly::level{1}, [&] { z_ran = true; });
+  ASSERT_TRUE(wait_until([&] { return z_ran.load(); }));  // the remover parked (or, wrongly, returned)
+  EXPECT_FALSE(removed.load()) << "remove_pool returned while a notice of the pool was still running";
+  release_notice = true;
+  remover.get();
+  z.get();
+  EXPECT_TRUE(left_before_removed.load());
+}
+
 // The attack: one thread submits to a pool and another registers notices
 // on it (the pool flips busy / drained under them) while a third removes
 // it. Every registration that returned ran its notice exactly once by the
@@ -168,7 +205,7 @@ TEST(DrainNotices, RemovalRunsTheWaitingNoticeBeforeItReturns) {
 TEST(DrainNotices, RegistrationsRacingSubmissionsAndRemovalEachRunOnce) {
   promptly::runtime rt(config(2, "prompt"));
   watchdog guard(120s, "notices racing removal", [&] { return describe(rt); });
-  for (int round = 0; round < static_cast<int>(scaled(20, 4)); ++round) {
+  for (int round = 0; round < static_cast<int>(scaled(100, 4)); ++round) {
     const promptly::pool p = rt.create_pool();
     std::deque<std::atomic<int>> runs;  // grows at the back: a notice's slot stays put
     std::atomic<std::size_t> registered{0};
@@ -176,10 +213,17 @@ TEST(DrainNotices, RegistrationsRacingSubmissionsAndRemovalEachRunOnce) {
     std::atomic<bool> submitter_done{false};
     std::atomic<bool> refused{false};
     std::atomic<std::size_t> ran{0};  // notices run (the slots say which)
+    std::atomic<std::size_t> finished{0};
     std::thread submitter([&] {
       for (;;) {
+        // At most 64 tasks queued: the pool keeps flipping busy / drained,
+        // and the removal does not wait behind a flood.
+        while (submitted.load() - finished.load() > 64) std::this_thread::yield();
         try {
-          (void)rt.submit(p, [] { promptly::yield(); });
+          (void)rt.submit(p, [&finished] {
+            promptly::yield();
+            finished.fetch_add(1);
+          });
           submitted.fetch_add(1);
         } catch (const promptly::pool_removed&) {
           break;
