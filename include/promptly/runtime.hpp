@@ -118,10 +118,17 @@ class runtime {
   // for that worker inside remove_pool. fn runs on the thread that drained
   // the pool (a worker that just left it, or a thread whose submission was
   // refused), or on the caller before on_drained returns if p is drained
-  // already, or in remove_pool or shutdown(), which drain the pool too;
-  // every notice of p has run by the time remove_pool(p) returns. It
-  // must be short, must not throw (the process terminates) and must not
-  // call into this runtime: on a worker it runs inside the scheduling loop.
+  // already, or in remove_pool or shutdown(), which drain the pool too.
+  // Like Go's context.AfterFunc, nothing waits for a running notice: one
+  // that another thread has begun may still be running when remove_pool(p)
+  // returns, so fn must own what it uses (capture by value or shared_ptr)
+  // or synchronise with its owner itself. (Waiting would cost the common
+  // use, a notice that wakes the remover, a futex round trip whenever the
+  // remover wakes on the notice's core.) No notice is left registered
+  // once remove_pool(p) returns, and none runs for a later pool with p's
+  // id. fn must be short, must not throw (the process terminates) and must
+  // not call into this runtime: on a worker it runs inside the scheduling
+  // loop.
   // A drained pool stays live and may take work again; register again to
   // hear of the next time. May be called from a task, of p too. Throws
   // std::invalid_argument for an empty fn, std::out_of_range for an unknown

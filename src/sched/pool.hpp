@@ -29,9 +29,8 @@
 //    decrement, then read the mirror; a registration stores the mirror,
 //    then reads the counts). A notice runs only after drained() was seen
 //    true under the mutex, at or after its registration, and it runs once.
-//    drain_notices_running counts the batches taken and not yet run out;
-//    remove_pool waits for it to reach 0 before it frees the record, so a
-//    notice never runs after remove_pool returned (its captures may be gone).
+//    Taken notices are the taker's: the record is not touched while they
+//    run, and remove_pool does not wait for them (runtime.hpp says why).
 #pragma once
 
 #include <atomic>
@@ -81,7 +80,6 @@ struct pool_record {
   std::atomic<waiter*> drain_waiter{nullptr};  // remove_pool waiting for outstanding and num_actives to reach 0
   std::atomic<unsigned> drain_notice_count{0};   // drain_notices.size(), read without the lock
   std::vector<std::function<void()>> drain_notices;  // runtime::on_drained's callbacks; under pools_mutex_
-  std::atomic<unsigned> drain_notices_running{0};  // batches taken (under pools_mutex_), not yet run
 
   // Accounts: worker-time and tasks of this pool, added by the workers
   // (relaxed: statistics) when they close an interval; read by the policy thread.

@@ -16,10 +16,12 @@
 //    refused (uncounting itself), or the remover waits for it to finish.
 //  * on_drained notices (pool.hpp): a registration and the threads that
 //    drain the pool meet under pools_mutex_ once the lock-free mirror says a
-//    notice waits; remove_pool runs what is left and waits for batches
-//    other threads are running before it frees the record (the pool holds
-//    no work then), so a notice never outlives its pool's incarnation,
-//    never runs after remove_pool returned and never for the next pool.
+//    notice waits; remove_pool runs what is left when it frees the record
+//    (the pool holds no work then), so no notice is left behind and none
+//    runs for the next pool on the id. It does not wait for notices other
+//    threads took: waiting made the job server's reaper, woken by such a
+//    notice on that notice's core, wait a futex round trip for it (remove
+//    p99 26 us, against 1.5 us without: ab-drain-notice/).
 //  * The make-ready paths (inject, make_ready, inject_batch) never
 //    allocate, never throw and never call a policy: they push on an
 //    intrusive queue or the worker's deque, record an event bit and wake.
@@ -48,21 +50,13 @@ namespace {
 // (a woken thread preempts its waker), and the remover polled for it with
 // yield, handing its core away for a time slice (remove p99 522 us before,
 // 43 us after, under 75% load: bench/results/jobs/overheads/ab-pool-events/).
-//
-// It also waits for on_drained notices other threads took and still run
-// (drain_notices_running): the last one's runner wakes it as well. A
-// remover polling for that count with yield took a time slice whenever
-// the runner's notice had woken the remover onto the runner's own core
-// (remove p99 518 us, max 4.1 ms, against 1.2 us p50: ab-drain-notice/).
 struct pool_drain_event {
   pool_record& pool;
-  bool ready() const noexcept {
-    return pool.drained() && pool.drain_notices_running.load(std::memory_order_seq_cst) == 0;
-  }
+  bool ready() const noexcept { return pool.drained(); }
   bool try_register(waiter* w) noexcept {
-    // Seq-cst: count_finished, become_inactive and run_drain_notices
-    // decrement, then read the waiter; we store the waiter, then re-read
-    // the counts. One of us sees the other.
+    // Seq-cst: count_finished and become_inactive decrement, then read the
+    // waiter; we store the waiter, then re-read both counts. One of us sees
+    // the other.
     pool.drain_waiter.store(w, std::memory_order_seq_cst);
     if (!ready()) return true;
     // Drained already: withdraw, unless a waker took the waiter (it wakes it).
@@ -164,8 +158,7 @@ void scheduler::remove_pool(std::uint32_t id) {
     p->phase.store(pool_phase::closing, std::memory_order_seq_cst);  // seq-cst: pairs with admit's count
   }
   // Every counted task of the pool (submissions, asyncs, graph runs)
-  // finishes first, and the worker that ran the last one leaves the pool
-  // (and runs out the notices it took).
+  // finishes first, and the worker that ran the last one leaves the pool.
   pool_drain_event drained{*p};
   while (!drained.ready()) wait_for(drained);
   // Then nothing of it may remain anywhere: tasks of other pools may have
@@ -182,27 +175,17 @@ void scheduler::remove_pool(std::uint32_t id) {
   // A notice registered while the pool drained may still wait for a
   // decrement that is late (an admission refused as closing uncounts
   // itself); the pool holds no work now, so it is drained: run it here,
-  // before the id can name another pool. Batches other threads took (a
-  // worker that drained the pool, an on_drained caller) must run out
-  // before the record is freed: our caller may destroy what the notices
-  // use once we return. Notices run outside the lock (they are user code);
-  // the last runner wakes us (pool_drain_event).
-  for (;;) {
-    std::vector<std::function<void()>> due;
-    {
-      std::lock_guard lock(pools_mutex_);
-      due = take_drain_notices_locked(*p, true);
-      // Acquire: the other threads' runs happen before our return.
-      if (due.empty() && p->drain_notices_running.load(std::memory_order_acquire) == 0) {
-        p->phase.store(pool_phase::free, std::memory_order_seq_cst);
-        free_pool_ids_.push_back(id);
-        live_pools_.fetch_sub(1, std::memory_order_relaxed);
-        break;
-      }
-    }
-    run_drain_notices(*p, due);
-    while (!drained.ready()) wait_for(drained);  // another thread's batch is running
+  // before the id can name another pool. Notices other threads took run on
+  // there, unwaited for (runtime.hpp).
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock(pools_mutex_);
+    due = take_drain_notices_locked(*p, true);
+    p->phase.store(pool_phase::free, std::memory_order_seq_cst);
+    free_pool_ids_.push_back(id);
+    live_pools_.fetch_sub(1, std::memory_order_relaxed);
   }
+  run_drain_notices(due);
   post_event_for_workers(pools_removed_, id);
 }
 
@@ -221,18 +204,16 @@ void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
     p->drain_notice_count.store(static_cast<unsigned>(p->drain_notices.size()), std::memory_order_seq_cst);
     due = take_drain_notices_locked(*p, false);  // drained already: runs now, on this thread
   }
-  run_drain_notices(*p, due);
+  run_drain_notices(due);
 }
 
 std::vector<std::function<void()>> scheduler::take_drain_notices_locked(pool_record& p, bool all) noexcept {
   std::vector<std::function<void()>> due;
   if (p.drain_notices.empty() || (!all && !p.drained())) return due;
   due.swap(p.drain_notices);
-  // Relaxed (both): under pools_mutex_; a reader of the mirror that sees
-  // the old count takes the lock and finds nothing, and remove_pool reads
-  // the running count under the lock too.
+  // Relaxed: under pools_mutex_; a reader that sees the old count takes the
+  // lock and finds nothing.
   p.drain_notice_count.store(0, std::memory_order_relaxed);
-  p.drain_notices_running.fetch_add(1, std::memory_order_relaxed);
   return due;
 }
 
@@ -246,23 +227,12 @@ void scheduler::run_leftover_drain_notices() noexcept {
       assert((p->drain_notices.empty() || p->drained()) && "a notice waits on a pool with work after shutdown");
       due = take_drain_notices_locked(*p, true);
     }
-    run_drain_notices(*p, due);
+    run_drain_notices(due);
   }
 }
 
-void scheduler::run_drain_notices(pool_record& p, std::vector<std::function<void()>>& due) noexcept {
-  if (due.empty()) return;
+void scheduler::run_drain_notices(std::vector<std::function<void()>>& due) noexcept {
   for (auto& fn : due) fn();  // a throw ends here: noexcept terminates, as on_drained's contract says
-  due.clear();  // the captures go before remove_pool may return
-  // Seq-cst: pairs with pool_drain_event::try_register (and is a release:
-  // remove_pool's acquire sees the runs).
-  if (p.drain_notices_running.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_remover(p);
-}
-
-// Seq-cst: the caller decremented a count the remover's event reads.
-void scheduler::wake_remover(pool_record& p) noexcept {
-  if (p.drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;  // nobody removes the pool: no RMW
-  if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
 }
 
 void scheduler::request_cores(std::uint32_t id) {
@@ -316,9 +286,10 @@ void scheduler::wake_drain_waiter(pool_record& p) noexcept {
       std::lock_guard lock(pools_mutex_);
       due = take_drain_notices_locked(p, false);
     }
-    run_drain_notices(p, due);
+    run_drain_notices(due);
   }
-  wake_remover(p);
+  if (p.drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;  // nobody removes the pool: no RMW
+  if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
 }
 
 void scheduler::count_finished(std::uint32_t id) noexcept {

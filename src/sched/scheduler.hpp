@@ -196,13 +196,10 @@ class scheduler {
   // Wakes a remove_pool waiting for the pool to drain and runs the pool's
   // on_drained notices if it is drained (pools.cpp).
   void wake_drain_waiter(pool_record& p) noexcept;
-  // Takes p's notices if `all` or p is drained (pools_mutex_ held); a
-  // batch taken counts in p.drain_notices_running until run_drain_notices.
+  // Takes p's notices if `all` or p is drained (pools_mutex_ held).
   static std::vector<std::function<void()>> take_drain_notices_locked(pool_record& p, bool all) noexcept;
   // Runs taken notices, outside pools_mutex_; a notice that throws terminates.
-  static void run_drain_notices(pool_record& p, std::vector<std::function<void()>>& due) noexcept;
-  // Wakes a remove_pool parked or blocked on p's drain, if one is.
-  static void wake_remover(pool_record& p) noexcept;
+  static void run_drain_notices(std::vector<std::function<void()>>& due) noexcept;
   // At shutdown, once no task is left: every pool is drained, so a notice
   // still registered runs now (none should be: the last decrement ran them).
   void run_leftover_drain_notices() noexcept;

@@ -28,6 +28,10 @@
 //    hand-off to the reap queue happens after the root task returned: on
 //    the pool's drain (runtime::on_drained, ordered after the root's end by
 //    the pool's seq-cst counts), or by the root itself as it returns.
+//  * handoffs_running counts hand_to_reaper calls that have not returned;
+//    stop_reaper waits for 0 after joining the reaper, since the runtime
+//    does not wait for a running drain notice and the reaper may end a job
+//    (and the server be destroyed) while its hand-off is still returning.
 #pragma once
 
 #include <atomic>
@@ -194,6 +198,7 @@ struct job_server::state {
   std::mutex reap_mu;
   std::condition_variable reap_cv;
   std::vector<std::shared_ptr<detail::job_record>> to_reap;
+  std::atomic<unsigned> handoffs_running{0};  // hand_to_reaper calls not yet returned (stop_reaper waits)
   std::multimap<clock_type::time_point, std::shared_ptr<detail::timed_waiter>> timers;
   bool stopping = false;
   std::thread reaper;
