@@ -276,10 +276,11 @@ void scheduler::count_started(std::uint32_t id) noexcept {
 // Seq-cst: pairs with pool_drain_event::try_register and on_drained (the
 // caller decremented its count before).
 void scheduler::wake_drain_waiter(pool_record& p) noexcept {
-  // Notices first: a remove_pool woken below may free the record at once.
-  // (Should it be freed and taken again before the lock, what runs is a
-  // notice of the new pool seen drained under the lock: still a true
-  // observation, pool.hpp.)
+  // Notices first, on the thread that saw the drain; a remove_pool woken
+  // below would run what is left anyway (it takes them all). Should the
+  // record be freed and taken again before the lock, what runs is a notice
+  // of the new pool seen drained under the lock: still a true observation
+  // (pool.hpp).
   if (p.drain_notice_count.load(std::memory_order_seq_cst) != 0) {
     std::vector<std::function<void()>> due;
     {
