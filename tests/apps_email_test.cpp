@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -255,12 +256,55 @@ TEST(EmailServer, StopEndsConnectionsAndCheckers) {
   EXPECT_EQ(srv.counters().in_flight, 0u);
 }
 
+// A client that pipelines requests without reading its replies must not make the server hold
+// unbounded work: past max_in_flight_per_connection (or the server's max_in_flight) requests are
+// refused with "ERR busy", and every request gets exactly one answer. One worker under `prompt`
+// makes the order exact: the client loop (most urgent) handles the whole pipelined batch before
+// any request task runs, so the first `limit` requests are acknowledged and the rest refused.
+TEST(EmailServer, PipelinedRequestsPastTheInFlightLimitsAreRefusedAsBusy) {
+  watchdog guard(hang_guard, "EmailServer.PipelinedRequestsPastTheInFlightLimitsAreRefusedAsBusy");
+  struct limits {
+    std::size_t per_connection, server;
+    const char* refusal;
+  };
+  for (const limits l : {limits{3, 4096, "ERR busy: 3 requests of this connection are not answered yet (its limit); read the replies, then retry"},
+                         limits{64, 2, "ERR busy: the server has 2 requests not answered yet (its limit); retry later"}}) {
+    SCOPED_TRACE(l.refusal);
+    promptly::runtime rt{::config(1, "prompt", email::order::size)};
+    email::server_options opt;
+    opt.max_in_flight_per_connection = l.per_connection;
+    opt.max_in_flight = l.server;
+    email::server srv(rt, opt);
+    line_client c(srv.port());
+    ASSERT_EQ(c.call("USER mallory"), "OK mallory 16");
+    const std::size_t limit = std::min(l.per_connection, l.server), sent = limit + 7;
+    std::string batch;
+    for (std::size_t i = 0; i < sent; ++i) batch += "SORT date\n";
+    c.send_raw(batch);  // one write: the loop reads the whole batch at once
+    for (std::size_t i = 1; i <= limit; ++i) EXPECT_EQ(c.line(), "ACK " + std::to_string(i));
+    for (std::size_t i = limit; i < sent; ++i) EXPECT_EQ(c.line(), l.refusal);
+    for (std::size_t i = 1; i <= limit; ++i) EXPECT_TRUE(starts_with(c.line(), "DONE ")) << "request " << i;
+    // The refusals cost the client nothing: the connection goes on, numbering where it was.
+    EXPECT_EQ(c.call("SORT size"), "ACK " + std::to_string(limit + 1));
+    EXPECT_TRUE(starts_with(c.line(), "DONE " + std::to_string(limit + 1) + " SORT size 16 "));
+    const std::string stats = c.call("STATS");  // (in_flight drops only after a DONE line is written)
+    EXPECT_NE(stats.find("\"busy\": 7,"), std::string::npos) << stats;
+    srv.stop();
+    EXPECT_EQ(srv.counters().busy, 7u);
+    EXPECT_EQ(srv.counters().in_flight, 0u);
+  }
+}
+
 TEST(EmailServer, BadOptionsAreRefusedByName) {
   promptly::runtime rt{config("aps")};
   email::server_options opt;
   opt.chunk = 0;
   EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
             "email::server_options::chunk must be at least 1");
+  opt = {};
+  opt.max_in_flight_per_connection = 0;
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
+            "email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");
   promptly::runtime_config few = config("aps");
   few.levels = 3;
   promptly::runtime small{few};

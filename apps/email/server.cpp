@@ -1,6 +1,7 @@
 #include "server.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -37,6 +38,7 @@ struct connection {
   std::string user;                // set by USER; read only by the connection's loop
   std::shared_ptr<mailbox> box;    // the user's mailbox
   std::uint64_t next_seq = 1;
+  std::size_t in_flight = 0;       // its acknowledged requests not yet answered; under state::mutex
 };
 
 struct server::state {
@@ -84,12 +86,30 @@ struct server::state {
     std::lock_guard lock(mutex);
     f(counters);
   }
-  void begin_request() { update([](server_counters& c) { ++c.in_flight; }); }
+  // Counts a request of `conn` in flight, or names the limit it is refused at (counted as busy):
+  // server_options::max_in_flight_per_connection or max_in_flight.
+  std::optional<std::string> try_begin_request(connection& conn) {
+    std::lock_guard lock(mutex);
+    std::optional<std::string> refused;
+    if (conn.in_flight >= opt.max_in_flight_per_connection)
+      refused = std::to_string(conn.in_flight) + " requests of this connection are not answered yet (its limit); read the replies, then retry";
+    else if (counters.in_flight >= opt.max_in_flight)
+      refused = "the server has " + std::to_string(counters.in_flight) + " requests not answered yet (its limit); retry later";
+    if (refused) {
+      ++counters.busy;
+      return refused;
+    }
+    ++conn.in_flight;
+    ++counters.in_flight;
+    return std::nullopt;
+  }
   // Counted before its DONE line is written, so a client that read DONE and then asks STATS sees
   // its request counted; in_flight drops only after the write (stop() waits for the reply).
   void count_done(std::uint64_t server_counters::*what) { update([&](server_counters& c) { ++(c.*what); }); }
-  void end_request() {
+  void end_request(connection& conn) {
     std::lock_guard lock(mutex);
+    assert(conn.in_flight > 0 && counters.in_flight > 0 && "every end_request follows a try_begin_request that succeeded");
+    --conn.in_flight;
     if (--counters.in_flight == 0) answered.notify_all();
   }
 };
@@ -126,7 +146,7 @@ void send_task(ctx<sending>, std::shared_ptr<state> s, std::shared_ptr<connectio
   }
   s->count_done(&server_counters::sends);
   write_line(*s, *conn, std::move(reply));
-  s->end_request();
+  s->end_request(*conn);
 }
 
 // ---- sort --------------------------------------------------------------------------------
@@ -182,7 +202,7 @@ void sort_task(ctx<sorting>, std::shared_ptr<state> s, std::shared_ptr<connectio
   }
   s->count_done(&server_counters::sorts);
   write_line(*s, *conn, std::move(reply));
-  s->end_request();
+  s->end_request(*conn);
 }
 
 // ---- print and compress: one message at a time through its cell --------------------------
@@ -230,7 +250,7 @@ int message_op(ctx<archiving> c, std::shared_ptr<state> s, std::shared_ptr<messa
   if (print) {
     s->count_done(&server_counters::prints);
     write_line(*s, *print->conn, std::move(reply));
-    s->end_request();
+    s->end_request(*print->conn);
   }
   return status;
 }
@@ -297,11 +317,11 @@ std::string stats_json(const state& s) {
   std::snprintf(buf, sizeof buf,
                 "{\"requests\": %llu, \"sends\": %llu, \"sorts\": %llu, \"prints\": %llu, \"errors\": %llu, "
                 "\"compress_tasks\": %llu, \"messages_compressed\": %llu, \"periods\": %llu, "
-                "\"missed_periods\": %llu, \"write_failures\": %llu, \"in_flight\": %llu, "
+                "\"missed_periods\": %llu, \"write_failures\": %llu, \"in_flight\": %llu, \"busy\": %llu, "
                 "\"compress_us_mean\": %.1f, \"compress_us_p50\": %.1f, \"compress_us_p95\": %.1f, "
                 "\"compress_us_p99\": %.1f, \"compress_us_max\": %.1f}",
                 u(k.requests), u(k.sends), u(k.sorts), u(k.prints), u(k.errors), u(k.compress_tasks),
-                u(k.messages_compressed), u(k.periods), u(k.missed_periods), u(k.write_failures), u(k.in_flight),
+                u(k.messages_compressed), u(k.periods), u(k.missed_periods), u(k.write_failures), u(k.in_flight), u(k.busy),
                 sum.mean, sum.p50, sum.p95, sum.p99, sum.max);
   return buf;
 }
@@ -324,15 +344,18 @@ void login(ctx<client_loop> c, const std::shared_ptr<state>& s, connection& conn
   conn.box = std::move(box);
 }
 
-// Acknowledges request `seq` and starts its task with `start`: the ACK write is started first,
-// so it reaches the client before the task's DONE (writes on one descriptor complete in the
-// order they were started, docs/io.md).
+// Acknowledges the connection's next request and starts its task with `start(seq)`, or refuses
+// it with "ERR busy" at an in-flight limit (the loop never waits for its requests to finish:
+// they run at less urgent priorities). The ACK write is started first, so it reaches the client
+// before the task's DONE (writes on one descriptor complete in the order they were started,
+// docs/io.md).
 template <class Start>
-bool acknowledge_and_start(state& s, connection& conn, std::uint64_t seq, Start&& start) {
+bool acknowledge_and_start(state& s, connection& conn, Start&& start) {
+  if (auto refused = s.try_begin_request(conn)) return write_line(s, conn, "ERR busy: " + *refused);
+  const auto seq = conn.next_seq++;
   std::string ack = "ACK " + std::to_string(seq) + "\n";
   auto written = io::write(conn.d, ack, write_timeout);
-  s.begin_request();
-  start();
+  start(seq);
   try {
     written.get();
     return true;
@@ -375,26 +398,25 @@ void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_p
         login(c, s, *conn, r.name);
         ok = write_line(*s, *conn, "OK " + conn->user + " " + std::to_string(conn->box->size()));
         break;
-      case verb::send: {
-        const auto seq = conn->next_seq++;
-        ok = acknowledge_and_start(*s, *conn, seq, [&] {
+      case verb::send:
+        ok = acknowledge_and_start(*s, *conn, [&](std::uint64_t seq) {
           (void)pt::fcreate<sending>(c, send_task, s, conn, seq, conn->user, std::move(r.name), std::move(r.text));
         });
         break;
-      }
-      case verb::sort: {
-        const auto seq = conn->next_seq++;
-        ok = acknowledge_and_start(*s, *conn, seq, [&] { (void)pt::fcreate<sorting>(c, sort_task, s, conn, seq, conn->box, r.key); });
+      case verb::sort:
+        ok = acknowledge_and_start(*s, *conn, [&](std::uint64_t seq) {
+          (void)pt::fcreate<sorting>(c, sort_task, s, conn, seq, conn->box, r.key);
+        });
         break;
-      }
       case verb::print: {
         auto m = conn->box->at(r.index);
         if (!m) {
           ok = refuse("no message " + std::to_string(r.index) + " (the mailbox holds " + std::to_string(conn->box->size()) + ")");
           break;
         }
-        const auto seq = conn->next_seq++;
-        ok = acknowledge_and_start(*s, *conn, seq, [&] { (void)start_message_op(c, s, std::move(m), print_order{conn, seq}); });
+        ok = acknowledge_and_start(*s, *conn, [&](std::uint64_t seq) {
+          (void)start_message_op(c, s, std::move(m), print_order{conn, seq});
+        });
         break;
       }
       case verb::stats:
@@ -458,6 +480,8 @@ server::server(promptly::runtime& rt, server_options options) {
   if (options.seed_messages > options.capacity)
     throw std::invalid_argument("email::server_options::seed_messages must not exceed capacity");
   if (options.period.count() <= 0) throw std::invalid_argument("email::server_options::period must be positive");
+  if (options.max_in_flight_per_connection == 0 || options.max_in_flight == 0)
+    throw std::invalid_argument("email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");
   state_ = std::make_shared<state>(rt, std::move(options));
   accept_loop_ = pt::submit<order, client_loop>(rt, accept_loop, state_);
 }

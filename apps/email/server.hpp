@@ -31,6 +31,12 @@ struct server_options {
   std::chrono::milliseconds period{250};        // compression check period per mailbox
   std::size_t chunk = 10;                       // messages per compress task
   std::size_t max_line = 64 * 1024;             // longest request line
+  // Acknowledged requests not yet answered, at most: per connection, and over the whole server.
+  // A request past either limit is refused with "ERR busy ..." (not acknowledged, not run), so a
+  // client that pipelines without reading its replies cannot make the server hold unbounded
+  // work (each request waiting to write its reply holds a task and its stack).
+  std::size_t max_in_flight_per_connection = 64;
+  std::size_t max_in_flight = 4096;
 };
 
 // What the server did since it started or since the last RESET.
@@ -42,6 +48,7 @@ struct server_counters {
   std::uint64_t periods = 0, missed_periods = 0;
   std::uint64_t write_failures = 0;               // DONE lines the client was gone for
   std::uint64_t in_flight = 0;                    // acknowledged requests not yet answered
+  std::uint64_t busy = 0;                         // requests refused at an in-flight limit
 };
 
 class server {

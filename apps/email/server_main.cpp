@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   opt.seed_messages = static_cast<std::size_t>(non_negative(a, "seed-messages", static_cast<long>(opt.seed_messages)));
   opt.period = std::chrono::milliseconds(non_negative(a, "period-ms", 250));
   opt.chunk = static_cast<std::size_t>(non_negative(a, "chunk", 10));
+  opt.max_in_flight_per_connection = static_cast<std::size_t>(
+      non_negative(a, "max-in-flight-per-connection", static_cast<long>(opt.max_in_flight_per_connection)));
+  opt.max_in_flight = static_cast<std::size_t>(non_negative(a, "max-in-flight", static_cast<long>(opt.max_in_flight)));
 
   // fair: a criterion that favours the interactive levels (client loop, send) by default.
   const auto cfg = apps::runtime_options(a, email::order::size, "40,25,15,10,5,5");

@@ -52,10 +52,12 @@ type mailbox struct {
 type counters struct {
 	Requests, Sends, Sorts, Prints, Errors, CompressTasks, MessagesCompressed uint64
 	Periods, MissedPeriods, WriteFailures, InFlight                           uint64
+	Busy                                                                      uint64 // refused at an in-flight limit
 }
 
 type server struct {
 	capacity, seedMessages, seedBytes, chunk int
+	maxInFlightPerConn, maxInFlight          uint64 // acknowledged requests not yet answered, at most
 	period                                   time.Duration
 	ln                                       net.Listener
 	stopping                                 chan struct{}
@@ -76,12 +78,13 @@ type server struct {
 }
 
 type conn struct {
-	c    net.Conn
-	wmu  sync.Mutex
-	user string
-	box  *mailbox
-	seq  uint64
-	busy sync.WaitGroup // this connection's requests still running
+	c        net.Conn
+	wmu      sync.Mutex
+	user     string
+	box      *mailbox
+	seq      uint64
+	busy     sync.WaitGroup // this connection's requests still running
+	inFlight uint64         // its acknowledged requests not yet answered; under server.statMu
 }
 
 func (s *server) count(f func(*counters)) {
@@ -101,8 +104,8 @@ func (s *server) writeLine(c *conn, line string) bool {
 	return true
 }
 
-func (s *server) endRequest(f func(*counters)) {
-	s.count(func(k *counters) { f(k); k.InFlight-- })
+func (s *server) endRequest(c *conn, f func(*counters)) {
+	s.count(func(k *counters) { f(k); k.InFlight--; c.inFlight-- })
 	s.requests.Done()
 }
 
@@ -236,14 +239,14 @@ func (s *server) messageOp(m *message, c *conn, seq uint64) {
 			plain, err := huffmanDecompress(m.body, m.size)
 			if err != nil {
 				s.writeLine(c, fmt.Sprintf("DONE %d ERR %v", seq, err))
-				s.endRequest(func(k *counters) { k.Prints++ })
+				s.endRequest(c, func(k *counters) { k.Prints++ })
 				return
 			}
 			m.body = plain
 			m.compressed.Store(false)
 		}
 		s.writeLine(c, fmt.Sprintf("DONE %d PRINT %d %s", seq, m.id, m.body))
-		s.endRequest(func(k *counters) { k.Prints++ })
+		s.endRequest(c, func(k *counters) { k.Prints++ })
 	} else if !m.compressed.Load() {
 		m.body = huffmanCompress(m.body)
 		m.compressed.Store(true)
@@ -328,7 +331,7 @@ func (s *server) send(c *conn, seq uint64, from, to, text string) {
 		reply += fmt.Sprintf(" ERR no such user '%s'", to)
 	}
 	s.writeLine(c, reply)
-	s.endRequest(func(k *counters) { k.Sends++ })
+	s.endRequest(c, func(k *counters) { k.Sends++ })
 }
 
 func (s *server) sortBox(c *conn, seq uint64, b *mailbox, key string) {
@@ -360,7 +363,7 @@ func (s *server) sortBox(c *conn, seq uint64, b *mailbox, key string) {
 		}
 	}
 	s.writeLine(c, sb.String())
-	s.endRequest(func(k *counters) { k.Sorts++ })
+	s.endRequest(c, func(k *counters) { k.Sorts++ })
 }
 
 func (s *server) statsJSON() string {
@@ -390,9 +393,9 @@ func (s *server) statsJSON() string {
 		mean /= float64(len(us))
 		max = us[len(us)-1]
 	}
-	return fmt.Sprintf(`{"requests": %d, "sends": %d, "sorts": %d, "prints": %d, "errors": %d, "compress_tasks": %d, "messages_compressed": %d, "periods": %d, "missed_periods": %d, "write_failures": %d, "in_flight": %d, "compress_us_mean": %.1f, "compress_us_p50": %.1f, "compress_us_p95": %.1f, "compress_us_p99": %.1f, "compress_us_max": %.1f}`,
+	return fmt.Sprintf(`{"requests": %d, "sends": %d, "sorts": %d, "prints": %d, "errors": %d, "compress_tasks": %d, "messages_compressed": %d, "periods": %d, "missed_periods": %d, "write_failures": %d, "in_flight": %d, "busy": %d, "compress_us_mean": %.1f, "compress_us_p50": %.1f, "compress_us_p95": %.1f, "compress_us_p99": %.1f, "compress_us_max": %.1f}`,
 		k.Requests, k.Sends, k.Sorts, k.Prints, k.Errors, k.CompressTasks, k.MessagesCompressed, k.Periods,
-		k.MissedPeriods, k.WriteFailures, k.InFlight, mean, rank(0.5), rank(0.95), rank(0.99), max)
+		k.MissedPeriods, k.WriteFailures, k.InFlight, k.Busy, mean, rank(0.5), rank(0.95), rank(0.99), max)
 }
 
 const helpText = "USER <name>: log in | SEND <to> <text>: send | SORT <date|sender|size>: sort my mailbox | " +
@@ -407,13 +410,32 @@ func (s *server) login(c *conn, name string) {
 	c.user, c.box = name, b
 }
 
-// ack acknowledges request seq, then starts its goroutine (so the ACK precedes the DONE).
-func (s *server) ack(c *conn, seq uint64, work func()) bool {
-	s.count(func(k *counters) { k.InFlight++ })
+// ack acknowledges the connection's next request, then starts its goroutine (so the ACK
+// precedes the DONE), or refuses it with "ERR busy" at an in-flight limit, as the C++ server.
+func (s *server) ack(c *conn, work func(seq uint64)) bool {
+	refused := ""
+	s.statMu.Lock()
+	if c.inFlight >= s.maxInFlightPerConn {
+		refused = fmt.Sprintf("%d requests of this connection are not answered yet (its limit); read the replies, then retry", c.inFlight)
+	} else if s.stats.InFlight >= s.maxInFlight {
+		refused = fmt.Sprintf("the server has %d requests not answered yet (its limit); retry later", s.stats.InFlight)
+	}
+	if refused != "" {
+		s.stats.Busy++
+	} else {
+		s.stats.InFlight++
+		c.inFlight++
+	}
+	s.statMu.Unlock()
+	if refused != "" {
+		return s.writeLine(c, "ERR busy: "+refused)
+	}
 	s.requests.Add(1)
+	c.seq++
+	seq := c.seq
 	ok := s.writeLine(c, fmt.Sprintf("ACK %d", seq))
 	c.busy.Add(1)
-	go func() { defer c.busy.Done(); work() }()
+	go func() { defer c.busy.Done(); work(seq) }()
 	return ok
 }
 
@@ -485,9 +507,8 @@ func (s *server) serveConn(nc net.Conn) {
 				break
 			}
 			s.count(func(k *counters) { k.Requests++ })
-			c.seq++
-			seq, from := c.seq, c.user
-			ok = s.ack(c, seq, func() { s.send(c, seq, from, to, body) })
+			from := c.user
+			ok = s.ack(c, func(seq uint64) { s.send(c, seq, from, to, body) })
 		case "SORT":
 			key := strings.TrimSpace(rest)
 			if key != "date" && key != "sender" && key != "size" {
@@ -495,9 +516,8 @@ func (s *server) serveConn(nc net.Conn) {
 				break
 			}
 			s.count(func(k *counters) { k.Requests++ })
-			c.seq++
-			seq, b := c.seq, c.box
-			ok = s.ack(c, seq, func() { s.sortBox(c, seq, b, key) })
+			b := c.box
+			ok = s.ack(c, func(seq uint64) { s.sortBox(c, seq, b, key) })
 		case "PRINT":
 			i, err := strconv.ParseUint(strings.TrimSpace(rest), 10, 64)
 			if err != nil {
@@ -510,9 +530,8 @@ func (s *server) serveConn(nc net.Conn) {
 				break
 			}
 			s.count(func(k *counters) { k.Requests++ })
-			c.seq++
-			seq, m := c.seq, ms[i]
-			ok = s.ack(c, seq, func() { s.messageOp(m, c, seq) })
+			m := ms[i]
+			ok = s.ack(c, func(seq uint64) { s.messageOp(m, c, seq) })
 		case "STATS":
 			s.count(func(k *counters) { k.Requests++ })
 			ok = s.writeLine(c, s.statsJSON())
@@ -549,8 +568,11 @@ func main() {
 	seedMessages := flag.Int("seed-messages", 16, "messages a new mailbox starts with")
 	periodMs := flag.Int("period-ms", 250, "compression check period")
 	chunk := flag.Int("chunk", 10, "messages per compress task")
+	maxInFlightPerConn := flag.Int("max-in-flight-per-connection", 64, "acknowledged requests not yet answered, per connection")
+	maxInFlight := flag.Int("max-in-flight", 4096, "acknowledged requests not yet answered, over the server")
 	flag.Parse()
-	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity {
+	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity ||
+		*maxInFlightPerConn < 1 || *maxInFlight < 1 {
 		fmt.Fprintln(os.Stderr, "email_server (go): bad arguments")
 		os.Exit(2)
 	}
@@ -563,6 +585,7 @@ func main() {
 		os.Exit(1)
 	}
 	s := &server{capacity: *capacity, seedMessages: *seedMessages, seedBytes: 8192, chunk: *chunk,
+		maxInFlightPerConn: uint64(*maxInFlightPerConn), maxInFlight: uint64(*maxInFlight),
 		period: time.Duration(*periodMs) * time.Millisecond, ln: ln, stopping: make(chan struct{}),
 		boxes: map[string]*mailbox{}, live: map[net.Conn]struct{}{}}
 	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port)
