@@ -295,6 +295,30 @@ TEST(EmailServer, PipelinedRequestsPastTheInFlightLimitsAreRefusedAsBusy) {
   }
 }
 
+// Every open connection holds a task and its stack: past max_connections a connection gets one
+// "ERR busy" line and is closed; a connection that ended gives its slot back before its socket
+// closes, so the client's end of file is the event to wait for.
+TEST(EmailServer, ConnectionsPastTheLimitAreRefusedAndClosed) {
+  watchdog guard(hang_guard, "EmailServer.ConnectionsPastTheLimitAreRefusedAndClosed");
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.max_connections = 2;
+  email::server srv(rt, opt);
+  line_client first(srv.port()), second(srv.port()), third(srv.port());  // accepted in this order
+  EXPECT_EQ(third.line(), "ERR busy: the server has 2 connections open (its limit); try later");
+  EXPECT_EQ(third.line(), "<eof>");
+  EXPECT_EQ(first.call("USER carol"), "OK carol 16");
+  EXPECT_EQ(second.call("USER dan"), "OK dan 16");
+  EXPECT_EQ(first.call("QUIT"), "BYE");
+  EXPECT_EQ(first.line(), "<eof>");  // its slot is free
+  line_client fourth(srv.port());
+  EXPECT_EQ(fourth.call("USER carol"), "OK carol 16");
+  const std::string stats = fourth.call("STATS");
+  EXPECT_NE(stats.find("\"refused_connections\": 1,"), std::string::npos) << stats;
+  srv.stop();
+  EXPECT_EQ(srv.counters().refused_connections, 1u);
+}
+
 TEST(EmailServer, BadOptionsAreRefusedByName) {
   promptly::runtime rt{config("aps")};
   email::server_options opt;
@@ -305,6 +329,10 @@ TEST(EmailServer, BadOptionsAreRefusedByName) {
   opt.max_in_flight_per_connection = 0;
   EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
             "email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");
+  opt = {};
+  opt.max_connections = 0;
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
+            "email::server_options::max_connections must be at least 1");
   promptly::runtime_config few = config("aps");
   few.levels = 3;
   promptly::runtime small{few};

@@ -122,6 +122,44 @@ TEST(ProxyServer, AnswersMissesAndHitsInRequestOrder) {
   EXPECT_EQ(origin.served(), 3u);
 }
 
+// Every open connection holds a task and its stack: past max_connections the proxy answers 503
+// and closes, and a slot is free again once a connection has ended (the proxy gives it back
+// before it closes the socket, so the client's end of file is the event to wait for).
+TEST(ProxyServer, ConnectionsPastTheLimitAreAnswered503AndClosed) {
+  watchdog guard(hang_guard, "ProxyServer.ConnectionsPastTheLimitAreAnswered503AndClosed");
+  promptly::runtime rt{config("aps")};
+  proxy::server_options opt;
+  opt.max_connections = 2;
+  proxy::server srv(rt, opt);
+  raw_client first(srv.port()), second(srv.port()), third(srv.port());  // accepted in this order
+  auto refused = third.response();
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.body, "the proxy has 2 connections open (its limit); retry later\n");
+  EXPECT_EQ(third.response().status, 0);  // closed
+  for (raw_client* c : {&first, &second}) {
+    c->send_raw(get("/proxy-stats"));
+    EXPECT_EQ(c->response().status, 200);
+  }
+  first.send_raw("GARBAGE\r\n\r\n");
+  EXPECT_EQ(first.response().status, 400);
+  EXPECT_EQ(first.response().status, 0);  // the proxy ended it: its slot is free
+  raw_client fourth(srv.port());
+  fourth.send_raw(get("/proxy-stats"));
+  auto stats = fourth.response();
+  EXPECT_EQ(stats.status, 200);
+  EXPECT_NE(stats.body.find("\"refused_connections\": 1,"), std::string::npos) << stats.body;
+  srv.stop();
+  EXPECT_EQ(srv.counters().refused_connections, 1u);
+}
+
+TEST(ProxyServer, BadOptionsAreRefusedByName) {
+  promptly::runtime rt{config("aps")};
+  proxy::server_options opt;
+  opt.max_connections = 0;
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { proxy::server s(rt, opt); }),
+            "proxy::server_options: max_connections must be at least 1");
+}
+
 class ProxyPolicies : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ProxyPolicies, DriverChecksPassAndEveryRequestIsAnswered) {

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "connection_limit.hpp"
 #include "huffman.hpp"
 #include "latency_summary.hpp"
 #include "mailbox.hpp"
@@ -56,6 +57,7 @@ struct server::state {
   mutable std::mutex mutex;
   std::condition_variable answered;  // in_flight reached 0 (stop() waits on it from its own thread)
   server_counters counters;
+  apps::connection_limit connections{opt.max_connections};  // connection loops running
   std::vector<double> compress_us;
   std::vector<promptly::future<void>> checkers;
   // Missed periods are counted against the schedule, not by the checkers, so that a checker
@@ -313,15 +315,15 @@ std::string stats_json(const state& s) {
   }
   const auto sum = summarize(std::move(us));
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-  char buf[768];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "{\"requests\": %llu, \"sends\": %llu, \"sorts\": %llu, \"prints\": %llu, \"errors\": %llu, "
                 "\"compress_tasks\": %llu, \"messages_compressed\": %llu, \"periods\": %llu, "
-                "\"missed_periods\": %llu, \"write_failures\": %llu, \"in_flight\": %llu, \"busy\": %llu, "
+                "\"missed_periods\": %llu, \"write_failures\": %llu, \"in_flight\": %llu, \"busy\": %llu, \"refused_connections\": %llu, "
                 "\"compress_us_mean\": %.1f, \"compress_us_p50\": %.1f, \"compress_us_p95\": %.1f, "
                 "\"compress_us_p99\": %.1f, \"compress_us_max\": %.1f}",
                 u(k.requests), u(k.sends), u(k.sorts), u(k.prints), u(k.errors), u(k.compress_tasks),
-                u(k.messages_compressed), u(k.periods), u(k.missed_periods), u(k.write_failures), u(k.in_flight), u(k.busy),
+                u(k.messages_compressed), u(k.periods), u(k.missed_periods), u(k.write_failures), u(k.in_flight), u(k.busy), u(k.refused_connections),
                 sum.mean, sum.p50, sum.p95, sum.p99, sum.max);
   return buf;
 }
@@ -366,6 +368,12 @@ bool acknowledge_and_start(state& s, connection& conn, Start&& start) {
 }
 
 void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_ptr<connection> conn) {
+  // The loop's connection slot is given back when it returns, before `conn` is released (which
+  // closes the socket once no request task holds it): a client that saw the end can reconnect.
+  struct slot {
+    state& s;
+    ~slot() { s.connections.close(); }
+  } const held{*s};
   io::line_reader lines(conn->d, s->opt.max_line);
   const auto stop = s->stop.get_token();
   auto refuse = [&](const std::string& why) {
@@ -466,6 +474,17 @@ void accept_loop(ctx<client_loop> c, std::shared_ptr<state> s) {
       }
       continue;
     }
+    if (!s->connections.try_open()) {
+      s->update([](server_counters& k) { ++k.refused_connections; });
+      // Said before closing, as Redis does ("max number of clients reached"); a fresh socket
+      // takes this short write at once.
+      try {
+        io::write(d, "ERR busy: the server has " + std::to_string(s->opt.max_connections) +
+                         " connections open (its limit); try later\n", write_timeout).get();
+      } catch (const io::error&) {
+      }
+      continue;  // `d` closes here
+    }
     std::erase_if(connections, [](const auto& f) { return f.is_ready(); });
     connections.push_back(pt::fcreate<client_loop>(c, connection_loop, s, std::make_shared<connection>(std::move(d))));
   }
@@ -482,6 +501,7 @@ server::server(promptly::runtime& rt, server_options options) {
   if (options.period.count() <= 0) throw std::invalid_argument("email::server_options::period must be positive");
   if (options.max_in_flight_per_connection == 0 || options.max_in_flight == 0)
     throw std::invalid_argument("email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");
+  if (options.max_connections == 0) throw std::invalid_argument("email::server_options::max_connections must be at least 1");
   state_ = std::make_shared<state>(rt, std::move(options));
   accept_loop_ = pt::submit<order, client_loop>(rt, accept_loop, state_);
 }

@@ -37,6 +37,9 @@ struct server_options {
   // work (each request waiting to write its reply holds a task and its stack).
   std::size_t max_in_flight_per_connection = 64;
   std::size_t max_in_flight = 4096;
+  // Connections open at once, at most (each holds a task and its stack while it waits for its
+  // client); one more gets "ERR busy: ..." and is closed.
+  std::size_t max_connections = 1024;
 };
 
 // What the server did since it started or since the last RESET.
@@ -49,6 +52,7 @@ struct server_counters {
   std::uint64_t write_failures = 0;               // DONE lines the client was gone for
   std::uint64_t in_flight = 0;                    // acknowledged requests not yet answered
   std::uint64_t busy = 0;                         // requests refused at an in-flight limit
+  std::uint64_t refused_connections = 0;          // connections refused at max_connections
 };
 
 class server {

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   const long cache_mib = a.get_long("cache-mib", 16);
   if (cache_mib < 0) bench::args::fail("--cache-mib must not be negative");
   opt.cache_bytes = static_cast<std::size_t>(cache_mib) << 20;
+  const long max_connections = a.get_long("max-connections", static_cast<long>(opt.max_connections));
+  if (max_connections < 1) bench::args::fail("--max-connections must be at least 1");
+  opt.max_connections = static_cast<std::size_t>(max_connections);
   auto cfg = apps::runtime_options(a, proxy::order::size, "50,30,10,10,0");
   cfg.aps.rho = 1.2;  // the I-Cilk paper ran its proxy with rho 1.2 (little parallelism per level)
   a.finish();

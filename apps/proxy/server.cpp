@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cache.hpp"
+#include "connection_limit.hpp"
 #include "http_stream.hpp"
 #include "priorities.hpp"
 
@@ -21,15 +22,6 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 constexpr auto io_timeout = std::chrono::seconds(5);  // origin fetches and writes to clients
 }
-
-// A client connection, handed between its loop and its fetches: exactly one task owns it at a
-// time (the loop, or the fetch it handed the connection to), so its members need no lock.
-struct connection {
-  explicit connection(io::descriptor d_, std::size_t max) : d(std::move(d_)), in(HTTP_REQUEST, max) {}
-  io::descriptor d;
-  http_stream in;
-  std::string buffered;  // bytes read but not yet parsed (a pipelined next request)
-};
 
 struct server::state {
   state(promptly::runtime& rt_, server_options o) : rt(rt_), opt(std::move(o)), listener(io::listener::tcp(opt.host, opt.port)) {}
@@ -44,6 +36,7 @@ struct server::state {
   server_counters counters;
   std::vector<double> stats_us;
   std::uint64_t live = 0;  // connection tasks (loops and fetches) running or queued
+  apps::connection_limit connections{opt.max_connections};  // client connections open
 
   template <class F>
   void update(F&& f) {
@@ -56,6 +49,23 @@ struct server::state {
     if (--live == 0) idle.notify_all();
   }
 };
+
+// A client connection, handed between its loop and its fetches: exactly one task owns it at a
+// time (the loop, or the fetch it handed the connection to), so its members need no lock. It
+// holds one of the server's connection slots until it is destroyed, and gives the slot back
+// before its descriptor closes: a client that saw the end of its connection can connect again.
+struct connection {
+  connection(io::descriptor d_, std::shared_ptr<server::state> owner_)
+      : d(std::move(d_)), in(HTTP_REQUEST, owner_->opt.max_message), owner(std::move(owner_)) {}
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+  ~connection() { owner->connections.close(); }  // runs before the members (d) are destroyed
+  io::descriptor d;
+  http_stream in;
+  std::string buffered;  // bytes read but not yet parsed (a pipelined next request)
+  std::shared_ptr<server::state> owner;
+};
+
 
 namespace {
 using state = server::state;
@@ -116,6 +126,12 @@ std::optional<target> loopback_target(const std::string& url) {
 
 void client_loop_task(ctx<client_loop> c, std::shared_ptr<state> s, conn_ptr conn);
 
+std::string refusal_503(std::size_t max_connections) {
+  const std::string body = "the proxy has " + std::to_string(max_connections) + " connections open (its limit); retry later\n";
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nContent-Type: text/plain\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+}
+
 std::string stats_json(const state& s) {
   server_counters k;
   std::vector<double> us;
@@ -129,13 +145,13 @@ std::string stats_json(const state& s) {
   double mean = 0;
   for (double x : us) mean += x / static_cast<double>(us.size());
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-  char buf[512];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "{\"requests\": %llu, \"hits\": %llu, \"misses\": %llu, \"errors\": %llu, \"evictions\": %llu, "
-                "\"stats_runs\": %llu, \"cached_pages\": %llu, \"cached_bytes\": %llu, \"stats_us_mean\": %.1f, "
-                "\"stats_us_p50\": %.1f, \"stats_us_p99\": %.1f}",
+                "\"stats_runs\": %llu, \"cached_pages\": %llu, \"cached_bytes\": %llu, \"refused_connections\": %llu, "
+                "\"stats_us_mean\": %.1f, \"stats_us_p50\": %.1f, \"stats_us_p99\": %.1f}",
                 u(k.requests), u(k.hits), u(k.misses), u(k.errors), u(k.evictions), u(k.stats_runs), u(k.cached_pages),
-                u(k.cached_bytes), mean, rank(0.5), rank(0.99));
+                u(k.cached_bytes), u(k.refused_connections), mean, rank(0.5), rank(0.99));
   return buf;
 }
 
@@ -276,8 +292,17 @@ void accept_task(ctx<client_loop> c, std::shared_ptr<state> s) {
       }
       continue;
     }
+    if (!s->connections.try_open()) {
+      s->update([](server_counters& k) { ++k.refused_connections; });
+      // Said before closing, as nginx and Redis do; a fresh socket takes this short write at once.
+      try {
+        io::write(d, refusal_503(s->opt.max_connections), io_timeout).get();
+      } catch (const io::error&) {
+      }
+      continue;  // `d` closes here
+    }
     s->task_started();
-    (void)pt::fcreate<client_loop>(c, client_loop_task, s, std::make_shared<connection>(std::move(d), s->opt.max_message));
+    (void)pt::fcreate<client_loop>(c, client_loop_task, s, std::make_shared<connection>(std::move(d), s));
   }
 }
 
@@ -286,6 +311,7 @@ void accept_task(ctx<client_loop> c, std::shared_ptr<state> s) {
 server::server(promptly::runtime& rt, server_options options) {
   if (options.resize_period.count() <= 0 || options.stats_period.count() <= 0)
     throw std::invalid_argument("proxy::server_options: resize_period and stats_period must be positive");
+  if (options.max_connections == 0) throw std::invalid_argument("proxy::server_options: max_connections must be at least 1");
   state_ = std::make_shared<state>(rt, std::move(options));
   tasks_.push_back(pt::submit<order, client_loop>(rt, accept_task, state_));
   tasks_.push_back(pt::submit<order, resize>(rt, resize_task, state_));

@@ -26,11 +26,15 @@ struct server_options {
   std::chrono::milliseconds resize_period{50};
   std::chrono::milliseconds stats_period{250};
   std::size_t max_message = 1 << 20;              // longest request or origin response
+  // Client connections open at once, at most; one more is answered 503 and closed (every open
+  // connection holds a task and its stack while it waits for the client).
+  std::size_t max_connections = 1024;
 };
 
 struct server_counters {
   std::uint64_t requests = 0, hits = 0, misses = 0, errors = 0, evictions = 0, stats_runs = 0;
   std::uint64_t cached_pages = 0, cached_bytes = 0;  // at the last statistics run
+  std::uint64_t refused_connections = 0;             // over server_options::max_connections
 };
 
 class server {

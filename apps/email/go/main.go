@@ -53,6 +53,7 @@ type counters struct {
 	Requests, Sends, Sorts, Prints, Errors, CompressTasks, MessagesCompressed uint64
 	Periods, MissedPeriods, WriteFailures, InFlight                           uint64
 	Busy                                                                      uint64 // refused at an in-flight limit
+	RefusedConnections                                                        uint64 // refused at max-connections
 }
 
 type server struct {
@@ -393,9 +394,9 @@ func (s *server) statsJSON() string {
 		mean /= float64(len(us))
 		max = us[len(us)-1]
 	}
-	return fmt.Sprintf(`{"requests": %d, "sends": %d, "sorts": %d, "prints": %d, "errors": %d, "compress_tasks": %d, "messages_compressed": %d, "periods": %d, "missed_periods": %d, "write_failures": %d, "in_flight": %d, "busy": %d, "compress_us_mean": %.1f, "compress_us_p50": %.1f, "compress_us_p95": %.1f, "compress_us_p99": %.1f, "compress_us_max": %.1f}`,
+	return fmt.Sprintf(`{"requests": %d, "sends": %d, "sorts": %d, "prints": %d, "errors": %d, "compress_tasks": %d, "messages_compressed": %d, "periods": %d, "missed_periods": %d, "write_failures": %d, "in_flight": %d, "busy": %d, "refused_connections": %d, "compress_us_mean": %.1f, "compress_us_p50": %.1f, "compress_us_p95": %.1f, "compress_us_p99": %.1f, "compress_us_max": %.1f}`,
 		k.Requests, k.Sends, k.Sorts, k.Prints, k.Errors, k.CompressTasks, k.MessagesCompressed, k.Periods,
-		k.MissedPeriods, k.WriteFailures, k.InFlight, k.Busy, mean, rank(0.5), rank(0.95), rank(0.99), max)
+		k.MissedPeriods, k.WriteFailures, k.InFlight, k.Busy, k.RefusedConnections, mean, rank(0.5), rank(0.95), rank(0.99), max)
 }
 
 const helpText = "USER <name>: log in | SEND <to> <text>: send | SORT <date|sender|size>: sort my mailbox | " +
@@ -570,9 +571,10 @@ func main() {
 	chunk := flag.Int("chunk", 10, "messages per compress task")
 	maxInFlightPerConn := flag.Int("max-in-flight-per-connection", 64, "acknowledged requests not yet answered, per connection")
 	maxInFlight := flag.Int("max-in-flight", 4096, "acknowledged requests not yet answered, over the server")
+	maxConnections := flag.Int("max-connections", 1024, "connections open at once; more get ERR busy and are closed")
 	flag.Parse()
 	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity ||
-		*maxInFlightPerConn < 1 || *maxInFlight < 1 {
+		*maxInFlightPerConn < 1 || *maxInFlight < 1 || *maxConnections < 1 {
 		fmt.Fprintln(os.Stderr, "email_server (go): bad arguments")
 		os.Exit(2)
 	}
@@ -610,8 +612,18 @@ func main() {
 			}
 			nc.(*net.TCPConn).SetNoDelay(true)
 			s.connMu.Lock()
-			s.live[nc] = struct{}{}
+			full := len(s.live) >= *maxConnections
+			if !full {
+				s.live[nc] = struct{}{}
+			}
 			s.connMu.Unlock()
+			if full { // as the C++ server: say so, then close
+				nc.SetWriteDeadline(time.Now().Add(time.Second))
+				fmt.Fprintf(nc, "ERR busy: the server has %d connections open (its limit); try later\n", *maxConnections)
+				nc.Close()
+				s.count(func(k *counters) { k.RefusedConnections++ })
+				continue
+			}
 			s.conns.Add(1)
 			go s.serveConn(nc)
 		}

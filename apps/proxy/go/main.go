@@ -198,13 +198,51 @@ func (p *proxy) every(d time.Duration, stop <-chan struct{}, f func()) {
 	}
 }
 
+// limitListener refuses connections past max open ones with a 503 and closes them, as the C++
+// proxy does (net/http has no such limit of its own).
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+			body := fmt.Sprintf("the proxy has %d connections open (its limit); retry later\n", cap(l.slots))
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\nContent-Type: text/plain\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s", len(body), body)
+			c.Close()
+		}
+	}
+}
+
 func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on")
 	port := flag.Int("port", 0, "port (0: any free port)")
 	workers := flag.Int("workers", 0, "GOMAXPROCS (0: Go's default)")
 	cacheMiB := flag.Int("cache-mib", 16, "cache capacity")
+	maxConnections := flag.Int("max-connections", 1024, "client connections open at once; more are answered 503")
 	flag.Parse()
-	if flag.NArg() > 0 || *cacheMiB < 0 {
+	if flag.NArg() > 0 || *cacheMiB < 0 || *maxConnections < 1 {
 		fmt.Fprintln(os.Stderr, "proxy (go): bad arguments")
 		os.Exit(2)
 	}
@@ -248,7 +286,7 @@ func main() {
 	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port)
 	fmt.Fprintf(os.Stderr, "proxy (go): listening on %s, GOMAXPROCS %d\n", ln.Addr(), runtime.GOMAXPROCS(0))
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(&limitListener{Listener: ln, slots: make(chan struct{}, *maxConnections)}) }()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
