@@ -319,6 +319,28 @@ TEST(EmailServer, ConnectionsPastTheLimitAreRefusedAndClosed) {
   EXPECT_EQ(srv.counters().refused_connections, 1u);
 }
 
+// Every mailbox lives as long as the server (its messages and its periodic checker): a login
+// that would create one past max_mailboxes is refused by name, and existing users still log in.
+TEST(EmailServer, LoginsPastTheMailboxLimitAreRefused) {
+  watchdog guard(hang_guard, "EmailServer.LoginsPastTheMailboxLimitAreRefused");
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.max_mailboxes = 2;
+  email::server srv(rt, opt);
+  line_client c(srv.port()), other(srv.port());
+  EXPECT_EQ(c.call("USER ann"), "OK ann 16");
+  EXPECT_EQ(other.call("USER bo"), "OK bo 16");
+  EXPECT_EQ(other.call("USER cy"),
+            "ERR no mailbox for 'cy' and the server holds 2 mailboxes (its limit); log in as an existing user");
+  EXPECT_EQ(other.call("SORT date"), "ACK 1");  // still logged in as bo
+  EXPECT_TRUE(starts_with(other.line(), "DONE 1 SORT date 16 "));
+  EXPECT_EQ(other.call("USER ann"), "OK ann 16");  // an existing mailbox
+  line_client late(srv.port());
+  EXPECT_EQ(late.call("USER dee"), "ERR no mailbox for 'dee' and the server holds 2 mailboxes (its limit); log in as an existing user");
+  EXPECT_EQ(late.call("SORT date"), "ERR log in first: USER <name>");
+  srv.stop();
+}
+
 TEST(EmailServer, BadOptionsAreRefusedByName) {
   promptly::runtime rt{config("aps")};
   email::server_options opt;
@@ -333,6 +355,10 @@ TEST(EmailServer, BadOptionsAreRefusedByName) {
   opt.max_connections = 0;
   EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
             "email::server_options::max_connections must be at least 1");
+  opt = {};
+  opt.max_mailboxes = 0;
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
+            "email::server_options::max_mailboxes must be at least 1");
   promptly::runtime_config few = config("aps");
   few.levels = 3;
   promptly::runtime small{few};

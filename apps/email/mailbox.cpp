@@ -39,12 +39,18 @@ std::vector<std::shared_ptr<message>> mailbox::uncompressed() const {
 
 std::pair<std::shared_ptr<mailbox>, bool> mail_store::open(const std::string& owner,
                                                            const std::function<void(mailbox&)>& fill) {
-  if (auto box = find(owner)) return {box, false};
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = boxes_.find(owner); it != boxes_.end()) return {it->second, false};
+    if (boxes_.size() >= max_boxes_) return {nullptr, false};  // full: no seed messages made in vain
+  }
   auto box = std::make_shared<mailbox>(owner, capacity_);
   fill(*box);  // outside the lock: generating the seed messages takes a while
   std::lock_guard lock(mutex_);
-  auto [it, created] = boxes_.try_emplace(owner, box);
-  return {it->second, created};  // a concurrent first login may have won: then its box
+  if (auto it = boxes_.find(owner); it != boxes_.end()) return {it->second, false};  // a concurrent first login won
+  if (boxes_.size() >= max_boxes_) return {nullptr, false};  // others filled the store meanwhile
+  boxes_.emplace(owner, box);
+  return {box, true};
 }
 
 std::shared_ptr<mailbox> mail_store::find(const std::string& owner) const {

@@ -64,20 +64,22 @@ class mailbox {
 };
 
 // Every mailbox of the server, by owner. Mailboxes are created on first login and live as long
-// as the store.
+// as the store; there are at most max_boxes of them (invariant, checked under mutex_).
 class mail_store {
  public:
-  explicit mail_store(std::size_t capacity) : capacity_(capacity) {}
+  mail_store(std::size_t capacity, std::size_t max_boxes) : capacity_(capacity), max_boxes_(max_boxes) {}
 
-  // The owner's mailbox, and whether this call created it. A new mailbox is filled by `fill`
-  // before anyone else can see it (two first logins of one user at once must both find the
-  // seed messages).
+  // The owner's mailbox, and whether this call created it; a null mailbox when the owner has
+  // none and the store holds max_boxes already. A new mailbox is filled by `fill` before anyone
+  // else can see it (two first logins of one user at once must both find the seed messages).
   std::pair<std::shared_ptr<mailbox>, bool> open(const std::string& owner, const std::function<void(mailbox&)>& fill);
+  std::size_t max_boxes() const noexcept { return max_boxes_; }
   std::shared_ptr<mailbox> find(const std::string& owner) const;
   std::uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }  // unique only
 
  private:
   const std::size_t capacity_;
+  const std::size_t max_boxes_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<mailbox>, std::less<>> boxes_;
   std::atomic<std::uint64_t> next_id_{1};

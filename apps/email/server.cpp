@@ -44,7 +44,7 @@ struct connection {
 
 struct server::state {
   state(promptly::runtime& rt_, server_options o)
-      : rt(rt_), opt(std::move(o)), listener(io::listener::tcp(opt.host, opt.port)), store(opt.capacity) {}
+      : rt(rt_), opt(std::move(o)), listener(io::listener::tcp(opt.host, opt.port)), store(opt.capacity, opt.max_mailboxes) {}
 
   promptly::runtime& rt;
   const server_options opt;
@@ -330,12 +330,15 @@ std::string stats_json(const state& s) {
 
 // ---- the client loop ---------------------------------------------------------------------
 
-void login(ctx<client_loop> c, const std::shared_ptr<state>& s, connection& conn, const std::string& name) {
+// Logs `conn` in as `name`; false (still logged in as before, if at all) when `name` has no
+// mailbox and the store is full.
+bool login(ctx<client_loop> c, const std::shared_ptr<state>& s, connection& conn, const std::string& name) {
   auto [box, created] = s->store.open(name, [&](mailbox& fresh) {
     const std::uint64_t salt = std::hash<std::string>{}(name);
     for (std::size_t k = 0; k < s->opt.seed_messages; ++k)
       fresh.deliver(std::make_shared<message>(s->store.next_id(), "postmaster", make_body("postmaster", k, s->opt.seed_bytes, salt)));
   });
+  if (!box) return false;
   if (created) {
     auto checker = pt::fcreate<checking>(c, checker_task, s, box);
     std::lock_guard lock(s->mutex);
@@ -344,6 +347,7 @@ void login(ctx<client_loop> c, const std::shared_ptr<state>& s, connection& conn
   }
   conn.user = name;
   conn.box = std::move(box);
+  return true;
 }
 
 // Acknowledges the connection's next request and starts its task with `start(seq)`, or refuses
@@ -403,7 +407,11 @@ void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_p
     bool ok = true;
     switch (r.what) {
       case verb::user:
-        login(c, s, *conn, r.name);
+        if (!login(c, s, *conn, r.name)) {
+          ok = refuse("no mailbox for '" + r.name + "' and the server holds " + std::to_string(s->store.max_boxes()) +
+                      " mailboxes (its limit); log in as an existing user");
+          break;
+        }
         ok = write_line(*s, *conn, "OK " + conn->user + " " + std::to_string(conn->box->size()));
         break;
       case verb::send:
@@ -502,6 +510,7 @@ server::server(promptly::runtime& rt, server_options options) {
   if (options.max_in_flight_per_connection == 0 || options.max_in_flight == 0)
     throw std::invalid_argument("email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");
   if (options.max_connections == 0) throw std::invalid_argument("email::server_options::max_connections must be at least 1");
+  if (options.max_mailboxes == 0) throw std::invalid_argument("email::server_options::max_mailboxes must be at least 1");
   state_ = std::make_shared<state>(rt, std::move(options));
   accept_loop_ = pt::submit<order, client_loop>(rt, accept_loop, state_);
 }

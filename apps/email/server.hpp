@@ -40,6 +40,9 @@ struct server_options {
   // Connections open at once, at most (each holds a task and its stack while it waits for its
   // client); one more gets "ERR busy: ..." and is closed.
   std::size_t max_connections = 1024;
+  // Mailboxes, at most (each keeps up to `capacity` messages and a periodic checker for the
+  // server's life); a login that would create one more gets "ERR ..." and stays logged out.
+  std::size_t max_mailboxes = 1024;
 };
 
 // What the server did since it started or since the last RESET.

@@ -59,6 +59,7 @@ type counters struct {
 type server struct {
 	capacity, seedMessages, seedBytes, chunk int
 	maxInFlightPerConn, maxInFlight          uint64 // acknowledged requests not yet answered, at most
+	maxMailboxes                             int
 	period                                   time.Duration
 	ln                                       net.Listener
 	stopping                                 chan struct{}
@@ -200,11 +201,20 @@ func (b *mailbox) snapshot() []*message {
 
 // open returns the user's mailbox and whether this call created it; a new mailbox is seeded
 // before anyone else can see it (two first logins of one user at once both find the seeds).
+// open returns name's mailbox and whether it created it; nil when name has none and the server
+// holds maxMailboxes already.
 func (s *server) open(name string) (*mailbox, bool) {
-	if b := s.find(name); b != nil {
+	s.boxMu.Lock()
+	b, ok := s.boxes[name]
+	full := len(s.boxes) >= s.maxMailboxes
+	s.boxMu.Unlock()
+	if ok {
 		return b, false
 	}
-	b := &mailbox{owner: name}
+	if full {
+		return nil, false
+	}
+	b = &mailbox{owner: name}
 	salt := fnv1a([]byte(name))
 	for k := 0; k < s.seedMessages; k++ {
 		body := makeBody("postmaster", uint64(k), s.seedBytes, salt)
@@ -214,6 +224,9 @@ func (s *server) open(name string) (*mailbox, bool) {
 	defer s.boxMu.Unlock()
 	if old, ok := s.boxes[name]; ok {
 		return old, false
+	}
+	if len(s.boxes) >= s.maxMailboxes {
+		return nil, false
 	}
 	s.boxes[name] = b
 	return b, true
@@ -402,13 +415,17 @@ func (s *server) statsJSON() string {
 const helpText = "USER <name>: log in | SEND <to> <text>: send | SORT <date|sender|size>: sort my mailbox | " +
 	"PRINT <index>: print my index-th message (0 = oldest) | STATS | RESET | QUIT."
 
-func (s *server) login(c *conn, name string) {
+func (s *server) login(c *conn, name string) bool {
 	b, created := s.open(name)
+	if b == nil {
+		return false
+	}
 	if created {
 		s.checkers.Add(1)
 		go s.checker(b)
 	}
 	c.user, c.box = name, b
+	return true
 }
 
 // ack acknowledges the connection's next request, then starts its goroutine (so the ACK
@@ -495,7 +512,10 @@ func (s *server) serveConn(nc net.Conn) {
 				break
 			}
 			s.count(func(k *counters) { k.Requests++ })
-			s.login(c, strings.TrimSpace(rest))
+			if name := strings.TrimSpace(rest); !s.login(c, name) {
+				ok = refuse(fmt.Sprintf("no mailbox for '%s' and the server holds %d mailboxes (its limit); log in as an existing user", name, s.maxMailboxes))
+				break
+			}
 			c.box.mu.Lock()
 			n := len(c.box.messages)
 			c.box.mu.Unlock()
@@ -572,9 +592,10 @@ func main() {
 	maxInFlightPerConn := flag.Int("max-in-flight-per-connection", 64, "acknowledged requests not yet answered, per connection")
 	maxInFlight := flag.Int("max-in-flight", 4096, "acknowledged requests not yet answered, over the server")
 	maxConnections := flag.Int("max-connections", 1024, "connections open at once; more get ERR busy and are closed")
+	maxMailboxes := flag.Int("max-mailboxes", 1024, "mailboxes, at most; a login that would create one more is refused")
 	flag.Parse()
 	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity ||
-		*maxInFlightPerConn < 1 || *maxInFlight < 1 || *maxConnections < 1 {
+		*maxInFlightPerConn < 1 || *maxInFlight < 1 || *maxConnections < 1 || *maxMailboxes < 1 {
 		fmt.Fprintln(os.Stderr, "email_server (go): bad arguments")
 		os.Exit(2)
 	}
@@ -587,7 +608,7 @@ func main() {
 		os.Exit(1)
 	}
 	s := &server{capacity: *capacity, seedMessages: *seedMessages, seedBytes: 8192, chunk: *chunk,
-		maxInFlightPerConn: uint64(*maxInFlightPerConn), maxInFlight: uint64(*maxInFlight),
+		maxInFlightPerConn: uint64(*maxInFlightPerConn), maxInFlight: uint64(*maxInFlight), maxMailboxes: *maxMailboxes,
 		period: time.Duration(*periodMs) * time.Millisecond, ln: ln, stopping: make(chan struct{}),
 		boxes: map[string]*mailbox{}, live: map[net.Conn]struct{}{}}
 	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port)
