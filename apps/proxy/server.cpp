@@ -66,7 +66,6 @@ struct connection {
   std::shared_ptr<server::state> owner;
 };
 
-
 namespace {
 using state = server::state;
 using conn_ptr = std::shared_ptr<connection>;
