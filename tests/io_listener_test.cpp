@@ -160,6 +160,65 @@ TEST_F(IoListener, UnixEchoes) {
   ::unlink(path.c_str());
 }
 
+// serve_options::max_connections: at most that many handlers at once; a
+// connection past it goes to on_refused and is closed; a slot frees when a
+// handler returns. The slot frees just after the client sees its end of
+// file, so the reconnect is retried on each refusal (an event, not a sleep).
+TEST_F(IoListener, ConnectionsPastMaxConnectionsAreRefused) {
+  within(60s, "serving with max_connections", [] {
+    promptly::runtime rt{workers(2)};
+    auto l = io::listener::tcp("127.0.0.1", 0);
+    std::atomic<int> running{0}, most{0}, refused{0};
+    auto served = l.serve(
+        rt,
+        [&](io::descriptor c, std::stop_token st) {
+          const int now = ++running;
+          int seen = most.load();
+          while (now > seen && !most.compare_exchange_weak(seen, now)) {
+          }
+          try {
+            echo_lines(std::move(c), st);
+          } catch (...) {
+            --running;
+            throw;
+          }
+        },
+        {.max_connections = 2, .on_refused = [&](io::descriptor& c) {
+           ++refused;
+           io::write(c, "busy\n", 5s).get();
+         }});
+    auto connect_and_echo = [&](const std::string& msg) {
+      io::descriptor c = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
+      io::line_reader lines(c);
+      io::write(c, msg + "\n", 5s).get();
+      return std::pair{std::move(c), lines.read_line(5s).get()};
+    };
+    auto [first, a] = connect_and_echo("one");
+    auto [second, b] = connect_and_echo("two");
+    EXPECT_EQ(a, "one");
+    EXPECT_EQ(b, "two");
+    {
+      io::descriptor third = io::connect_tcp("127.0.0.1", l.port(), 5s).get();
+      io::line_reader lines(third);
+      EXPECT_EQ(lines.read_line(5s).get(), "busy");
+      EXPECT_THROW(lines.read_line(5s).get(), io::end_of_file);  // and closed
+    }
+    EXPECT_EQ(refused.load(), 1);
+    first.close();  // its handler sees the end of file and returns: a slot frees
+    std::string answer;
+    int attempts = 0;
+    do {
+      ASSERT_LT(++attempts, 10000) << "a slot never freed";
+      auto [again, line] = connect_and_echo("again");
+      answer = line;
+    } while (answer == "busy");
+    EXPECT_EQ(answer, "again");
+    EXPECT_LE(most.load(), 2);
+    l.close();
+    served.get();
+  });
+}
+
 // Stopping the listener releases connection tasks parked in reads: the
 // owner's cancellation reaches every pending operation.
 TEST_F(IoListener, StoppingReleasesConnectionsThatPassTheToken) {

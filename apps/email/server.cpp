@@ -14,7 +14,6 @@
 #include <variant>
 #include <vector>
 
-#include "connection_limit.hpp"
 #include "huffman.hpp"
 #include "latency_summary.hpp"
 #include "mailbox.hpp"
@@ -57,7 +56,7 @@ struct server::state {
   mutable std::mutex mutex;
   std::condition_variable answered;  // in_flight reached 0 (stop() waits on it from its own thread)
   server_counters counters;
-  apps::connection_limit connections{opt.max_connections};  // connection loops running
+  io::connection_limit connections{opt.max_connections};  // connection loops running
   std::vector<double> compress_us;
   std::vector<promptly::future<void>> checkers;
   // Missed periods are counted against the schedule, not by the checkers, so that a checker

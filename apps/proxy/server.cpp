@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "cache.hpp"
-#include "connection_limit.hpp"
 #include "http_stream.hpp"
 #include "priorities.hpp"
 
@@ -36,7 +35,7 @@ struct server::state {
   server_counters counters;
   std::vector<double> stats_us;
   std::uint64_t live = 0;  // connection tasks (loops and fetches) running or queued
-  apps::connection_limit connections{opt.max_connections};  // client connections open
+  io::connection_limit connections{opt.max_connections};  // client connections open
 
   template <class F>
   void update(F&& f) {

@@ -5,6 +5,7 @@
 // User guide: docs/io.md. Design and protocols: src/io/README.md.
 #pragma once
 
+#include "promptly/io/connection_limit.hpp"
 #include "promptly/io/deadline.hpp"
 #include "promptly/io/descriptor.hpp"
 #include "promptly/io/error.hpp"

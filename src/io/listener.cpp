@@ -2,6 +2,9 @@
 // connection (the structure of a network echo server).
 //
 // Invariants
+//  * With serve_options::max_connections, at most that many handlers run at
+//    once: the loop takes a slot before it submits a connection task, and
+//    the task gives it back after its handler returned (slot_guard).
 //  * Every connection the loop started is closed when the loop ends, however
 //    it ends (stop token, close(), destruction, a fatal accept error): each
 //    connection task holds a close_on_stop bound to the loop's stop source.
@@ -28,6 +31,7 @@
 #include "address.hpp"
 #include "fd_operations.hpp"
 #include "fd_state.hpp"
+#include "promptly/io/connection_limit.hpp"
 #include "promptly/io/error.hpp"
 #include "promptly/io/operations.hpp"
 #include "promptly/io/timers.hpp"
@@ -127,6 +131,18 @@ class close_on_stop {
   std::optional<std::stop_callback<closer>> on_stop_;
 };
 
+// Gives a connection's slot back when its task ends (after the handler
+// returned and its descriptor was closed). Null: no limit.
+struct slot_guard {
+  explicit slot_guard(connection_limit* l) noexcept : limit(l) {}
+  connection_limit* limit;
+  slot_guard(const slot_guard&) = delete;
+  slot_guard& operator=(const slot_guard&) = delete;
+  ~slot_guard() {
+    if (limit) limit->close();
+  }
+};
+
 // Waits the retry pause after a transient accept failure; false if `stop`
 // fired meanwhile. Called after the handler that saw the failure was left.
 bool pause_before_retry(const std::stop_token& stop) {
@@ -180,6 +196,8 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
     // started is closed (close_on_stop). Operations given the token end with
     // io::cancelled or io::closed, whichever stop callback runs first.
     std::stop_source connections;
+    // Shared with the connection tasks, which may outlive the loop.
+    const auto limit = options.max_connections > 0 ? std::make_shared<connection_limit>(options.max_connections) : nullptr;
     std::exception_ptr failure;  // a fatal accept error, rethrown after the stop
     bool warned = false;
     try {
@@ -205,9 +223,21 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
           if (!pause_before_retry(options.stop)) break;
           continue;
         }
+        if (limit && !limit->try_open()) {
+          std::exception_ptr refusal_failed;
+          try {
+            if (options.on_refused) options.on_refused(c);
+          } catch (...) {
+            refusal_failed = std::current_exception();
+          }
+          c.close();
+          if (refusal_failed && !normal_end(refusal_failed)) report(options.on_error, refusal_failed);
+          continue;
+        }
         // The connection runs at the listener's level (the loop itself does too).
-        auto connection = [handler, c = std::move(c), token = connections.get_token(),
-                           on_error = options.on_error]() mutable {
+        auto connection = [handler, c = std::move(c), token = connections.get_token(), on_error = options.on_error,
+                           limit]() mutable {
+          const slot_guard slot{limit.get()};
           std::exception_ptr ended;
           {
             close_on_stop guard(c, token);

@@ -28,6 +28,10 @@
 // normal end of a connection; other exceptions go to
 // serve_options::on_error.
 //
+// serve_options::max_connections bounds the handlers running at once
+// (connection_limit.hpp says why a server facing untrusted clients needs
+// that); connections past it go to serve_options::on_refused, then close.
+//
 // The runtime waits for the loop and every connection task at shutdown, so
 // stop the listener before destroying the runtime; a handler that waits on
 // something other than its connection must end that wait itself.
@@ -66,6 +70,17 @@ struct serve_options {
   // task, outside any catch handler (so it may wait). Default: one line on
   // stderr naming the listener.
   std::function<void(std::exception_ptr)> on_error{};
+  // Connections handled at once, at most; 0 (the default, as Go's
+  // net/http) sets no limit. Every open connection holds a task and, while
+  // it waits, a fiber stack (connection_limit.hpp says why that needs a
+  // bound). A connection accepted at the limit is handed to on_refused and
+  // then closed; its slot frees when a handler returns.
+  std::size_t max_connections = 0;
+  // Called on the accept loop's task with a connection refused at
+  // max_connections, before it is closed: to tell the client (a short
+  // write, e.g. an HTTP 503; it delays the accept loop while it runs).
+  // Default: close it silently. Exceptions it throws go to on_error.
+  std::function<void(descriptor&)> on_refused{};
 };
 
 class listener {

@@ -1,17 +1,22 @@
-// The open connections of an app's server, counted against a limit. Every open connection holds
-// a task and its stack while it waits for its client, so a server that accepted without a bound
-// could be made to map stacks until the kernel refuses (vm.max_map_count); past the limit the
-// server says so and closes the connection instead (as Redis's maxclients, or nginx).
+// Counts a server's open connections against a limit. Every open connection
+// holds a task (and, while it waits for its client, a fiber stack), so a
+// server that accepts without a bound can be made to map stacks until the
+// kernel refuses (vm.max_map_count), after which waiting tasks block their
+// workers. listener::serve() takes serve_options::max_connections; a server
+// with its own accept loop (a typed task, say) takes a slot per accepted
+// connection with try_open() and gives it back with close() when the
+// connection ends, and refuses the connection when no slot is free (Redis's
+// maxclients and nginx's worker_connections do the same).
 //
-// Invariant: open() <= max at all times; each try_open() that returned true is matched by
-// exactly one close() (the servers close from the object that owns the connection's slot).
+// Invariant: open() <= max() at all times; every try_open() that returned
+// true is matched by exactly one close().
 #pragma once
 
 #include <atomic>
 #include <cassert>
 #include <cstddef>
 
-namespace apps {
+namespace promptly::io {
 
 class connection_limit {
  public:
@@ -19,7 +24,7 @@ class connection_limit {
   connection_limit(const connection_limit&) = delete;
   connection_limit& operator=(const connection_limit&) = delete;
 
-  // Takes a slot; false (nothing taken) when `max` connections are open.
+  // Takes a slot; false (nothing taken) when max() connections are open.
   [[nodiscard]] bool try_open() noexcept {
     // Relaxed: the count publishes no data; the CAS alone keeps it at most max_.
     std::size_t now = open_.load(std::memory_order_relaxed);
@@ -28,6 +33,7 @@ class connection_limit {
     } while (!open_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
     return true;
   }
+  // Gives back a slot try_open() took.
   void close() noexcept {
     [[maybe_unused]] const std::size_t before = open_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
     assert(before > 0 && "close() matches a successful try_open()");
@@ -40,4 +46,4 @@ class connection_limit {
   std::atomic<std::size_t> open_{0};
 };
 
-}  // namespace apps
+}  // namespace promptly::io
