@@ -166,9 +166,11 @@ TEST_F(IoListener, UnixEchoes) {
 // file, so the reconnect is retried on each refusal (an event, not a sleep).
 TEST_F(IoListener, ConnectionsPastMaxConnectionsAreRefused) {
   within(60s, "serving with max_connections", [] {
+    // Declared before the runtime, whose destructor waits for the handlers
+    // that still unwind after the listener closed: they must outlive them.
+    std::atomic<int> running{0}, most{0}, refused{0};
     promptly::runtime rt{workers(2)};
     auto l = io::listener::tcp("127.0.0.1", 0);
-    std::atomic<int> running{0}, most{0}, refused{0};
     auto served = l.serve(
         rt,
         [&](io::descriptor c, std::stop_token st) {
