@@ -373,10 +373,7 @@ bool acknowledge_and_start(state& s, connection& conn, Start&& start) {
 void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_ptr<connection> conn) {
   // The loop's connection slot is given back when it returns, before `conn` is released (which
   // closes the socket once no request task holds it): a client that saw the end can reconnect.
-  struct slot {
-    state& s;
-    ~slot() { s.connections.close(); }
-  } const held{*s};
+  const io::connection_limit::slot held{&s->connections};
   io::line_reader lines(conn->d, s->opt.max_line);
   const auto stop = s->stop.get_token();
   auto refuse = [&](const std::string& why) {

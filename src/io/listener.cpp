@@ -4,7 +4,7 @@
 // Invariants
 //  * With serve_options::max_connections, at most that many handlers run at
 //    once: the loop takes a slot before it submits a connection task, and
-//    the task gives it back after its handler returned (slot_guard).
+//    the task gives it back after its handler returned (connection_limit::slot).
 //  * Every connection the loop started is closed when the loop ends, however
 //    it ends (stop token, close(), destruction, a fatal accept error): each
 //    connection task holds a close_on_stop bound to the loop's stop source.
@@ -131,18 +131,6 @@ class close_on_stop {
   std::optional<std::stop_callback<closer>> on_stop_;
 };
 
-// Gives a connection's slot back when its task ends (after the handler
-// returned and its descriptor was closed). Null: no limit.
-struct slot_guard {
-  explicit slot_guard(connection_limit* l) noexcept : limit(l) {}
-  connection_limit* limit;
-  slot_guard(const slot_guard&) = delete;
-  slot_guard& operator=(const slot_guard&) = delete;
-  ~slot_guard() {
-    if (limit) limit->close();
-  }
-};
-
 // Waits the retry pause after a transient accept failure; false if `stop`
 // fired meanwhile. Called after the handler that saw the failure was left.
 bool pause_before_retry(const std::stop_token& stop) {
@@ -237,7 +225,9 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
         // The connection runs at the listener's level (the loop itself does too).
         auto connection = [handler, c = std::move(c), token = connections.get_token(), on_error = options.on_error,
                            limit]() mutable {
-          const slot_guard slot{limit.get()};
+          // Given back as the task ends, after the handler returned and its
+          // descriptor closed; null without a limit.
+          const connection_limit::slot held{limit.get()};
           std::exception_ptr ended;
           {
             close_on_stop guard(c, token);

@@ -4,9 +4,10 @@
 // kernel refuses (vm.max_map_count), after which waiting tasks block their
 // workers. listener::serve() takes serve_options::max_connections; a server
 // with its own accept loop (a typed task, say) takes a slot per accepted
-// connection with try_open() and gives it back with close() when the
-// connection ends, and refuses the connection when no slot is free (Redis's
-// maxclients and nginx's worker_connections do the same).
+// connection with try_open(), refuses the connection when no slot is free
+// (Redis's maxclients and nginx's worker_connections do the same), and
+// gives the slot back when the connection ends: close(), or a `slot` held
+// by whatever ends with the connection.
 //
 // Invariant: open() <= max() at all times; every try_open() that returned
 // true is matched by exactly one close().
@@ -38,6 +39,19 @@ class connection_limit {
     [[maybe_unused]] const std::size_t before = open_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
     assert(before > 0 && "close() matches a successful try_open()");
   }
+  // Gives back, when destroyed, a slot try_open() took; null: nothing.
+  class slot {
+   public:
+    explicit slot(connection_limit* limit) noexcept : limit_(limit) {}
+    slot(const slot&) = delete;
+    slot& operator=(const slot&) = delete;
+    ~slot() {
+      if (limit_) limit_->close();
+    }
+
+   private:
+    connection_limit* limit_;
+  };
   std::size_t max() const noexcept { return max_; }
   std::size_t open() const noexcept { return open_.load(std::memory_order_relaxed); }  // relaxed: a statistic
 
