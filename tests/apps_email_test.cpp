@@ -70,6 +70,7 @@ class line_client {
     send_line(s);
     return line();
   }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
@@ -319,6 +320,36 @@ TEST(EmailServer, ConnectionsPastTheLimitAreRefusedAndClosed) {
   EXPECT_EQ(srv.counters().refused_connections, 1u);
 }
 
+// Without an idle timeout, max_connections clients that connect and send nothing, or trickle
+// one line a byte at a time, hold every slot for good. With it, each is told and closed (the
+// deadline is per line, so trickled bytes do not extend it), and the freed slots serve others.
+TEST(EmailServer, SilentAndTricklingConnectionsAreClosedAtTheIdleTimeout) {
+  watchdog guard(hang_guard, "EmailServer.SilentAndTricklingConnectionsAreClosedAtTheIdleTimeout");
+  using namespace std::chrono_literals;
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.max_connections = 2;
+  opt.idle_timeout = 300ms;
+  email::server srv(rt, opt);
+  const std::string told = "ERR idle: no request for 300 ms (the server's idle timeout); closing";
+  line_client silent(srv.port()), trickler(srv.port());
+  EXPECT_EQ(trickler.call("USER erin"), "OK erin 16");
+  // 200 bytes at 50 ms would take 10 s: a deadline that each byte renewed would never pass.
+  std::string line = "SORT date";
+  line.append(190, ' ').append("\n");
+  const std::size_t sent = trickle_until_answered(trickler.fd(), line, 50ms);
+  EXPECT_LT(sent, line.size());
+  EXPECT_EQ(trickler.line(), told);
+  EXPECT_EQ(trickler.line(), "<eof>");
+  EXPECT_EQ(silent.line(), told);
+  EXPECT_EQ(silent.line(), "<eof>");
+  line_client next(srv.port());  // both slots are free again
+  EXPECT_EQ(next.call("USER erin"), "OK erin 16");
+  srv.stop();
+  EXPECT_EQ(srv.counters().timed_out_connections, 2u);
+  EXPECT_EQ(srv.counters().refused_connections, 0u);
+}
+
 // Every mailbox lives as long as the server (its messages and its periodic checker): a login
 // that would create one past max_mailboxes is refused by name, and existing users still log in.
 TEST(EmailServer, LoginsPastTheMailboxLimitAreRefused) {
@@ -359,6 +390,10 @@ TEST(EmailServer, BadOptionsAreRefusedByName) {
   opt.max_mailboxes = 0;
   EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
             "email::server_options::max_mailboxes must be at least 1");
+  opt = {};
+  opt.idle_timeout = std::chrono::milliseconds(-1);
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
+            "email::server_options::idle_timeout must not be negative (0: no limit)");
   promptly::runtime_config few = config("aps");
   few.levels = 3;
   promptly::runtime small{few};

@@ -38,6 +38,7 @@ class raw_client {
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
   }
   ~raw_client() { ::close(fd_); }
+  int fd() const { return fd_; }
   void send_raw(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size())); }
   // The next response; status 0 if the proxy closed the connection first.
   proxy::http_message response() {
@@ -152,12 +153,52 @@ TEST(ProxyServer, ConnectionsPastTheLimitAreAnswered503AndClosed) {
   EXPECT_EQ(srv.counters().refused_connections, 1u);
 }
 
+// Without an idle timeout, max_connections clients that connect and send nothing, or trickle a
+// request a byte at a time, hold every slot for good. With it, a connection that sent nothing
+// is closed silently (as nginx closes an idle keep-alive connection), one cut short mid-request
+// is answered 408 with Connection: close, trickled bytes do not extend the deadline, and the
+// freed slots serve others.
+TEST(ProxyServer, SilentAndTricklingConnectionsAreClosedAtTheIdleTimeout) {
+  watchdog guard(hang_guard, "ProxyServer.SilentAndTricklingConnectionsAreClosedAtTheIdleTimeout");
+  using namespace std::chrono_literals;
+  promptly::runtime rt{config("aps")};
+  proxy::server_options opt;
+  opt.max_connections = 2;
+  opt.idle_timeout = 300ms;
+  proxy::server srv(rt, opt);
+  raw_client idle(srv.port()), trickler(srv.port());
+  idle.send_raw(get("/proxy-stats"));
+  EXPECT_EQ(idle.response().status, 200);  // then nothing more: an idle keep-alive connection
+  // 200 bytes at 50 ms would take 10 s: a deadline that each byte renewed would never pass.
+  std::string request = "GET /proxy-stats HTTP/1.1\r\nX-Slow: ";
+  request.append(150, 'x').append("\r\n\r\n");
+  const std::size_t sent = trickle_until_answered(trickler.fd(), request, 50ms);
+  EXPECT_LT(sent, request.size());
+  auto cut = trickler.response();
+  EXPECT_EQ(cut.status, 408);
+  EXPECT_FALSE(cut.keep_alive);
+  EXPECT_EQ(cut.body, "no complete request within the proxy's idle timeout\n");
+  EXPECT_EQ(trickler.response().status, 0);  // closed
+  EXPECT_EQ(idle.response().status, 0);      // closed, with nothing said
+  raw_client next(srv.port());  // both slots are free again
+  next.send_raw(get("/proxy-stats"));
+  auto stats = next.response();
+  EXPECT_EQ(stats.status, 200);
+  EXPECT_NE(stats.body.find("\"timed_out_connections\": 2,"), std::string::npos) << stats.body;
+  srv.stop();
+  EXPECT_EQ(srv.counters().refused_connections, 0u);
+}
+
 TEST(ProxyServer, BadOptionsAreRefusedByName) {
   promptly::runtime rt{config("aps")};
   proxy::server_options opt;
   opt.max_connections = 0;
   EXPECT_EQ(what_of<std::invalid_argument>([&] { proxy::server s(rt, opt); }),
             "proxy::server_options: max_connections must be at least 1");
+  opt.max_connections = 1;
+  opt.idle_timeout = std::chrono::milliseconds(-1);
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { proxy::server s(rt, opt); }),
+            "proxy::server_options: idle_timeout must not be negative (0: no limit)");
 }
 
 class ProxyPolicies : public ::testing::TestWithParam<const char*> {};

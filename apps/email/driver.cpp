@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -171,7 +172,9 @@ class driver {
  private:
   void login(client& c, std::size_t i) {
     c.index = i;
-    c.name = "u" + std::to_string(i);
+    char name[24];  // (snprintf: GCC 12 warns falsely, -Wrestrict, on "u" + std::to_string(i))
+    std::snprintf(name, sizeof name, "u%zu", i);
+    c.name = name;
     c.rng.seed(opt_.seed * 1000003 + i);
     c.fd = connect_to(opt_.host, opt_.port);
     blocking_line b{c.fd, {}};

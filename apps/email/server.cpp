@@ -104,6 +104,10 @@ struct server::state {
     ++counters.in_flight;
     return std::nullopt;
   }
+  std::size_t in_flight_of(const connection& conn) const {
+    std::lock_guard lock(mutex);
+    return conn.in_flight;
+  }
   // Counted before its DONE line is written, so a client that read DONE and then asks STATS sees
   // its request counted; in_flight drops only after the write (stop() waits for the reply).
   void count_done(std::uint64_t server_counters::*what) { update([&](server_counters& c) { ++(c.*what); }); }
@@ -319,10 +323,12 @@ std::string stats_json(const state& s) {
                 "{\"requests\": %llu, \"sends\": %llu, \"sorts\": %llu, \"prints\": %llu, \"errors\": %llu, "
                 "\"compress_tasks\": %llu, \"messages_compressed\": %llu, \"periods\": %llu, "
                 "\"missed_periods\": %llu, \"write_failures\": %llu, \"in_flight\": %llu, \"busy\": %llu, \"refused_connections\": %llu, "
+                "\"timed_out_connections\": %llu, "
                 "\"compress_us_mean\": %.1f, \"compress_us_p50\": %.1f, \"compress_us_p95\": %.1f, "
                 "\"compress_us_p99\": %.1f, \"compress_us_max\": %.1f}",
                 u(k.requests), u(k.sends), u(k.sorts), u(k.prints), u(k.errors), u(k.compress_tasks),
                 u(k.messages_compressed), u(k.periods), u(k.missed_periods), u(k.write_failures), u(k.in_flight), u(k.busy), u(k.refused_connections),
+                u(k.timed_out_connections),
                 sum.mean, sum.p50, sum.p95, sum.p99, sum.max);
   return buf;
 }
@@ -380,10 +386,18 @@ void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_p
     s->update([](server_counters& k) { ++k.errors; });
     return write_line(*s, *conn, "ERR " + why);
   };
+  const bool timed = s->opt.idle_timeout.count() > 0;
   for (;;) {
     std::string line;
     try {
-      line = lines.read_line({}, stop).get();
+      // A fresh deadline per line: bytes trickled into one line do not extend it.
+      line = lines.read_line(timed ? io::deadline(s->opt.idle_timeout) : io::deadline{}, stop).get();
+    } catch (const io::timed_out&) {
+      if (s->in_flight_of(*conn) > 0) continue;  // waiting for its replies, not idle
+      s->update([](server_counters& k) { ++k.timed_out_connections; });
+      write_line(*s, *conn, "ERR idle: no request for " + std::to_string(s->opt.idle_timeout.count()) +
+                                " ms (the server's idle timeout); closing");
+      return;
     } catch (const io::error& e) {
       if (e.errno_value() == EMSGSIZE && refuse("request longer than " + std::to_string(s->opt.max_line) + " bytes"))
         continue;
@@ -507,6 +521,8 @@ server::server(promptly::runtime& rt, server_options options) {
     throw std::invalid_argument("email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");
   if (options.max_connections == 0) throw std::invalid_argument("email::server_options::max_connections must be at least 1");
   if (options.max_mailboxes == 0) throw std::invalid_argument("email::server_options::max_mailboxes must be at least 1");
+  if (options.idle_timeout.count() < 0)
+    throw std::invalid_argument("email::server_options::idle_timeout must not be negative (0: no limit)");
   state_ = std::make_shared<state>(rt, std::move(options));
   accept_loop_ = pt::submit<order, client_loop>(rt, accept_loop, state_);
 }

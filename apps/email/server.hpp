@@ -43,6 +43,12 @@ struct server_options {
   // Mailboxes, at most (each keeps up to `capacity` messages and a periodic checker for the
   // server's life); a login that would create one more gets "ERR ..." and stays logged out.
   std::size_t max_mailboxes = 1024;
+  // The time a connection may go without sending a complete request line while none of its
+  // requests is in flight (waiting for its replies is not idle); 0: no limit. Past it the
+  // connection gets "ERR idle: ..." and is closed. Ten minutes is POP3's autologout timer
+  // (RFC 1939); without a bound, max_connections clients that connect and send nothing (or
+  // trickle a line a byte at a time) would hold every slot for good.
+  std::chrono::milliseconds idle_timeout{600'000};
 };
 
 // What the server did since it started or since the last RESET.
@@ -56,6 +62,7 @@ struct server_counters {
   std::uint64_t in_flight = 0;                    // acknowledged requests not yet answered
   std::uint64_t busy = 0;                         // requests refused at an in-flight limit
   std::uint64_t refused_connections = 0;          // connections refused at max_connections
+  std::uint64_t timed_out_connections = 0;        // connections closed at idle_timeout
 };
 
 class server {

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   opt.max_in_flight = static_cast<std::size_t>(non_negative(a, "max-in-flight", static_cast<long>(opt.max_in_flight)));
   opt.max_connections = static_cast<std::size_t>(non_negative(a, "max-connections", static_cast<long>(opt.max_connections)));
   opt.max_mailboxes = static_cast<std::size_t>(non_negative(a, "max-mailboxes", static_cast<long>(opt.max_mailboxes)));
+  opt.idle_timeout = std::chrono::milliseconds(non_negative(a, "idle-timeout-ms", static_cast<long>(opt.idle_timeout.count())));
 
   // fair: a criterion that favours the interactive levels (client loop, send) by default.
   const auto cfg = apps::runtime_options(a, email::order::size, "40,25,15,10,5,5");

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   const long max_connections = a.get_long("max-connections", static_cast<long>(opt.max_connections));
   if (max_connections < 1) bench::args::fail("--max-connections must be at least 1");
   opt.max_connections = static_cast<std::size_t>(max_connections);
+  const long idle_timeout_ms = a.get_long("idle-timeout-ms", static_cast<long>(opt.idle_timeout.count()));
+  if (idle_timeout_ms < 0) bench::args::fail("--idle-timeout-ms must not be negative (0: no limit)");
+  opt.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
   auto cfg = apps::runtime_options(a, proxy::order::size, "50,30,10,10,0");
   cfg.aps.rho = 1.2;  // the I-Cilk paper ran its proxy with rho 1.2 (little parallelism per level)
   a.finish();

@@ -69,10 +69,12 @@ namespace {
 using state = server::state;
 using conn_ptr = std::shared_ptr<connection>;
 
-bool respond(connection& c, int status, const char* reason, std::string_view body, const char* x_cache = nullptr) {
+// closing: the proxy closes the connection after this response, and says so (RFC 9112, 9.6).
+bool respond(connection& c, int status, const char* reason, std::string_view body, const char* x_cache = nullptr,
+             bool closing = false) {
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Length: " +
                      std::to_string(body.size()) + "\r\n" + (x_cache ? std::string("X-Cache: ") + x_cache + "\r\n" : "") +
-                     "Content-Type: text/html\r\n\r\n";
+                     (closing ? "Connection: close\r\n" : "") + "Content-Type: text/html\r\n\r\n";
   try {
     io::write(c.d, head + std::string(body), io_timeout).get();
     return true;
@@ -81,24 +83,30 @@ bool respond(connection& c, int status, const char* reason, std::string_view bod
   }
 }
 
-// Reads until the connection's stream holds a complete message. false at end of file between
-// messages, on cancellation, or when the peer vanished; throws http_error if malformed.
-bool read_request(connection& c, std::stop_token stop) {
+enum class read_result { request, ended, timed_out };
+
+// Reads until the connection's stream holds a complete message: request. ended at end of file
+// between messages, on cancellation, or when the peer vanished; timed_out when no complete
+// request arrived within idle_timeout of the call. Throws http_error if malformed.
+read_result read_request(connection& c, const state& s, std::stop_token stop) {
+  const io::deadline until = s.opt.idle_timeout.count() > 0 ? io::deadline(s.opt.idle_timeout) : io::deadline{};
   char buf[16384];
   for (;;) {
     if (!c.buffered.empty()) {
       std::size_t used = c.in.feed(c.buffered.data(), c.buffered.size());
       c.buffered.erase(0, used);
-      if (c.in.complete()) return true;
+      if (c.in.complete()) return read_result::request;
     }
     std::size_t n = 0;
     try {
-      n = io::read(c.d, std::span<char>(buf, sizeof buf), {}, stop).get();
+      n = io::read(c.d, std::span<char>(buf, sizeof buf), until, stop).get();
     } catch (const io::end_of_file&) {
       c.in.finish();
-      return c.in.complete();
+      return c.in.complete() ? read_result::request : read_result::ended;
+    } catch (const io::timed_out&) {
+      return read_result::timed_out;
     } catch (const io::error&) {
-      return false;
+      return read_result::ended;
     }
     c.buffered.append(buf, n);
   }
@@ -147,9 +155,10 @@ std::string stats_json(const state& s) {
   std::snprintf(buf, sizeof buf,
                 "{\"requests\": %llu, \"hits\": %llu, \"misses\": %llu, \"errors\": %llu, \"evictions\": %llu, "
                 "\"stats_runs\": %llu, \"cached_pages\": %llu, \"cached_bytes\": %llu, \"refused_connections\": %llu, "
+                "\"timed_out_connections\": %llu, "
                 "\"stats_us_mean\": %.1f, \"stats_us_p50\": %.1f, \"stats_us_p99\": %.1f}",
                 u(k.requests), u(k.hits), u(k.misses), u(k.errors), u(k.evictions), u(k.stats_runs), u(k.cached_pages),
-                u(k.cached_bytes), u(k.refused_connections), mean, rank(0.5), rank(0.99));
+                u(k.cached_bytes), u(k.refused_connections), u(k.timed_out_connections), mean, rank(0.5), rank(0.99));
   return buf;
 }
 
@@ -203,11 +212,18 @@ void client_loop_task(ctx<client_loop> c, std::shared_ptr<state> s, conn_ptr con
   for (;;) {
     http_message m;
     try {
-      if (!read_request(*conn, stop)) break;
+      const read_result got = read_request(*conn, *s, stop);
+      if (got == read_result::timed_out) {
+        s->update([](server_counters& k) { ++k.timed_out_connections; });
+        // A keep-alive connection that sent nothing is closed silently, as nginx does; a
+        // request cut short is told why.
+        if (!conn->in.idle()) respond(*conn, 408, "Request Timeout", "no complete request within the proxy's idle timeout\n", nullptr, true);
+      }
+      if (got != read_result::request) break;
       m = conn->in.take();
     } catch (const http_error& e) {
       s->update([](server_counters& k) { ++k.errors; });
-      respond(*conn, 400, "Bad Request", e.what());
+      respond(*conn, 400, "Bad Request", e.what(), nullptr, true);
       break;
     }
     s->update([](server_counters& k) { ++k.requests; });
@@ -310,6 +326,7 @@ server::server(promptly::runtime& rt, server_options options) {
   if (options.resize_period.count() <= 0 || options.stats_period.count() <= 0)
     throw std::invalid_argument("proxy::server_options: resize_period and stats_period must be positive");
   if (options.max_connections == 0) throw std::invalid_argument("proxy::server_options: max_connections must be at least 1");
+  if (options.idle_timeout.count() < 0) throw std::invalid_argument("proxy::server_options: idle_timeout must not be negative (0: no limit)");
   state_ = std::make_shared<state>(rt, std::move(options));
   tasks_.push_back(pt::submit<order, client_loop>(rt, accept_task, state_));
   tasks_.push_back(pt::submit<order, resize>(rt, resize_task, state_));

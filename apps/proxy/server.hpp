@@ -29,12 +29,19 @@ struct server_options {
   // Client connections open at once, at most; one more is answered 503 and closed (every open
   // connection holds a task and its stack while it waits for the client).
   std::size_t max_connections = 1024;
+  // The time a client has to send a complete request, from its connect or the end of the
+  // previous response; 0: no limit. Past it the connection is closed, with 408 Request Timeout
+  // if part of a request arrived (the deadline is not extended by trickled bytes). Without it,
+  // max_connections clients that connect and send nothing would hold every slot for good
+  // (nginx's client_header_timeout and keepalive_timeout, Go's ReadTimeout and IdleTimeout).
+  std::chrono::milliseconds idle_timeout{60'000};
 };
 
 struct server_counters {
   std::uint64_t requests = 0, hits = 0, misses = 0, errors = 0, evictions = 0, stats_runs = 0;
   std::uint64_t cached_pages = 0, cached_bytes = 0;  // at the last statistics run
   std::uint64_t refused_connections = 0;             // over server_options::max_connections
+  std::uint64_t timed_out_connections = 0;           // closed at server_options::idle_timeout
 };
 
 class server {

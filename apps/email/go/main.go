@@ -54,12 +54,14 @@ type counters struct {
 	Periods, MissedPeriods, WriteFailures, InFlight                           uint64
 	Busy                                                                      uint64 // refused at an in-flight limit
 	RefusedConnections                                                        uint64 // refused at max-connections
+	TimedOutConnections                                                       uint64 // closed at idle-timeout
 }
 
 type server struct {
 	capacity, seedMessages, seedBytes, chunk int
 	maxInFlightPerConn, maxInFlight          uint64 // acknowledged requests not yet answered, at most
 	maxMailboxes                             int
+	idleTimeout                              time.Duration // 0: none
 	period                                   time.Duration
 	ln                                       net.Listener
 	stopping                                 chan struct{}
@@ -407,9 +409,9 @@ func (s *server) statsJSON() string {
 		mean /= float64(len(us))
 		max = us[len(us)-1]
 	}
-	return fmt.Sprintf(`{"requests": %d, "sends": %d, "sorts": %d, "prints": %d, "errors": %d, "compress_tasks": %d, "messages_compressed": %d, "periods": %d, "missed_periods": %d, "write_failures": %d, "in_flight": %d, "busy": %d, "refused_connections": %d, "compress_us_mean": %.1f, "compress_us_p50": %.1f, "compress_us_p95": %.1f, "compress_us_p99": %.1f, "compress_us_max": %.1f}`,
+	return fmt.Sprintf(`{"requests": %d, "sends": %d, "sorts": %d, "prints": %d, "errors": %d, "compress_tasks": %d, "messages_compressed": %d, "periods": %d, "missed_periods": %d, "write_failures": %d, "in_flight": %d, "busy": %d, "refused_connections": %d, "timed_out_connections": %d, "compress_us_mean": %.1f, "compress_us_p50": %.1f, "compress_us_p95": %.1f, "compress_us_p99": %.1f, "compress_us_max": %.1f}`,
 		k.Requests, k.Sends, k.Sorts, k.Prints, k.Errors, k.CompressTasks, k.MessagesCompressed, k.Periods,
-		k.MissedPeriods, k.WriteFailures, k.InFlight, k.Busy, k.RefusedConnections, mean, rank(0.5), rank(0.95), rank(0.99), max)
+		k.MissedPeriods, k.WriteFailures, k.InFlight, k.Busy, k.RefusedConnections, k.TimedOutConnections, mean, rank(0.5), rank(0.95), rank(0.99), max)
 }
 
 const helpText = "USER <name>: log in | SEND <to> <text>: send | SORT <date|sender|size>: sort my mailbox | " +
@@ -468,12 +470,31 @@ func (s *server) serveConn(nc net.Conn) {
 		go func() { c.busy.Wait(); nc.Close() }()
 	}()
 	r := bufio.NewReaderSize(nc, 16*1024)
+	// As the C++ server: a fresh deadline per line (bytes trickled into one line do not extend
+	// it), set under connMu unless the server is stopping (stop's past deadline must win).
+	armIdle := func() {
+		if s.idleTimeout == 0 {
+			return
+		}
+		s.connMu.Lock()
+		select {
+		case <-s.stopping:
+		default:
+			nc.SetReadDeadline(time.Now().Add(s.idleTimeout))
+		}
+		s.connMu.Unlock()
+	}
+	var carry []byte // a line's part read before a timeout that found requests in flight
 	refuse := func(why string) bool {
 		s.count(func(k *counters) { k.Errors++ })
 		return s.writeLine(c, "ERR "+why)
 	}
 	for {
+		armIdle()
 		line, err := r.ReadSlice('\n')
+		if len(carry) > 0 {
+			line, carry = append(carry, line...), nil
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= maxLine {
@@ -490,6 +511,23 @@ func (s *server) serveConn(nc net.Conn) {
 				continue
 			}
 			line = long
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && s.idleTimeout > 0 {
+			select {
+			case <-s.stopping:
+				return
+			default:
+			}
+			s.statMu.Lock()
+			waiting := c.inFlight > 0
+			s.statMu.Unlock()
+			if waiting { // waiting for its replies, not idle
+				carry = append([]byte(nil), line...)
+				continue
+			}
+			s.count(func(k *counters) { k.TimedOutConnections++ })
+			s.writeLine(c, fmt.Sprintf("ERR idle: no request for %d ms (the server's idle timeout); closing", s.idleTimeout.Milliseconds()))
+			return
 		}
 		if err != nil {
 			return
@@ -593,9 +631,10 @@ func main() {
 	maxInFlight := flag.Int("max-in-flight", 4096, "acknowledged requests not yet answered, over the server")
 	maxConnections := flag.Int("max-connections", 1024, "connections open at once; more get ERR busy and are closed")
 	maxMailboxes := flag.Int("max-mailboxes", 1024, "mailboxes, at most; a login that would create one more is refused")
+	idleTimeoutMs := flag.Int("idle-timeout-ms", 600000, "time a connection may send no request while none of its requests is in flight (0: no limit)")
 	flag.Parse()
 	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity ||
-		*maxInFlightPerConn < 1 || *maxInFlight < 1 || *maxConnections < 1 || *maxMailboxes < 1 {
+		*maxInFlightPerConn < 1 || *maxInFlight < 1 || *maxConnections < 1 || *maxMailboxes < 1 || *idleTimeoutMs < 0 {
 		fmt.Fprintln(os.Stderr, "email_server (go): bad arguments")
 		os.Exit(2)
 	}
@@ -609,7 +648,8 @@ func main() {
 	}
 	s := &server{capacity: *capacity, seedMessages: *seedMessages, seedBytes: 8192, chunk: *chunk,
 		maxInFlightPerConn: uint64(*maxInFlightPerConn), maxInFlight: uint64(*maxInFlight), maxMailboxes: *maxMailboxes,
-		period: time.Duration(*periodMs) * time.Millisecond, ln: ln, stopping: make(chan struct{}),
+		period: time.Duration(*periodMs) * time.Millisecond, idleTimeout: time.Duration(*idleTimeoutMs) * time.Millisecond,
+		ln: ln, stopping: make(chan struct{}),
 		boxes: map[string]*mailbox{}, live: map[net.Conn]struct{}{}}
 	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port)
 	fmt.Fprintf(os.Stderr, "email_server (go): listening on %s, GOMAXPROCS %d\n", ln.Addr(), runtime.GOMAXPROCS(0))

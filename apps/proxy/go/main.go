@@ -241,8 +241,9 @@ func main() {
 	workers := flag.Int("workers", 0, "GOMAXPROCS (0: Go's default)")
 	cacheMiB := flag.Int("cache-mib", 16, "cache capacity")
 	maxConnections := flag.Int("max-connections", 1024, "client connections open at once; more are answered 503")
+	idleTimeoutMs := flag.Int("idle-timeout-ms", 60000, "time a client has to send a request, from its connect or the last response (0: no limit)")
 	flag.Parse()
-	if flag.NArg() > 0 || *cacheMiB < 0 || *maxConnections < 1 {
+	if flag.NArg() > 0 || *cacheMiB < 0 || *maxConnections < 1 || *idleTimeoutMs < 0 {
 		fmt.Fprintln(os.Stderr, "proxy (go): bad arguments")
 		os.Exit(2)
 	}
@@ -282,7 +283,9 @@ func main() {
 			p.mu.Unlock()
 		})
 	}()
-	srv := &http.Server{Handler: p}
+	// The idiomatic bound on idle and slow clients, as the C++ proxy's --idle-timeout-ms.
+	idle := time.Duration(*idleTimeoutMs) * time.Millisecond
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: idle, IdleTimeout: idle}
 	fmt.Printf("LISTENING %d\n", ln.Addr().(*net.TCPAddr).Port)
 	fmt.Fprintf(os.Stderr, "proxy (go): listening on %s, GOMAXPROCS %d\n", ln.Addr(), runtime.GOMAXPROCS(0))
 	done := make(chan error, 1)

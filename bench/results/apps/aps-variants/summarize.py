@@ -1,9 +1,21 @@
-# Medians [min-max] per label of the RESULT lines in a file: python3 summarize.py FILE resp_us_p99,hit_us_p99,...
-import sys,json,statistics as st,collections
-d=collections.defaultdict(lambda: collections.defaultdict(list))
+# Medians [min-max] per label of the RESULT lines in a file (a label, then the driver's RESULT
+# JSON): python3 summarize.py FILE resp_us_p99,hit_us_p99,...  A metric a label's runs lack: "-".
+import collections
+import json
+import statistics as st
+import sys
+
+runs = collections.defaultdict(lambda: collections.defaultdict(list))
 for line in open(sys.argv[1]):
-    lab,js=line.split(' ',1); m=json.loads(js)['metrics']
-    for k,v in m.items(): d[lab][k].append(v)
-keys=sys.argv[2].split(',')
-for lab,m in d.items():
-    print(lab, len(m[keys[0]]), '  '.join(f"{k} {st.median(m[k]):.0f} [{min(m[k]):.0f}-{max(m[k]):.0f}]" for k in keys))
+    label, js = line.split(' ', 1)
+    for k, v in json.loads(js)['metrics'].items():
+        runs[label][k].append(v)
+keys = sys.argv[2].split(',')
+
+
+def cell(values):
+    return f"{st.median(values):.0f} [{min(values):.0f}-{max(values):.0f}]" if values else "-"
+
+
+for label, m in runs.items():
+    print(label, max(len(v) for v in m.values()), '  '.join(f"{k} {cell(m.get(k, []))}" for k in keys))
