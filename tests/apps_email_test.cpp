@@ -350,6 +350,38 @@ TEST(EmailServer, SilentAndTricklingConnectionsAreClosedAtTheIdleTimeout) {
   EXPECT_EQ(srv.counters().refused_connections, 0u);
 }
 
+// A mailbox keeps at most mailbox_bytes of text: a delivery past it drops the oldest messages
+// (as one past capacity does), never the one delivered, and a SEND longer than a whole mailbox
+// is refused before it is acknowledged. So the mailboxes together hold at most
+// max_mailboxes x mailbox_bytes, whatever clients send.
+TEST(EmailServer, MailboxesKeepAtMostTheirBytes) {
+  watchdog guard(hang_guard, "EmailServer.MailboxesKeepAtMostTheirBytes");
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.seed_messages = 2;  // of 8192 bytes
+  opt.mailbox_bytes = 3 * 8192 + 100;
+  email::server srv(rt, opt);
+  line_client c(srv.port());
+  EXPECT_EQ(c.call("USER ann"), "OK ann 2");
+  EXPECT_EQ(c.call("SEND ann " + std::string(opt.mailbox_bytes + 1, 'x')),
+            "ERR a message of 24677 bytes does not fit a mailbox (24676 bytes)");
+  std::uint64_t seq = 0;
+  auto send = [&](std::size_t bytes) {
+    EXPECT_EQ(c.call("SEND ann " + std::string(bytes, 'y')), "ACK " + std::to_string(++seq));
+    EXPECT_TRUE(starts_with(c.line(), "DONE " + std::to_string(seq) + " SEND "));
+  };
+  send(8192);  // 3 x 8192: fits
+  EXPECT_EQ(c.call("USER ann"), "OK ann 3");
+  send(200);  // 3 x 8192 + 200: the oldest seed message goes
+  EXPECT_EQ(c.call("USER ann"), "OK ann 3");
+  send(opt.mailbox_bytes);  // exactly a mailbox: everything else goes
+  EXPECT_EQ(c.call("USER ann"), "OK ann 1");
+  EXPECT_EQ(c.call("SORT size"), "ACK " + std::to_string(++seq));
+  EXPECT_TRUE(starts_with(c.line(), "DONE " + std::to_string(seq) + " SORT size 1 "));
+  srv.stop();
+  EXPECT_EQ(srv.counters().errors, 1u);
+}
+
 // Every mailbox lives as long as the server (its messages and its periodic checker): a login
 // that would create one past max_mailboxes is refused by name, and existing users still log in.
 TEST(EmailServer, LoginsPastTheMailboxLimitAreRefused) {
@@ -390,6 +422,10 @@ TEST(EmailServer, BadOptionsAreRefusedByName) {
   opt.max_mailboxes = 0;
   EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
             "email::server_options::max_mailboxes must be at least 1");
+  opt = {};
+  opt.mailbox_bytes = opt.seed_messages * opt.seed_bytes - 1;
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),
+            "email::server_options::mailbox_bytes must hold the seed messages (seed_messages x seed_bytes)");
   opt = {};
   opt.idle_timeout = std::chrono::milliseconds(-1);
   EXPECT_EQ(what_of<std::invalid_argument>([&] { email::server s(rt, opt); }),

@@ -10,8 +10,10 @@
 //   Sec. 5.1). So completion of the previous operation orders every body access.
 // * `compressed` mirrors the body's state for the periodic checker, which reads it without
 //   joining the chain: it is a hint, re-checked by compress inside the chain.
-// * A mailbox keeps at most `capacity` messages; delivering to a full one drops the oldest.
-//   Operations hold messages by shared_ptr, so a dropped message stays valid for them.
+// * A mailbox keeps at most `capacity` messages of at most `max_bytes` of plain text together;
+//   delivering past either drops the oldest messages (never the one delivered, which its sender
+//   checked against max_bytes). Operations hold messages by shared_ptr, so a dropped message
+//   stays valid for them.
 #pragma once
 
 #include <atomic>
@@ -45,7 +47,7 @@ struct message {
 
 class mailbox {
  public:
-  mailbox(std::string owner, std::size_t capacity);
+  mailbox(std::string owner, std::size_t capacity, std::size_t max_bytes);
 
   const std::string& owner() const noexcept { return owner_; }
   void deliver(std::shared_ptr<message> m);
@@ -59,15 +61,18 @@ class mailbox {
  private:
   const std::string owner_;
   const std::size_t capacity_;
+  const std::size_t max_bytes_;
   mutable std::mutex mutex_;
   std::deque<std::shared_ptr<message>> messages_;
+  std::size_t bytes_ = 0;  // sum of messages_' sizes
 };
 
 // Every mailbox of the server, by owner. Mailboxes are created on first login and live as long
 // as the store; there are at most max_boxes of them (invariant, checked under mutex_).
 class mail_store {
  public:
-  mail_store(std::size_t capacity, std::size_t max_boxes) : capacity_(capacity), max_boxes_(max_boxes) {}
+  mail_store(std::size_t capacity, std::size_t max_bytes, std::size_t max_boxes)
+      : capacity_(capacity), max_bytes_(max_bytes), max_boxes_(max_boxes) {}
 
   // The owner's mailbox, and whether this call created it; a null mailbox when the owner has
   // none and the store holds max_boxes already. A new mailbox is filled by `fill` before anyone
@@ -79,6 +84,7 @@ class mail_store {
 
  private:
   const std::size_t capacity_;
+  const std::size_t max_bytes_;
   const std::size_t max_boxes_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<mailbox>, std::less<>> boxes_;

@@ -43,7 +43,7 @@ struct connection {
 
 struct server::state {
   state(promptly::runtime& rt_, server_options o)
-      : rt(rt_), opt(std::move(o)), listener(io::listener::tcp(opt.host, opt.port)), store(opt.capacity, opt.max_mailboxes) {}
+      : rt(rt_), opt(std::move(o)), listener(io::listener::tcp(opt.host, opt.port)), store(opt.capacity, opt.mailbox_bytes, opt.max_mailboxes) {}
 
   promptly::runtime& rt;
   const server_options opt;
@@ -425,6 +425,11 @@ void connection_loop(ctx<client_loop> c, std::shared_ptr<state> s, std::shared_p
         ok = write_line(*s, *conn, "OK " + conn->user + " " + std::to_string(conn->box->size()));
         break;
       case verb::send:
+        if (r.text.size() > s->opt.mailbox_bytes) {
+          ok = refuse("a message of " + std::to_string(r.text.size()) + " bytes does not fit a mailbox (" +
+                      std::to_string(s->opt.mailbox_bytes) + " bytes)");
+          break;
+        }
         ok = acknowledge_and_start(*s, *conn, [&](std::uint64_t seq) {
           (void)pt::fcreate<sending>(c, send_task, s, conn, seq, conn->user, std::move(r.name), std::move(r.text));
         });
@@ -516,6 +521,8 @@ server::server(promptly::runtime& rt, server_options options) {
   if (options.capacity == 0) throw std::invalid_argument("email::server_options::capacity must be at least 1");
   if (options.seed_messages > options.capacity)
     throw std::invalid_argument("email::server_options::seed_messages must not exceed capacity");
+  if (options.seed_messages * options.seed_bytes > options.mailbox_bytes)
+    throw std::invalid_argument("email::server_options::mailbox_bytes must hold the seed messages (seed_messages x seed_bytes)");
   if (options.period.count() <= 0) throw std::invalid_argument("email::server_options::period must be positive");
   if (options.max_in_flight_per_connection == 0 || options.max_in_flight == 0)
     throw std::invalid_argument("email::server_options::max_in_flight_per_connection and max_in_flight must be at least 1");

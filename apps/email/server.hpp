@@ -26,6 +26,11 @@ struct server_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;                       // 0: any free port, see server::port()
   std::size_t capacity = 64;                    // messages kept per mailbox (oldest dropped)
+  // Plain-text bytes kept per mailbox (oldest messages dropped to make room, as for capacity);
+  // a SEND whose text alone is longer is refused. Bounds what the mailboxes hold together at
+  // max_mailboxes x mailbox_bytes (1 GiB at the defaults; without it, capacity x max_line:
+  // 4 GiB). The benchmark's mailboxes (64 messages of 8 KB) fit.
+  std::size_t mailbox_bytes = 1 << 20;
   std::size_t seed_messages = 16;               // messages a new mailbox starts with
   std::size_t seed_bytes = 8192;                // their size
   std::chrono::milliseconds period{250};        // compression check period per mailbox

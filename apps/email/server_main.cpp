@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   if (port > 65535) bench::args::fail("--port must be at most 65535");
   opt.port = static_cast<std::uint16_t>(port);
   opt.capacity = static_cast<std::size_t>(non_negative(a, "capacity", static_cast<long>(opt.capacity)));
+  opt.mailbox_bytes = static_cast<std::size_t>(non_negative(a, "mailbox-kib", static_cast<long>(opt.mailbox_bytes >> 10))) << 10;
   opt.seed_messages = static_cast<std::size_t>(non_negative(a, "seed-messages", static_cast<long>(opt.seed_messages)));
   opt.period = std::chrono::milliseconds(non_negative(a, "period-ms", 250));
   opt.chunk = static_cast<std::size_t>(non_negative(a, "chunk", 10));

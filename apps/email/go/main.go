@@ -47,6 +47,7 @@ type mailbox struct {
 	owner    string
 	mu       sync.Mutex
 	messages []*message
+	bytes    int // plain-text bytes of messages
 }
 
 type counters struct {
@@ -61,6 +62,7 @@ type server struct {
 	capacity, seedMessages, seedBytes, chunk int
 	maxInFlightPerConn, maxInFlight          uint64 // acknowledged requests not yet answered, at most
 	maxMailboxes                             int
+	mailboxBytes                             int           // plain-text bytes kept per mailbox
 	idleTimeout                              time.Duration // 0: none
 	period                                   time.Duration
 	ln                                       net.Listener
@@ -186,11 +188,19 @@ func huffmanDecompress(packed []byte, size int) ([]byte, error) {
 
 // ---- mailboxes -----------------------------------------------------------------------------
 
-func (b *mailbox) deliver(m *message, capacity int) {
+// deliver keeps at most capacity messages of at most maxBytes of text together, dropping the
+// oldest (as the C++ server; m itself fits, its sender checked).
+func (b *mailbox) deliver(m *message, capacity, maxBytes int) {
 	b.mu.Lock()
 	b.messages = append(b.messages, m)
-	if len(b.messages) > capacity {
-		b.messages = append([]*message(nil), b.messages[len(b.messages)-capacity:]...)
+	b.bytes += m.size
+	drop := 0
+	for len(b.messages)-drop > capacity || b.bytes > maxBytes {
+		b.bytes -= b.messages[drop].size
+		drop++
+	}
+	if drop > 0 {
+		b.messages = append([]*message(nil), b.messages[drop:]...)
 	}
 	b.mu.Unlock()
 }
@@ -220,7 +230,7 @@ func (s *server) open(name string) (*mailbox, bool) {
 	salt := fnv1a([]byte(name))
 	for k := 0; k < s.seedMessages; k++ {
 		body := makeBody("postmaster", uint64(k), s.seedBytes, salt)
-		b.deliver(&message{id: s.nextID.Add(1), from: "postmaster", size: len(body), body: body}, s.capacity)
+		b.deliver(&message{id: s.nextID.Add(1), from: "postmaster", size: len(body), body: body}, s.capacity, s.mailboxBytes)
 	}
 	s.boxMu.Lock()
 	defer s.boxMu.Unlock()
@@ -342,7 +352,7 @@ func (s *server) send(c *conn, seq uint64, from, to, text string) {
 	if b := s.find(to); b != nil {
 		m := &message{id: s.nextID.Add(1), from: from, size: len(text), body: []byte(text)}
 		reply += fmt.Sprintf(" SEND %d", m.id)
-		b.deliver(m, s.capacity)
+		b.deliver(m, s.capacity, s.mailboxBytes)
 	} else {
 		reply += fmt.Sprintf(" ERR no such user '%s'", to)
 	}
@@ -566,6 +576,10 @@ func (s *server) serveConn(nc net.Conn) {
 				break
 			}
 			s.count(func(k *counters) { k.Requests++ })
+			if len(body) > s.mailboxBytes {
+				ok = refuse(fmt.Sprintf("a message of %d bytes does not fit a mailbox (%d bytes)", len(body), s.mailboxBytes))
+				break
+			}
 			from := c.user
 			ok = s.ack(c, func(seq uint64) { s.send(c, seq, from, to, body) })
 		case "SORT":
@@ -624,6 +638,7 @@ func main() {
 	port := flag.Int("port", 0, "port (0: any free port)")
 	workers := flag.Int("workers", 0, "GOMAXPROCS (0: Go's default)")
 	capacity := flag.Int("capacity", 64, "messages kept per mailbox")
+	mailboxKiB := flag.Int("mailbox-kib", 1024, "text kept per mailbox, KiB (oldest messages dropped)")
 	seedMessages := flag.Int("seed-messages", 16, "messages a new mailbox starts with")
 	periodMs := flag.Int("period-ms", 250, "compression check period")
 	chunk := flag.Int("chunk", 10, "messages per compress task")
@@ -633,7 +648,7 @@ func main() {
 	maxMailboxes := flag.Int("max-mailboxes", 1024, "mailboxes, at most; a login that would create one more is refused")
 	idleTimeoutMs := flag.Int("idle-timeout-ms", 600000, "time a connection may send no request while none of its requests is in flight (0: no limit)")
 	flag.Parse()
-	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity ||
+	if flag.NArg() > 0 || *capacity < 1 || *chunk < 1 || *periodMs < 1 || *seedMessages > *capacity || *seedMessages*8 > *mailboxKiB ||
 		*maxInFlightPerConn < 1 || *maxInFlight < 1 || *maxConnections < 1 || *maxMailboxes < 1 || *idleTimeoutMs < 0 {
 		fmt.Fprintln(os.Stderr, "email_server (go): bad arguments")
 		os.Exit(2)
@@ -647,7 +662,7 @@ func main() {
 		os.Exit(1)
 	}
 	s := &server{capacity: *capacity, seedMessages: *seedMessages, seedBytes: 8192, chunk: *chunk,
-		maxInFlightPerConn: uint64(*maxInFlightPerConn), maxInFlight: uint64(*maxInFlight), maxMailboxes: *maxMailboxes,
+		maxInFlightPerConn: uint64(*maxInFlightPerConn), maxInFlight: uint64(*maxInFlight), maxMailboxes: *maxMailboxes, mailboxBytes: *mailboxKiB << 10,
 		period: time.Duration(*periodMs) * time.Millisecond, idleTimeout: time.Duration(*idleTimeoutMs) * time.Millisecond,
 		ln: ln, stopping: make(chan struct{}),
 		boxes: map[string]*mailbox{}, live: map[net.Conn]struct{}{}}
