@@ -521,7 +521,7 @@ server::server(promptly::runtime& rt, server_options options) {
   if (options.capacity == 0) throw std::invalid_argument("email::server_options::capacity must be at least 1");
   if (options.seed_messages > options.capacity)
     throw std::invalid_argument("email::server_options::seed_messages must not exceed capacity");
-  if (options.seed_messages * options.seed_bytes > options.mailbox_bytes)
+  if (options.seed_bytes != 0 && options.seed_messages > options.mailbox_bytes / options.seed_bytes)  // (no overflow)
     throw std::invalid_argument("email::server_options::mailbox_bytes must hold the seed messages (seed_messages x seed_bytes)");
   if (options.period.count() <= 0) throw std::invalid_argument("email::server_options::period must be positive");
   if (options.max_in_flight_per_connection == 0 || options.max_in_flight == 0)

@@ -2,6 +2,7 @@
 // accepts connections; SIGINT or SIGTERM stop it cleanly (every acknowledged request is
 // answered first) and it exits 0. See README.md for the protocol and the options; a bad option
 // exits with status 2 and a message naming it (bench_common.hpp's parser).
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
   if (port > 65535) bench::args::fail("--port must be at most 65535");
   opt.port = static_cast<std::uint16_t>(port);
   opt.capacity = static_cast<std::size_t>(non_negative(a, "capacity", static_cast<long>(opt.capacity)));
-  opt.mailbox_bytes = static_cast<std::size_t>(non_negative(a, "mailbox-kib", static_cast<long>(opt.mailbox_bytes >> 10))) << 10;
+  const auto mailbox_kib = static_cast<std::size_t>(non_negative(a, "mailbox-kib", static_cast<long>(opt.mailbox_bytes >> 10)));
+  if (mailbox_kib > SIZE_MAX >> 10) bench::args::fail("--mailbox-kib must be at most " + std::to_string(SIZE_MAX >> 10));
+  opt.mailbox_bytes = mailbox_kib << 10;
   opt.seed_messages = static_cast<std::size_t>(non_negative(a, "seed-messages", static_cast<long>(opt.seed_messages)));
   opt.period = std::chrono::milliseconds(non_negative(a, "period-ms", 250));
   opt.chunk = static_cast<std::size_t>(non_negative(a, "chunk", 10));

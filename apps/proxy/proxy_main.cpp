@@ -1,5 +1,6 @@
 // proxy_server: the caching web proxy as a program. Prints "LISTENING <port>" on stdout once it
 // accepts connections; SIGINT or SIGTERM stop it cleanly (exit 0). README.md has the options.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   opt.port = static_cast<std::uint16_t>(port);
   const long cache_mib = a.get_long("cache-mib", 16);
   if (cache_mib < 0) bench::args::fail("--cache-mib must not be negative");
+  if (static_cast<std::size_t>(cache_mib) > SIZE_MAX >> 20) bench::args::fail("--cache-mib must be at most " + std::to_string(SIZE_MAX >> 20));
   opt.cache_bytes = static_cast<std::size_t>(cache_mib) << 20;
   const long max_connections = a.get_long("max-connections", static_cast<long>(opt.max_connections));
   if (max_connections < 1) bench::args::fail("--max-connections must be at least 1");
