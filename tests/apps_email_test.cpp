@@ -21,6 +21,7 @@
 #include "protocol.hpp"
 #include "server.hpp"
 #include "runtime_support.hpp"
+#include "socket_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 

@@ -18,6 +18,7 @@
 #include "server.hpp"
 #include "sites.hpp"
 #include "runtime_support.hpp"
+#include "socket_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
