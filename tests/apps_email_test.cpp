@@ -13,12 +13,14 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "driver.hpp"
 #include "huffman.hpp"
 #include "message_text.hpp"
 #include "priorities.hpp"
 #include "protocol.hpp"
+#include "recent_samples.hpp"
 #include "server.hpp"
 #include "runtime_support.hpp"
 #include "socket_support.hpp"
@@ -107,6 +109,28 @@ TEST(EmailHuffman, RoundTripsAndRejectsDamage) {
   std::string flipped = text;
   flipped[500] ^= 1;
   EXPECT_FALSE(email::body_is_intact(flipped));
+}
+
+// A long-running server's task times (the email server's compress times, the proxy's
+// statistics runs): the last `capacity` samples, the oldest overwritten first, so memory and a
+// STATS request's copy stay bounded whatever the uptime.
+TEST(AppsRecentSamples, KeepTheLastCapacitySamples) {
+  auto sorted = [](const apps::recent_samples& r) {
+    std::vector<double> v = r.values();
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  apps::recent_samples r(4);
+  for (int i = 1; i <= 3; ++i) r.add(i);
+  EXPECT_EQ(sorted(r), (std::vector<double>{1, 2, 3}));
+  for (int i = 4; i <= 10; ++i) r.add(i);
+  EXPECT_EQ(sorted(r), (std::vector<double>{7, 8, 9, 10}));
+  r.clear();
+  EXPECT_TRUE(r.values().empty());
+  r.add(5);
+  EXPECT_EQ(sorted(r), (std::vector<double>{5}));
+  EXPECT_EQ(what_of<std::invalid_argument>([] { apps::recent_samples none(0); }),
+            "apps::recent_samples: capacity must be at least 1");
 }
 
 TEST(EmailServer, AnswersTheProtocol) {

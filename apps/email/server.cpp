@@ -20,6 +20,7 @@
 #include "message_text.hpp"
 #include "priorities.hpp"
 #include "protocol.hpp"
+#include "recent_samples.hpp"
 
 namespace email {
 
@@ -57,7 +58,7 @@ struct server::state {
   std::condition_variable answered;  // in_flight reached 0 (stop() waits on it from its own thread)
   server_counters counters;
   io::connection_limit connections{opt.max_connections};  // connection loops running
-  std::vector<double> compress_us;
+  apps::recent_samples compress_us;  // the last 65,536 compress tasks' times
   std::vector<promptly::future<void>> checkers;
   // Missed periods are counted against the schedule, not by the checkers, so that a checker
   // that never runs (starved by more urgent work) still shows its misses: each mailbox's
@@ -276,7 +277,7 @@ void compress_task(ctx<archiving> c, std::shared_ptr<state> s, std::vector<std::
   const double us = std::chrono::duration<double, std::micro>(clock_type::now() - created).count();
   std::lock_guard lock(s->mutex);
   ++s->counters.compress_tasks;
-  s->compress_us.push_back(us);
+  s->compress_us.add(us);
 }
 
 // ---- the periodic check ------------------------------------------------------------------
@@ -314,7 +315,7 @@ std::string stats_json(const state& s) {
   {
     std::lock_guard lock(s.mutex);
     k = s.counters_locked();
-    us = s.compress_us;
+    us = s.compress_us.values();
   }
   const auto sum = summarize(std::move(us));
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };

@@ -12,6 +12,7 @@
 #include "cache.hpp"
 #include "http_stream.hpp"
 #include "priorities.hpp"
+#include "recent_samples.hpp"
 
 namespace proxy {
 namespace io = promptly::io;
@@ -33,7 +34,7 @@ struct server::state {
   mutable std::mutex mutex;  // counters, stats times, live connection tasks
   std::condition_variable idle;
   server_counters counters;
-  std::vector<double> stats_us;
+  apps::recent_samples stats_us;  // the last 65,536 statistics runs' times
   std::uint64_t live = 0;  // connection tasks (loops and fetches) running or queued
   io::connection_limit connections{opt.max_connections};  // client connections open
 
@@ -144,7 +145,7 @@ std::string stats_json(const state& s) {
   {
     std::lock_guard lock(s.mutex);
     k = s.counters;
-    us = s.stats_us;
+    us = s.stats_us.values();
   }
   std::sort(us.begin(), us.end());
   auto rank = [&](double q) { return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<std::size_t>(q * us.size()))]; };
@@ -283,7 +284,7 @@ void stats_task(ctx<stats>, std::shared_ptr<state> s) {
     s->counters.cached_pages = pages;
     s->counters.cached_bytes = bytes;
     ++s->counters.stats_runs;
-    s->stats_us.push_back(us);
+    s->stats_us.add(us);
   }
 }
 

@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"promptly/apps/common"
 )
 
 const maxLine = 64 * 1024
@@ -74,7 +76,7 @@ type server struct {
 
 	statMu     sync.Mutex
 	stats      counters
-	compressUs []float64
+	compressUs common.RecentSamples
 
 	conns    sync.WaitGroup // connection goroutines
 	checkers sync.WaitGroup
@@ -290,7 +292,7 @@ func (s *server) compressChunk(chunk []*message, created time.Time) {
 	us := float64(time.Since(created).Nanoseconds()) / 1e3
 	s.statMu.Lock()
 	s.stats.CompressTasks++
-	s.compressUs = append(s.compressUs, us)
+	s.compressUs.Add(us)
 	s.statMu.Unlock()
 }
 
@@ -395,7 +397,7 @@ func (s *server) sortBox(c *conn, seq uint64, b *mailbox, key string) {
 func (s *server) statsJSON() string {
 	s.statMu.Lock()
 	k := s.stats
-	us := append([]float64(nil), s.compressUs...)
+	us := append([]float64(nil), s.compressUs.Values...)
 	s.statMu.Unlock()
 	sort.Float64s(us)
 	rank := func(q float64) float64 {
@@ -611,7 +613,7 @@ func (s *server) serveConn(nc net.Conn) {
 		case "RESET":
 			s.statMu.Lock()
 			s.stats = counters{InFlight: s.stats.InFlight}
-			s.compressUs = nil
+			s.compressUs = common.RecentSamples{}
 			s.statMu.Unlock()
 			ok = s.writeLine(c, "OK reset")
 		case "HELP":

@@ -1,3 +1,7 @@
 module promptly/apps/proxy
 
 go 1.19
+
+require promptly/apps/common v0.0.0
+
+replace promptly/apps/common => ../../common/go

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"promptly/apps/common"
 )
 
 const shards = 64
@@ -106,7 +108,7 @@ type proxy struct {
 	client  *http.Client
 	mu      sync.Mutex
 	k       counters
-	statsUs []float64
+	statsUs common.RecentSamples
 }
 
 func (p *proxy) count(f func(*counters)) {
@@ -118,7 +120,7 @@ func (p *proxy) count(f func(*counters)) {
 func (p *proxy) statsJSON() []byte {
 	p.mu.Lock()
 	k := p.k
-	us := append([]float64(nil), p.statsUs...)
+	us := append([]float64(nil), p.statsUs.Values...)
 	p.mu.Unlock()
 	sort.Float64s(us)
 	rank := func(q float64) float64 {
@@ -279,7 +281,7 @@ func main() {
 			p.mu.Lock()
 			p.k.CachedPages, p.k.CachedBytes = uint64(pages), uint64(size)
 			p.k.StatsRuns++
-			p.statsUs = append(p.statsUs, us)
+			p.statsUs.Add(us)
 			p.mu.Unlock()
 		})
 	}()

@@ -1,0 +1,3 @@
+module promptly/apps/common
+
+go 1.19
