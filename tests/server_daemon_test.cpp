@@ -425,6 +425,39 @@ TEST_F(Daemon, TcpNeedsLoopbackAndToken) {
   EXPECT_EQ(d.wait_exit(), 0);
 }
 
+// Without a grace period, anyone who can reach the TCP port could hold every connection slot
+// without the token. A TCP connection that shows no right token within --auth-timeout is told
+// and closed, whether it sent nothing or only wrong tokens; one that sends the token on each
+// request (never the auth op) stays past its deadline, and so does a Unix socket's (no token).
+TEST_F(Daemon, TcpConnectionsWithoutTheTokenAreClosedAfterTheGracePeriod) {
+  const std::string token_file = dir_.path + "/token", token = "s3cret-token-0123456789";
+  {
+    std::ofstream(token_file) << token << "\n";
+  }
+  ::chmod(token_file.c_str(), 0600);
+  daemon_process d(base_args({"--tcp", "127.0.0.1:0", "--token-file", token_file, "--auth-timeout", "0.3"}));
+  ASSERT_TRUE(d.ready());
+  const std::string tcp = d.line_value("listening tcp");
+  const auto hp = promptly::server::daemon::parse_host_port(tcp);
+  client per_request(endpoint{"", tcp, token});  // accepted first: its deadline passes first
+  EXPECT_TRUE(per_request.call({{"op", "stats"}})["ok"].get<bool>());
+  client local(ep());
+  client silent(promptly::server::daemon::connect_tcp(hp.host, hp.port));
+  client guesser(promptly::server::daemon::connect_tcp(hp.host, hp.port));
+  EXPECT_EQ(code_of(guesser.call({{"op", "auth"}, {"token", "guess-guess-guess"}})), "not_allowed");
+  for (client* c : {&silent, &guesser}) {
+    const json r = c->receive();
+    EXPECT_EQ(code_of(r), "not_allowed");
+    EXPECT_EQ(r["error"]["message"], "no request with the listener's token within 300 ms of connecting; closing");
+    EXPECT_FALSE(c->receive_line().has_value());  // closed
+  }
+  EXPECT_TRUE(per_request.call({{"op", "stats"}})["ok"].get<bool>());
+  EXPECT_TRUE(local.call({{"op", "stats"}})["ok"].get<bool>());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+  EXPECT_EQ(daemon_process(base_args({"--auth-timeout", "0"})).wait_exit(), 2);  // out of range
+}
+
 TEST_F(Daemon, SocketIsPrivate) {
   daemon_process d(base_args());
   ASSERT_TRUE(d.ready());

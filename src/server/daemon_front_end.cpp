@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -85,6 +86,9 @@ struct front_end::loop {
   std::vector<listener> listeners;
   std::unordered_map<std::uint64_t, connection> conns;
   std::set<std::uint64_t> streaming;
+  // Connections to token listeners, with the time they must have shown the
+  // token by; in accept order, so deadlines only grow (the invariants above).
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> auth_due;
   std::uint64_t next_id = first_connection_id;
   std::chrono::steady_clock::time_point accept_paused_until{};
 
@@ -241,6 +245,7 @@ struct front_end::loop {
       ev.events = EPOLLIN;
       ev.data.u64 = id;
       ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+      if (l.token) auth_due.emplace_back(std::chrono::steady_clock::now() + opts.auth_timeout, id);
       svc.connections.fetch_add(1, std::memory_order_relaxed);        // statistics only
       svc.connections_total.fetch_add(1, std::memory_order_relaxed);  // statistics only
     }
@@ -273,6 +278,25 @@ struct front_end::loop {
     }
   }
 
+  // Closes, with a not_allowed line, every connection past its
+  // authentication deadline that has not shown the token.
+  void close_unauthenticated(std::chrono::steady_clock::time_point now) {
+    while (!auth_due.empty() && auth_due.front().first <= now) {
+      const std::uint64_t id = auth_due.front().second;
+      auth_due.pop_front();
+      const auto it = conns.find(id);
+      if (it == conns.end() || !it->second.s->awaiting_token()) continue;
+      svc.connections_timed_out.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      const std::string line = protocol::error_line("not_allowed", "no request with the listener's token within " +
+                                                                       std::to_string(opts.auth_timeout.count()) +
+                                                                       " ms of connecting; closing", nullptr) + "\n";
+      // Best effort, as the rejection of a connection past the limit: the
+      // connection is closed whether or not the line fits the socket.
+      [[maybe_unused]] const auto n = ::send(it->second.fd, line.data(), line.size(), MSG_NOSIGNAL);
+      close_connection(id);
+    }
+  }
+
   int timeout_ms(std::chrono::steady_clock::time_point now) const {
     std::optional<std::chrono::steady_clock::time_point> next;
     for (const auto id : streaming)
@@ -281,6 +305,7 @@ struct front_end::loop {
     if (accept_paused_until != std::chrono::steady_clock::time_point{} && (!next || accept_paused_until < *next))
       next = accept_paused_until;
     if (finish_seen && (!next || finish_deadline < *next)) next = finish_deadline;
+    if (!auth_due.empty() && (!next || auth_due.front().first < *next)) next = auth_due.front().first;
     if (!next) return -1;
     if (*next <= now) return 0;
     return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*next - now).count());
@@ -322,6 +347,7 @@ struct front_end::loop {
         }
       }
       const auto now = std::chrono::steady_clock::now();
+      close_unauthenticated(now);
       if (accept_paused_until != std::chrono::steady_clock::time_point{} && now >= accept_paused_until) {
         accept_paused_until = {};
         if (!finish_seen) watch_listeners();

@@ -14,6 +14,11 @@
 //   it resumes when they drain (backpressure, never an error).
 // * At most max_connections connections; one more gets a `rejected` error
 //   line and is closed.
+// * A connection to a listener with a token that has sent no request with
+//   the right token auth_timeout after it was accepted gets a `not_allowed`
+//   error line and is closed (OpenSSH's LoginGraceTime): without the token
+//   nobody can hold connection slots for long. auth_due holds such
+//   connections in accept order, which is deadline order.
 // * finish() returns after every connection's replies are written (or the
 //   flush timeout passed) and all descriptors are closed.
 #pragma once
@@ -34,6 +39,7 @@ struct front_end_options {
   std::size_t max_connections = 1024;
   std::size_t max_output_bytes = std::size_t{8} << 20;
   std::size_t max_pending_replies = std::size_t{1} << 16;
+  std::chrono::milliseconds auth_timeout{10'000};
 };
 
 class front_end {

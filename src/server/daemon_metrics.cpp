@@ -124,6 +124,9 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
         double(svc.connections_total.load(std::memory_order_relaxed)));
   w.one("promptly_connections_refused_total", "counter", "Connections refused (too many).",
         double(svc.connections_refused.load(std::memory_order_relaxed)));
+  w.one("promptly_connections_unauthenticated_total", "counter",
+        "Connections closed for showing no token within --auth-timeout.",
+        double(svc.connections_timed_out.load(std::memory_order_relaxed)));
   return w.out.str();
 }
 

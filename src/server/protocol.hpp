@@ -72,6 +72,10 @@ class session : public std::enable_shared_from_this<session> {
   [[nodiscard]] bool input_ended() const noexcept { return input_ended_; }
   // False while too many replies wait (backpressure) or after end_input().
   [[nodiscard]] bool wants_input() const;
+  // The listener needs a token and no request of this connection has
+  // carried the right one yet (auth op or per-request token): what the
+  // front end's authentication grace period looks at.
+  [[nodiscard]] bool awaiting_token() const noexcept { return opts_.token && !token_seen_; }
 
   // ---- output side: any thread ----
   // Moves out the bytes ready to be written, in order.
@@ -117,7 +121,8 @@ class session : public std::enable_shared_from_this<session> {
   std::string partial_;
   bool discarding_ = false;  // inside an over-long line, skipping to its newline
   bool input_ended_ = false;
-  bool authenticated_ = false;
+  bool authenticated_ = false;  // a successful auth op: later requests need no token
+  bool token_seen_ = false;     // some request carried the right token
   std::uint64_t next_seq_ = 0;
 
   mutable std::mutex mu_;

@@ -180,6 +180,7 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
         refuse(error_code::not_allowed, t == req.end() ? "this listener needs a token: send {\"op\":\"auth\",\"token\":...} "
                                                          "first or a \"token\" field on each request"
                                                        : "wrong token");
+      token_seen_ = true;
       if (o == op::auth) authenticated_ = true;
     } else if (const auto t = req.find("token"); t != req.end() && !t->is_string()) {
       refuse(error_code::bad_request, "field 'token' must be a string");

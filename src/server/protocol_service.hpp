@@ -81,6 +81,7 @@ class service {
   std::atomic<std::int64_t> connections{0};
   std::atomic<std::uint64_t> connections_total{0};
   std::atomic<std::uint64_t> connections_refused{0};
+  std::atomic<std::uint64_t> connections_timed_out{0};  // no token within the grace period
 
  private:
   job_server& srv_;

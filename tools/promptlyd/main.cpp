@@ -54,6 +54,7 @@ struct options {
   double drain_timeout_s = 30;
   double result_ttl_s = 600;
   double flush_timeout_s = 5;
+  double auth_timeout_s = 10;
   std::vector<std::string> partitions;  // --partition CLASS=SPEC
   std::string resctrl_root = promptly::resctrl::default_root.string();
   unsigned partition_interval_ms = 10;
@@ -165,6 +166,7 @@ int serve(const options& o, const partitioning& parts) {
   svc.workers = rt.workers();
   daemon::front_end_options fo;
   fo.max_connections = o.max_connections;
+  fo.auth_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.auth_timeout_s * 1000));
   daemon::front_end fe(svc, fo);
   std::vector<std::string> lines;
   if (!o.no_socket) {
@@ -251,6 +253,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   app.add_option("--result-ttl", o.result_ttl_s, "Seconds a finished job stays queryable by id")
       ->capture_default_str()->check(CLI::Range(1.0, 30.0 * 86400));
+  app.add_option("--auth-timeout", o.auth_timeout_s,
+                 "Seconds a TCP connection may take to show the token; then it is closed")
+      ->capture_default_str()->check(CLI::Range(0.001, 3600.0));
   app.add_option("--flush-timeout", o.flush_timeout_s,
                  "Seconds to write the last replies to slow readers after the drain")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
