@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -245,7 +246,11 @@ struct front_end::loop {
       ev.events = EPOLLIN;
       ev.data.u64 = id;
       ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-      if (l.token) auth_due.emplace_back(std::chrono::steady_clock::now() + opts.auth_timeout, id);
+      if (l.token) {
+        const auto due = std::chrono::steady_clock::now() + opts.auth_timeout;
+        assert((auth_due.empty() || auth_due.back().first <= due) && "auth_due stays in deadline order");
+        auth_due.emplace_back(due, id);
+      }
       svc.connections.fetch_add(1, std::memory_order_relaxed);        // statistics only
       svc.connections_total.fetch_add(1, std::memory_order_relaxed);  // statistics only
     }
