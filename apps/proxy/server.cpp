@@ -59,11 +59,12 @@ struct connection {
       : d(std::move(d_)), in(HTTP_REQUEST, owner_->opt.max_message), owner(std::move(owner_)) {}
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
-  ~connection() { owner->connections.close(); }  // runs before the members (d) are destroyed
   io::descriptor d;
   http_stream in;
   std::string buffered;  // bytes read but not yet parsed (a pipelined next request)
   std::shared_ptr<server::state> owner;
+  // Declared last, so destroyed first: the slot is back before `d` closes.
+  const io::connection_limit::slot held{&owner->connections};
 };
 
 namespace {
