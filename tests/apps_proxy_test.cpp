@@ -100,8 +100,16 @@ TEST(ProxyServer, AnswersMissesAndHitsInRequestOrder) {
   const std::string o = "http://127.0.0.1:" + std::to_string(origin.port());
   // Pipelined: two misses and a hit of the first, in one write. Each miss hands the connection
   // to a fetch task; the answers must still come back in request order.
+  const std::int64_t sent_ns = proxy::monotonic_ns();
   c.send_raw(get(o + "/site/7") + get(o + "/site/4095") + get(o + "/site/7"));
   auto r1 = c.response(), r2 = c.response(), r3 = c.response();
+  // Each answer says when the client loop took its request (the driver's "resp"): after the
+  // send, before the answer came, and in request order.
+  const std::int64_t answered_ns = proxy::monotonic_ns();
+  EXPECT_LE(sent_ns, r1.reacted_at_ns);
+  EXPECT_LE(r1.reacted_at_ns, r2.reacted_at_ns);
+  EXPECT_LE(r2.reacted_at_ns, r3.reacted_at_ns);
+  EXPECT_LE(r3.reacted_at_ns, answered_ns);
   EXPECT_EQ(r1.status, 200);
   EXPECT_EQ(r1.x_cache, "MISS");
   EXPECT_EQ(r1.body, proxy::site_body(7));
@@ -222,7 +230,8 @@ TEST_P(ProxyPolicies, DriverChecksPassAndEveryRequestIsAnswered) {
   for (const auto& f : r.failures) ADD_FAILURE() << f;
   EXPECT_EQ(r.answered, o.clients * o.requests);
   EXPECT_EQ(r.hit_us.size() + r.miss_us.size(), r.answered);
-  EXPECT_EQ(r.resp_us.size(), r.answered);
+  EXPECT_EQ(r.resp_us.size(), r.answered);  // each answer carried a reaction stamp in range
+  EXPECT_EQ(r.first_byte_us.size(), r.answered);
   srv.stop();
   const auto k = srv.counters();
   EXPECT_EQ(k.hits + k.misses, r.answered);

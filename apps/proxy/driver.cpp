@@ -81,7 +81,7 @@ driver_report run_driver(const driver_options& o) {
     for (std::size_t i = 0; i < o.clients; ++i)
       clients.emplace_back([&, i] {
         std::mt19937_64 rng(o.seed * 1000003 + i);
-        std::vector<double> resp, hit, miss, hit_b, miss_b;
+        std::vector<double> resp, first_byte, hit, miss, hit_b, miss_b;
         std::uint64_t answered = 0;
         try {
           client_conn c{connect_loopback(o.proxy_port), {HTTP_RESPONSE, 1 << 20}, {}};
@@ -93,7 +93,18 @@ driver_report run_driver(const driver_options& o) {
             const auto t1 = clock_type::now();
             ++answered;
             const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-            resp.push_back(std::chrono::duration<double, std::micro>(first - t0).count());
+            first_byte.push_back(std::chrono::duration<double, std::micro>(first - t0).count());
+            const std::int64_t sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count(),
+                               first_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(first.time_since_epoch()).count();
+            if (r.reacted_at_ns == 0) {
+              fail("site " + std::to_string(site) + ": no X-Reacted-At-Ns header");
+            } else if (r.reacted_at_ns < sent_ns || r.reacted_at_ns > first_ns) {
+              fail("site " + std::to_string(site) + ": X-Reacted-At-Ns " + std::to_string(r.reacted_at_ns) +
+                   " is not between the send (" + std::to_string(sent_ns) + ") and the first byte (" + std::to_string(first_ns) +
+                   "): is the proxy on another machine? Its clock must be this machine's CLOCK_MONOTONIC");
+            } else {
+              resp.push_back(static_cast<double>(r.reacted_at_ns - sent_ns) / 1e3);
+            }
             if (r.status != 200 || r.body != site_body(site)) {
               fail("site " + std::to_string(site) + ": status " + std::to_string(r.status) + ", " +
                    std::to_string(r.body.size()) + " bytes, not the page");
@@ -111,6 +122,7 @@ driver_report run_driver(const driver_options& o) {
         }
         std::lock_guard lock(m);
         rep.resp_us.insert(rep.resp_us.end(), resp.begin(), resp.end());
+        rep.first_byte_us.insert(rep.first_byte_us.end(), first_byte.begin(), first_byte.end());
         rep.hit_us.insert(rep.hit_us.end(), hit.begin(), hit.end());
         rep.miss_us.insert(rep.miss_us.end(), miss.begin(), miss.end());
         rep.hit_ns_per_byte.insert(rep.hit_ns_per_byte.end(), hit_b.begin(), hit_b.end());

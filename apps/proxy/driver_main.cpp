@@ -9,7 +9,8 @@
 //
 // --reps R multiplies the requests per client; --warmup W runs W rounds of 100 requests per
 // client first (they fill the cache and are not measured). --samples-out writes every measured
-// latency as {"resp": [us...], "hit": [...], "miss": [...]} (the email driver's format), from
+// latency as {"resp": [us...], "first_byte": [...], "hit": [...], "miss": [...]} (the email
+// driver's format), from
 // which bench/apps/plot_cdf.py draws the latency CDFs.
 #include <algorithm>
 #include <cmath>
@@ -52,6 +53,8 @@ void write_samples(const std::string& path, const proxy::driver_report& r) {
   std::ofstream f(path);
   f << '{';
   write_list(f, "resp", r.resp_us);
+  f << ", ";
+  write_list(f, "first_byte", r.first_byte_us);
   f << ", ";
   write_list(f, "hit", r.hit_us);
   f << ", ";
@@ -103,13 +106,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "proxy_driver: %s\n", stop_problem.c_str());
     ok = false;
   }
-  const auto resp = summarize(r.resp_us), hit = summarize(r.hit_us), miss = summarize(r.miss_us),
+  const auto resp = summarize(r.resp_us), first_byte = summarize(r.first_byte_us), hit = summarize(r.hit_us), miss = summarize(r.miss_us),
              hit_b = summarize(r.hit_ns_per_byte), miss_b = summarize(r.miss_ns_per_byte);
   std::fprintf(stderr, "proxy_driver: %zu clients x %zu requests in %.2f s (%.0f/s), %zu hits, %zu misses, origin served %llu\n",
                o.clients, o.requests, r.elapsed_s, r.answered / r.elapsed_s, r.hit_us.size(), r.miss_us.size(),
                static_cast<unsigned long long>(origin.served()));
-  for (auto [n, s] : {std::pair{"resp", resp}, {"hit", hit}, {"miss", miss}})
-    std::fprintf(stderr, "  %-5s mean %8.1f us  p50 %8.1f  p99 %8.1f\n", n, s.mean, s.p50, s.p99);
+  for (auto [n, s] : {std::pair{"resp", resp}, {"first_byte", first_byte}, {"hit", hit}, {"miss", miss}})
+    std::fprintf(stderr, "  %-10s mean %8.1f us  p50 %8.1f  p99 %8.1f\n", n, s.mean, s.p50, s.p99);
   std::fprintf(stderr, "  proxy: %s\n", r.proxy_stats.c_str());
   if (!samples_out.empty()) {
     try {
@@ -125,7 +128,7 @@ int main(int argc, char** argv) {
   }
   std::printf("RESULT {\"result\": %llu, \"metrics\": {\"region_s\": %.9g", static_cast<unsigned long long>(r.answered),
               hit.p99 / 1e6);
-  for (auto [n, s] : {std::pair{"resp", resp}, {"hit", hit}, {"miss", miss}})
+  for (auto [n, s] : {std::pair{"resp", resp}, {"first_byte", first_byte}, {"hit", hit}, {"miss", miss}})
     std::printf(", \"%s_us_mean\": %.1f, \"%s_us_p50\": %.1f, \"%s_us_p99\": %.1f", n, s.mean, n, s.p50, n, s.p99);
   std::printf(", \"hit_ns_per_byte_p50\": %.2f, \"miss_ns_per_byte_p50\": %.2f", hit_b.p50, miss_b.p50);
   for (const char* k : {"stats_us_mean", "stats_us_p50", "stats_us_p99", "cached_pages", "evictions"})

@@ -2,6 +2,9 @@
 
 #include <strings.h>
 
+#include <charconv>
+#include <string_view>
+
 namespace proxy {
 namespace {
 http_stream& self(http_parser* p) { return *static_cast<http_stream*>(p->data); }
@@ -37,19 +40,23 @@ int http_stream::on_url(http_parser* p, const char* at, std::size_t n) {
 }
 int http_stream::on_header_field(http_parser* p, const char* at, std::size_t n) {
   auto& s = self(p);
-  s.field_.assign(at, n);  // header names arrive whole in practice; X-Cache is matched as a whole
-  s.in_x_cache_ = s.field_.size() == 7 && strncasecmp(s.field_.data(), "X-Cache", 7) == 0;
+  s.field_.assign(at, n);  // header names arrive whole in practice; names are matched as a whole
+  auto is = [&](std::string_view name) { return s.field_.size() == name.size() && strncasecmp(s.field_.data(), name.data(), name.size()) == 0; };
+  s.in_field_ = is("X-Cache") ? field::x_cache : is("X-Reacted-At-Ns") ? field::reacted_at : field::other;
   return s.grow(n) ? 0 : 1;
 }
 int http_stream::on_header_value(http_parser* p, const char* at, std::size_t n) {
   auto& s = self(p);
-  if (s.in_x_cache_) s.msg_.x_cache.append(at, n);
+  if (s.in_field_ == field::x_cache) s.msg_.x_cache.append(at, n);
+  if (s.in_field_ == field::reacted_at) s.reacted_text_.append(at, n);
   return s.grow(n) ? 0 : 1;
 }
 int http_stream::on_headers_complete(http_parser* p) {
   auto& s = self(p);
   if (s.type_ == HTTP_REQUEST) s.msg_.method = http_method_str(static_cast<http_method>(p->method));
   s.msg_.status = static_cast<int>(p->status_code);
+  const char* end = s.reacted_text_.data() + s.reacted_text_.size();
+  if (std::from_chars(s.reacted_text_.data(), end, s.msg_.reacted_at_ns).ptr != end) s.msg_.reacted_at_ns = 0;
   return 0;
 }
 int http_stream::on_body(http_parser* p, const char* at, std::size_t n) {
@@ -84,6 +91,7 @@ void http_stream::finish() {
 http_message http_stream::take() {
   http_message m = std::move(msg_);
   msg_ = {};
+  reacted_text_.clear();
   complete_ = started_ = false;
   seen_ = 0;
   http_parser_pause(&parser_, 0);

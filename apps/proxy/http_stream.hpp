@@ -7,7 +7,9 @@
 
 #include <http_parser.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -18,9 +20,21 @@ struct http_message {
   std::string url;      // requests: as sent (absolute-form for a proxy, or origin-form)
   int status = 0;       // responses
   std::string x_cache;  // the X-Cache header, if any (HIT or MISS from the proxy)
+  // The X-Reacted-At-Ns header (the proxy's monotonic clock when its client loop took the
+  // request; server.hpp), 0 if absent or not a number.
+  std::int64_t reacted_at_ns = 0;
   std::string body;
   bool keep_alive = true;
 };
+
+// The clock of X-Reacted-At-Ns: CLOCK_MONOTONIC in nanoseconds (libstdc++'s steady_clock on
+// Linux), one clock for every process on the machine, so the driver can subtract its own send
+// time from the proxy's reading. The papers' proxy "resp" (I-Cilk Sec. 5.2, Fig. 7) is the
+// time from a client's request to the proxy's reaction to it, which for a miss comes long
+// before the first byte of the answer.
+inline std::int64_t monotonic_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 class http_error : public std::runtime_error {
  public:
@@ -61,8 +75,9 @@ class http_stream {
   http_parser_type type_;
   std::size_t max_bytes_, seen_ = 0;
   http_message msg_;
-  std::string field_;
-  bool in_x_cache_ = false, complete_ = false, started_ = false, too_long_ = false;
+  std::string field_, reacted_text_;
+  enum class field { other, x_cache, reacted_at } in_field_ = field::other;  // the header whose value is arriving
+  bool complete_ = false, started_ = false, too_long_ = false;
 };
 
 }  // namespace proxy

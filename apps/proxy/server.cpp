@@ -71,12 +71,18 @@ namespace {
 using state = server::state;
 using conn_ptr = std::shared_ptr<connection>;
 
-// closing: the proxy closes the connection after this response, and says so (RFC 9112, 9.6).
-bool respond(connection& c, int status, const char* reason, std::string_view body, const char* x_cache = nullptr,
-             bool closing = false) {
+// The optional headers of a response.
+struct extra_headers {
+  const char* x_cache = nullptr;  // HIT or MISS
+  std::int64_t reacted_at_ns = 0;  // X-Reacted-At-Ns (monotonic_ns() when the client loop took the request), if not 0
+  bool closing = false;  // the proxy closes the connection after this response, and says so (RFC 9112, 9.6)
+};
+
+bool respond(connection& c, int status, const char* reason, std::string_view body, const extra_headers& h = {}) {
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n" + (x_cache ? std::string("X-Cache: ") + x_cache + "\r\n" : "") +
-                     (closing ? "Connection: close\r\n" : "") + "Content-Type: text/html\r\n\r\n";
+                     std::to_string(body.size()) + "\r\n" + (h.x_cache ? std::string("X-Cache: ") + h.x_cache + "\r\n" : "") +
+                     (h.reacted_at_ns ? "X-Reacted-At-Ns: " + std::to_string(h.reacted_at_ns) + "\r\n" : "") +
+                     (h.closing ? "Connection: close\r\n" : "") + "Content-Type: text/html\r\n\r\n";
   try {
     io::write(c.d, head + std::string(body), io_timeout).get();
     return true;
@@ -166,7 +172,8 @@ std::string stats_json(const state& s) {
 
 // A miss: fetch the page from the origin, cache it, answer, and give the connection back to a
 // new client loop.
-void fetch_task(ctx<fetch> c, std::shared_ptr<state> s, conn_ptr conn, std::string url, target t) {
+// reacted_at_ns: when the client loop took the request (the X-Reacted-At-Ns header).
+void fetch_task(ctx<fetch> c, std::shared_ptr<state> s, conn_ptr conn, std::string url, target t, std::int64_t reacted_at_ns) {
   std::string body;
   int status = 502;
   try {
@@ -197,10 +204,10 @@ void fetch_task(ctx<fetch> c, std::shared_ptr<state> s, conn_ptr conn, std::stri
   if (status == 200) {
     auto p = std::make_shared<const std::string>(std::move(body));
     s->cache.insert(url, p);
-    ok = respond(*conn, 200, "OK", *p, "MISS");
+    ok = respond(*conn, 200, "OK", *p, {.x_cache = "MISS", .reacted_at_ns = reacted_at_ns});
   } else {
     s->update([](server_counters& k) { ++k.errors; });
-    ok = respond(*conn, status == 404 ? 404 : 502, status == 404 ? "Not Found" : "Bad Gateway", body);
+    ok = respond(*conn, status == 404 ? 404 : 502, status == 404 ? "Not Found" : "Bad Gateway", body, {.reacted_at_ns = reacted_at_ns});
   }
   if (ok && !s->stop.stop_requested()) {
     s->task_started();
@@ -219,15 +226,17 @@ void client_loop_task(ctx<client_loop> c, std::shared_ptr<state> s, conn_ptr con
         s->update([](server_counters& k) { ++k.timed_out_connections; });
         // A keep-alive connection that sent nothing is closed silently, as nginx does; a
         // request cut short is told why.
-        if (!conn->in.idle()) respond(*conn, 408, "Request Timeout", "no complete request within the proxy's idle timeout\n", nullptr, true);
+        if (!conn->in.idle()) respond(*conn, 408, "Request Timeout", "no complete request within the proxy's idle timeout\n", {.closing = true});
       }
       if (got != read_result::request) break;
       m = conn->in.take();
     } catch (const http_error& e) {
       s->update([](server_counters& k) { ++k.errors; });
-      respond(*conn, 400, "Bad Request", e.what(), nullptr, true);
+      respond(*conn, 400, "Bad Request", e.what(), {.closing = true});
       break;
     }
+    // The reaction: this loop holds the request and decides now how to answer it.
+    const std::int64_t reacted_at_ns = monotonic_ns();
     s->update([](server_counters& k) { ++k.requests; });
     if (m.method != "GET") {
       s->update([](server_counters& k) { ++k.errors; });
@@ -246,12 +255,12 @@ void client_loop_task(ctx<client_loop> c, std::shared_ptr<state> s, conn_ptr con
     }
     if (page p = s->cache.find(m.url)) {
       s->update([](server_counters& k) { ++k.hits; });
-      if (!respond(*conn, 200, "OK", *p, "HIT")) break;
+      if (!respond(*conn, 200, "OK", *p, {.x_cache = "HIT", .reacted_at_ns = reacted_at_ns})) break;
       continue;
     }
     s->update([](server_counters& k) { ++k.misses; });
     s->task_started();
-    (void)pt::fcreate<fetch>(c, fetch_task, s, conn, std::move(m.url), std::move(*t));  // the connection moves on
+    (void)pt::fcreate<fetch>(c, fetch_task, s, conn, std::move(m.url), std::move(*t), reacted_at_ns);  // the connection moves on
     s->task_ended();
     return;
   }

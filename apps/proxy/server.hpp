@@ -2,7 +2,9 @@
 // Clients send GET requests with absolute URLs (http://127.0.0.1:PORT/path), as to any HTTP
 // proxy, over keep-alive connections; the proxy answers from its cache (X-Cache: HIT) or fetches
 // the page from the origin first (X-Cache: MISS). Only loopback origins are allowed (403
-// otherwise). GET /proxy-stats returns the counters as JSON.
+// otherwise). GET /proxy-stats returns the counters as JSON. Every answer to a proxied GET
+// carries X-Reacted-At-Ns: the monotonic clock (http_stream.hpp's monotonic_ns) when the client
+// loop took the request, from which the driver measures the papers' "resp".
 //
 // Shutdown: stop() ends the accept loop, every client loop, the resize and stats tasks, and
 // waits for every fetch under way (each answers its client first).

@@ -4,7 +4,7 @@ One figure per bench, BENCH-cdf.png: a panel per type, one CDF per runtime (log 
 
 - email-N, proxy-N and jserver-L: from every latency sample of the pair's last measured round.
   The programs write them with --samples-out (email_driver: {"resp": [us...], "send", "sort",
-  "print"}; proxy_driver: {"resp", "hit", "miss"}; jserver and jserver_tbb: {"mm", "fib",
+  "print"}; proxy_driver: {"resp", "first_byte", "hit", "miss"}; jserver and jserver_tbb: {"mm", "fib",
   "sort", "sw"}, one per finished job); the suite names the files
   /tmp/promptly-bench/apps/BENCH-RUNTIME.json. A file is used only if it is that round's: its
   nearest-rank p50 and p99 must be the round's reported <type>_us_p50 / _p99 (so a file left by
@@ -34,7 +34,7 @@ APPS = {
     "email": {"types": ["resp", "send", "sort", "print"], "samples": True, "what": "request type",
               "panels": {}},
     "proxy": {"types": ["resp", "hit", "miss"], "samples": True, "what": "request type",
-              "panels": {"resp": "resp, to the first byte", "hit": "hit, whole response", "miss": "miss, whole response"}},
+              "panels": {"resp": "resp, to the proxy's reaction", "hit": "hit, whole response", "miss": "miss, whole response"}},
     "jserver": {"types": ["mm", "fib", "sort", "sw"], "samples": True, "what": "job type",
                 "panels": {t: f"{t}, release to finish" for t in ["mm", "fib", "sort", "sw"]}},
 }

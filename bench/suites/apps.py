@@ -38,12 +38,14 @@ proxy-N: the caching web proxy of apps/proxy (README there) with N closed-loop c
 paper's 36-144 scaled to 2 cores: 8 and 32), each sending 1500 GETs (the paper's count) for
 sites drawn uniformly from the origin's 4096, after a warm-up round of 100 per client that fills
 the 16 MiB cache (about half the sites fit). `proxy_driver` runs the origin server in its own
-process and the proxy as its child. Metrics: resp (request -> first byte of the response),
-hit and miss (whole response time, split by X-Cache; also *_ns_per_byte_p50), stats (one
+process and the proxy as its child. Metrics: resp (request -> the proxy's reaction: its client
+loop holds the request and decides how to answer, the papers' resp; stamped by the proxy in an
+X-Reacted-At-Ns header from CLOCK_MONOTONIC, which the driver shares; apps/proxy/README.md),
+first_byte (request -> first byte of the response; this was resp until 2026-11-24), hit and miss (whole response time, split by X-Cache; also *_ns_per_byte_p50), stats (one
 run of the statistics task over the whole cache, measured by the proxy), hit_ratio,
 throughput_per_s. region_s is hit_us_p99. go is apps/proxy/go (net/http, a goroutine per
 connection, http.Client fetches, the same sharded cache). Like the email driver, the proxy
-driver writes every resp, hit and miss latency of each run to
+driver writes every resp, first_byte, hit and miss latency of each run to
 /tmp/promptly-bench/apps/proxy-N-RUNTIME.json.
 
 Latency CDFs: after its own plots the harness calls this suite's extra_plots hook,
@@ -164,7 +166,8 @@ def _proxy_bench(clients):
                             "env": {"GOMAXPROCS": "{workers}"}}},
         "baseline": "promptly-oblivious",
         "expected": lambda p: p["clients"] * p["requests"],
-        "show": ["resp_us_p99", "hit_us_p99", "miss_us_p99", "stats_us_p99", "resp_us_mean", "hit_us_mean",
+        "show": ["resp_us_p99", "first_byte_us_p99", "hit_us_p99", "miss_us_p99", "stats_us_p99", "resp_us_p50",
+                 "resp_us_mean", "hit_us_mean",
                  "miss_us_mean", "stats_us_mean", "hit_ns_per_byte_p50", "miss_ns_per_byte_p50", "hit_ratio",
                  "throughput_per_s"],
         "plot": ["resp_us_p99", "hit_us_p99", "miss_us_p99", "stats_us_p99"],

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"promptly/apps/common"
 )
@@ -144,7 +145,18 @@ func (p *proxy) statsJSON() []byte {
 	return bytes.ReplaceAll(b, []byte(`":`), []byte(`": `))
 }
 
+// monotonicNs reads CLOCK_MONOTONIC in nanoseconds, the clock of the C++ proxy's
+// X-Reacted-At-Ns header, shared by every process on the machine (Go's own monotonic readings
+// are not exposed as absolute times).
+func monotonicNs() int64 {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The reaction, as the C++ proxy's: the handler holds the request and decides how to answer.
+	w.Header().Set("X-Reacted-At-Ns", strconv.FormatInt(monotonicNs(), 10))
 	p.count(func(k *counters) { k.Requests++ })
 	if r.URL.Path == "/proxy-stats" && r.URL.Host == "" {
 		w.Write(p.statsJSON())
