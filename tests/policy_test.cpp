@@ -278,6 +278,44 @@ TEST(Policies, ApsReactsToEventsAtOnceAndToQuanta) {
   EXPECT_DOUBLE_EQ(p->desire(0), 0.0);
 }
 
+// Not in Fig. 1 (aps.hpp): the backlog floor, for the decision at hand only.
+TEST(ApsDesire, ABackloggedPoolAsksForOneCoreMore) {
+  EXPECT_DOUBLE_EQ(backlog_floor(1, 1), 2.0) << "one core more than it has";
+  EXPECT_DOUBLE_EQ(backlog_floor(5, 2), 3.0) << "one more, whatever the queue's length";
+  EXPECT_DOUBLE_EQ(backlog_floor(0, 1), 0.0) << "nothing queued: no floor";
+  EXPECT_DOUBLE_EQ(backlog_floor(3, 0), 0.0) << "no core: its desire asks for one already";
+}
+
+TEST(Policies, ApsGivesTheMostUrgentBackloggedPoolOneCoreMoreAtEveryDecision) {
+  auto p = promptly::ext::make_policy("aps");
+  decisions d(3);
+  std::vector<pool_view> s(3);
+  for (auto& v : s) v.has_ready_work = true;
+  d.decide_with_cores(*p, event_kind::installed, promptly::ext::no_pool, s);
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 2, s), (std::vector<unsigned>{1, 1, 1}));
+  // Level 1 has tasks waiting: at the next decision, whatever its event, it takes a core of
+  // level 2; its desire stays 1.
+  s[1].queued = 4;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 2, s), (std::vector<unsigned>{1, 2, 0}));
+  EXPECT_DOUBLE_EQ(p->desire(1), 1.0);
+  // Level 0 too: only the most urgent backlogged pool gets the floor (one core moves).
+  s[0].queued = 1;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 2, s), (std::vector<unsigned>{2, 1, 0}));
+  // The queues drained: the floor is gone at the next decision.
+  s[0].queued = s[1].queued = 0;
+  EXPECT_EQ(d.decide_with_cores(*p, event_kind::became_nonempty, 2, s), (std::vector<unsigned>{1, 1, 1}));
+  // The paper's rule has no floor: queued work changes none of its allotments.
+  promptly::ext::aps_params exact;
+  exact.exact = true;
+  auto with_queue = promptly::ext::make_policy("aps", exact), without = promptly::ext::make_policy("aps", exact);
+  decisions dq(3), dn(3);
+  std::vector<pool_view> queued = s;
+  queued[1].queued = 4;
+  for (const auto kind : {event_kind::installed, event_kind::quantum, event_kind::became_nonempty, event_kind::quantum})
+    EXPECT_EQ(dq.decide_with_cores(*with_queue, kind, promptly::ext::no_pool, queued),
+              dn.decide_with_cores(*without, kind, promptly::ext::no_pool, s));
+}
+
 TEST(Policies, ObliviousGivesEveryCoreEveryPoolAndKeepsIt) {
   auto p = promptly::ext::make_policy("oblivious");
   decisions d(3);

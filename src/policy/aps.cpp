@@ -6,6 +6,9 @@
 //    ready work at the last decision and for every id not (or no longer) a
 //    live pool; stall_floor_ changes only at quantum ticks otherwise, and is
 //    0 wherever desire_ is. Exact: stall_floor_ is 0 everywhere.
+//  * Variant: the backlog floor is computed afresh at every decision and
+//    kept nowhere; it raises at most one pool's desire, the most urgent
+//    pool with queued work, and never changes desire_.
 //  * Exact: desire_ changes only at quantum ticks and installation (Fig. 1
 //    runs once per quantum), and is 0 for every id not (or no longer) a live
 //    pool. The allotment changes only at quantum ticks and installation
@@ -41,6 +44,8 @@ desire_result next_desire(bool has_ready_work, double previous_desire, unsigned 
 double stall_floor(bool stalled, unsigned previous_allotment) noexcept {
   return stalled && previous_allotment > 0 ? previous_allotment + 1.0 : 0.0;
 }
+
+double backlog_floor(std::size_t queued, unsigned cores) noexcept { return queued > 0 && cores > 0 ? cores + 1.0 : 0.0; }
 
 void allot_top_down(std::span<const double> desires, std::span<const ext::pool_view> stats, unsigned workers,
                     std::span<unsigned> allotment) noexcept {
@@ -134,7 +139,15 @@ class aps_policy final : public ext::policy {
         desire_[p->id] = 1.0;
     }
     std::vector<unsigned> allotment(pools.size(), 0);
-    allot_top_down(desires_of(pools), pools, d.core_count(), allotment);
+    auto desires = desires_of(pools);
+    // The backlog floor (aps.hpp), for the most urgent pool with a queue only: one core moves
+    // per decision, to the most urgent waiting work.
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      if (pools[i].queued > 0) {
+        desires[i] = std::max(desires[i], backlog_floor(pools[i].queued, pools[i].cores));
+        break;
+      }
+    allot_top_down(desires, pools, d.core_count(), allotment);
     allot(d, allotment);
   }
 
