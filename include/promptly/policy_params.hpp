@@ -20,7 +20,8 @@ struct aps_params {
   // 1, a pool given no worker updates its desire like any other, leftovers
   // go half to each pool from the top whether or not it has ready work, and
   // quanta continue while a single pool is busy. false (default): Promptly's
-  // variant, which reacts to a pool becoming non-empty at once
+  // variant, which reacts to a pool becoming non-empty at once, and gives the
+  // most urgent pool whose ready work queues one core more at each decision
   // (docs/priorities.md compares the two, measured).
   bool exact = false;
 };
