@@ -1,7 +1,8 @@
 // The caching web proxy of apps/proxy: its HTTP stream parser (nodejs/http-parser) splits
 // pipelined messages and names what is wrong; the proxy answers misses and hits with the exact
 // pages, in request order even when a miss hands the connection to a less urgent fetch, refuses
-// what it must, and survives the closed-loop driver with every check passing.
+// what it must, and survives the closed-loop driver with every check passing; the driver names a
+// reaction stamp it cannot measure from instead of recording it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "driver.hpp"
 #include "http_stream.hpp"
@@ -208,6 +211,67 @@ TEST(ProxyServer, BadOptionsAreRefusedByName) {
   opt.idle_timeout = std::chrono::milliseconds(-1);
   EXPECT_EQ(what_of<std::invalid_argument>([&] { proxy::server s(rt, opt); }),
             "proxy::server_options: idle_timeout must not be negative (0: no limit)");
+}
+
+// A proxy that stamps its answers with a clock other than this machine's CLOCK_MONOTONIC (one on
+// another machine, say): the driver cannot measure resp from such a stamp, and must say so by
+// name rather than record a wrong latency. The fake serves one keep-alive connection at a time,
+// answering every GET for /site/<i> with that site's page and the given stamp (none if 0).
+TEST(ProxyDriver, AReactionStampOffThisMachinesClockFailsTheRunByName) {
+  watchdog guard(hang_guard, "ProxyDriver.AReactionStampOffThisMachinesClockFailsTheRunByName");
+  for (const std::int64_t stamp : {std::int64_t{1}, std::int64_t{0}}) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener, 4), 0);
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    std::jthread fake([listener, stamp] {
+      for (int conn = 0; conn < 2; ++conn) {  // the client's connection, then the driver's stats request
+        const int c = ::accept(listener, nullptr, nullptr);
+        if (c < 0) return;
+        proxy::http_stream in(HTTP_REQUEST, 1 << 16);
+        std::string pending;
+        char buf[4096];
+        for (;;) {
+          while (!in.complete() && !pending.empty()) pending.erase(0, in.feed(pending.data(), pending.size()));
+          if (!in.complete()) {
+            const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            pending.append(buf, static_cast<std::size_t>(n));
+            continue;
+          }
+          const auto m = in.take();
+          const auto at = m.url.find("/site/");
+          const auto site = at == std::string::npos ? std::nullopt : proxy::site_of_path(m.url.substr(at));
+          const std::string body = site ? proxy::site_body(*site) : "{}";
+          const std::string r = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\nX-Cache: HIT\r\n" +
+                                (stamp ? "X-Reacted-At-Ns: " + std::to_string(stamp) + "\r\n" : "") + "\r\n" + body;
+          if (::send(c, r.data(), r.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(r.size())) break;
+        }
+        ::close(c);
+      }
+    });
+    proxy::driver_options o;
+    o.proxy_port = ntohs(a.sin_port);
+    o.origin_port = 1;  // never contacted: the fake answers from the pages themselves
+    o.clients = 1;
+    o.requests = 3;
+    const auto r = proxy::run_driver(o);
+    fake.join();
+    ::close(listener);
+    EXPECT_EQ(r.answered, 3u);
+    EXPECT_EQ(r.hit_us.size(), 3u) << "the pages themselves were right";
+    EXPECT_TRUE(r.resp_us.empty()) << "no resp is recorded from a stamp it cannot read";
+    EXPECT_EQ(r.failure_count, 3u);
+    ASSERT_FALSE(r.failures.empty());
+    if (stamp)
+      EXPECT_NE(r.failures[0].find("X-Reacted-At-Ns 1 is not between the send"), std::string::npos) << r.failures[0];
+    else
+      EXPECT_NE(r.failures[0].find("no X-Reacted-At-Ns header"), std::string::npos) << r.failures[0];
+  }
 }
 
 class ProxyPolicies : public ::testing::TestWithParam<const char*> {};
