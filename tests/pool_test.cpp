@@ -14,6 +14,7 @@
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
+#include "sched/chaos.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 #include "worker_probe.hpp"
@@ -606,4 +607,82 @@ TEST(Pools, ElasticParametersAreCheckedAndShownToThePolicy) {
   EXPECT_EQ(rt.submit(p, [] { return fib(12); }).get(), fib_serial(12));
   EXPECT_EQ(policy.seen_work_ms.load(), 8.0);
   rt.remove_pool(p);
+}
+
+namespace {
+
+// One core: core 1 sleeps throughout; core 0 serves `target` alone, or,
+// once `every` is set, every pool (as oblivious's cores do).
+class one_core_policy final : public promptly::ext::policy {
+ public:
+  std::string_view name() const noexcept override { return "one-core"; }
+  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+    if (ev.kind == promptly::ext::event_kind::installed) d.set_quantum(100us);
+    d.take_core(1);
+    if (every.load())
+      d.serve_every_pool(0);
+    else if (d.find(target.load()) != nullptr)
+      d.give_core(0, target.load());
+  }
+  std::atomic<bool> every{false};
+  std::atomic<promptly::ext::pool_id> target{promptly::ext::no_pool};
+};
+
+}  // namespace
+
+// A worker leaving a pool hands its deque to the pool's muggable list, and
+// a thief that read that deque a moment before can still steal from it and
+// empty it there (chaos.hpp's stale steals do that here, deterministically).
+// The pool then looks queued with nothing in it until a worker of the pool
+// walks the list. A remove_pool called from a task of another pool, on the
+// one core that could walk it, waited for ever: prompt did this in the
+// concurrent test above (once in about 5,600 runs: level 0 held every core
+// while its task waited), so the remover must drop such deques itself.
+// Each round, on the one working core: a task of pool p spawns children and
+// spins until one has run; the core moves to level 1, so the task parks on
+// its deque and the worker hands the deque over (emptied at once, its tasks
+// ready at p's queue); the core then serves every pool, runs p's tasks
+// from the queue, and a level-0 task that waited for p's task removes p.
+// When the worker looks at level 0 before p once the task has ended (about
+// one round in four), only the remover itself can drop the empty deque.
+TEST(Pools, RemovedFromAnotherPoolsTaskAfterAThiefEmptiedADequeLeftThere) {
+  promptly::runtime rt(config(2, "prompt"));
+  auto owned = std::make_unique<one_core_policy>();
+  one_core_policy& policy = *owned;
+  rt.set_policy(std::move(owned));
+  watchdog guard(60s, "remove_pool after a thief emptied a handed-over deque", [&] { return describe(rt); });
+  struct stale_steals_off {
+    ~stale_steals_off() { promptly::detail::chaos::steal_at_hand_overs(0); }
+  } restore;
+  auto decide_again = [&] { rt.remove_pool(rt.create_pool()); };  // an event: the policy decides again
+  const int rounds = 40;
+  for (int round = 0; round < rounds; ++round) {
+    policy.every.store(false);
+    const promptly::pool p = rt.create_pool({.rank = 1});
+    policy.target.store(p.id);
+    std::atomic<bool> child_ran{false};
+    std::atomic<bool> spinning{false};
+    auto in_p = rt.submit(p, [&] {
+      promptly::task_group tg;
+      for (int i = 0; i < 4; ++i) tg.spawn([&] { child_ran.store(true); });
+      spinning.store(true);
+      while (!child_ran.load()) promptly::yield();  // one core: the children wait on its deque until it moves
+      tg.wait();
+      return 1;
+    });
+    auto remover = rt.submit(promptly::level{0}, [&] {
+      EXPECT_EQ(in_p.get(), 1);
+      rt.remove_pool(p);
+    });
+    while (!spinning.load()) std::this_thread::yield();
+    promptly::detail::chaos::steal_at_hand_overs(1);
+    policy.target.store(promptly::level{1}.value);
+    decide_again();
+    // The hand-over happened once the budget is spent.
+    while (promptly::detail::chaos::stale_steals.load() != 0) std::this_thread::yield();
+    policy.every.store(true);
+    decide_again();
+    remover.get();
+  }
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
 }

@@ -25,7 +25,8 @@ inline promptly::runtime_config config(unsigned workers, const std::string& poli
   return c;
 }
 
-// What every worker and level is doing (runtime::stats()), for hang reports.
+// What every worker, level and live pool is doing (runtime::stats()), for
+// hang reports.
 inline std::string describe(const promptly::runtime& rt) {
   const promptly::runtime_stats s = rt.stats();
   std::ostringstream o;
@@ -38,6 +39,9 @@ inline std::string describe(const promptly::runtime& rt) {
   for (std::size_t l = 0; l < s.levels.size(); ++l)
     o << "  level " << l << ": allotted " << s.levels[l].allotted << ", ready " << s.levels[l].has_ready_work
       << ", tasks " << s.levels[l].tasks_run << "\n";
+  for (const auto& p : s.pools)
+    o << "  pool " << p.id << " (rank " << p.rank << "): allotted " << p.allotted << ", ready " << p.has_ready_work
+      << ", tasks " << p.tasks_run << "\n";
   return o.str();
 }
 

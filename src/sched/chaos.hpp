@@ -27,18 +27,31 @@ void enable(std::uint64_t s) noexcept;
 // Reads PROMPTLY_CHAOS once per process; returns the seed in force (0 = off).
 std::uint64_t enable_from_environment() noexcept;
 
-// Fault injection: while the budget is non-zero, creating a fiber fails as
-// if no stack could be mapped (-1: every creation until reset to 0). Tests
-// use it to drive the fallbacks of parking (parking.cpp).
-extern std::atomic<int> fiber_failures;
-inline void fail_fiber_creations(int n) noexcept { fiber_failures.store(n, std::memory_order_relaxed); }
-inline bool fiber_creation_fails() noexcept {
+// Takes one from a fault-injection budget: true while it is non-zero (-1:
+// every time until reset to 0).
+inline bool take_from_budget(std::atomic<int>& budget) noexcept {
   // Relaxed: a budget, not a synchronisation; the CAS keeps the count exact.
-  int n = fiber_failures.load(std::memory_order_relaxed);
+  int n = budget.load(std::memory_order_relaxed);
   while (n != 0)
-    if (n < 0 || fiber_failures.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
+    if (n < 0 || budget.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
   return false;
 }
+
+// Fault injection: while the budget is non-zero, creating a fiber fails as
+// if no stack could be mapped. Tests use it to drive the fallbacks of
+// parking (parking.cpp).
+extern std::atomic<int> fiber_failures;
+inline void fail_fiber_creations(int n) noexcept { fiber_failures.store(n, std::memory_order_relaxed); }
+inline bool fiber_creation_fails() noexcept { return take_from_budget(fiber_failures); }
+
+// Fault injection: while the budget is non-zero, a worker leaving a pool
+// steals back every task of the deque it has just handed over to the
+// pool's muggable list and makes them ready at the pool's injection
+// queue: what thieves that read the deque just before the hand-over do
+// (pool_moves.cpp). The deque stays in the list, empty.
+extern std::atomic<int> stale_steals;
+inline void steal_at_hand_overs(int n) noexcept { stale_steals.store(n, std::memory_order_relaxed); }
+inline bool steal_at_hand_over() noexcept { return take_from_budget(stale_steals); }
 
 inline void point() noexcept {
   // Relaxed: a stale read only delays when perturbations start or stop.

@@ -15,6 +15,11 @@
 //    in `spare` (empty, unowned).
 //  * muggable_count == muggable.size() whenever mutex is free; read seq-cst
 //    by a worker about to sleep.
+//  * A deque in `muggable` may be empty: a thief that read its owner's
+//    deque just before the owner handed it over can still steal from it and
+//    empty it there. Whoever walks the list (take_muggable, steal_muggable,
+//    drop_emptied_muggable) moves such deques to `spare`; remove_pool walks
+//    it itself, since no worker may serve the pool it waits for.
 //  * A worker takes a muggable deque whole (AMCilk, Sec. 3.5: mugging)
 //    before it steals; thieves never probe a deque that is neither owned by
 //    a worker serving the pool nor muggable.
@@ -151,6 +156,17 @@ struct pool_record {
     }
     muggable_count.store(static_cast<unsigned>(muggable.size()), std::memory_order_seq_cst);
     return t;
+  }
+  // Moves the deques that thieves emptied from `muggable` to `spare`.
+  void drop_emptied_muggable() {
+    if (muggable_count.load(std::memory_order_relaxed) == 0) return;  // relaxed: a hint; the walk locks
+    std::lock_guard lock(mutex);
+    std::erase_if(muggable, [&](task_deque* d) {
+      if (!d->empty()) return false;
+      spare.push_back(d);
+      return true;
+    });
+    muggable_count.store(static_cast<unsigned>(muggable.size()), std::memory_order_seq_cst);
   }
   task_deque* take_spare() {
     std::lock_guard lock(mutex);

@@ -56,6 +56,12 @@ void scheduler::leave_pool(worker& w) {
     task_deque* fresh = p.take_spare();
     if (fresh == nullptr) fresh = new_deque();
     p.give_muggable(d);
+    // A thief that read w.visible before the store below may still steal
+    // from d, now muggable, and empty it there (pool.hpp says who drops
+    // it); tests make that happen on purpose (chaos.hpp).
+    if (chaos::steal_at_hand_over()) [[unlikely]]
+      while (task* t = d->steal()) inject(t);
+    chaos::point();
     p.own[w.index] = fresh;
     w.deque = fresh;
     w.visible.store(fresh, std::memory_order_release);

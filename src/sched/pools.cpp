@@ -164,8 +164,14 @@ void scheduler::remove_pool(std::uint32_t id) {
   // Then nothing of it may remain anywhere: tasks of other pools may have
   // spawned children into it or parked in it. The policy keeps serving the
   // pool (it is in the view while closing) until then. No event marks this
-  // rare moment, so poll, yielding the thread.
-  for (unsigned spins = 0; !p->quiescent(); ++spins) {
+  // rare moment, so poll, yielding the thread. Deques that thieves emptied
+  // in the muggable list (pool.hpp) are dropped here: only a worker of the
+  // pool would drop them otherwise, and a remover running as a task of a
+  // more urgent pool keeps that pool busy, so under prompt no worker came
+  // and the remover waited for ever.
+  for (unsigned spins = 0;; ++spins) {
+    p->drop_emptied_muggable();
+    if (p->quiescent()) break;
     if (spins < 1000)
       std::this_thread::yield();
     else
