@@ -35,8 +35,11 @@ promptly::runtime_config config(const char* policy) { return ::config(2, policy,
 // A blocking line client, like a person with nc.
 class line_client {
  public:
-  explicit line_client(std::uint16_t port) {
+  // receive_buffer > 0 fixes the socket's receive buffer (no autotuning), so that a reply the
+  // client does not read soon fills the server's send buffer and the server's write waits.
+  explicit line_client(std::uint16_t port, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     timeval limit{10, 0};  // a reply that does not come within 10 s reads as "<eof>": a hang guard
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     sockaddr_in a{};
@@ -373,6 +376,42 @@ TEST(EmailServer, SilentAndTricklingConnectionsAreClosedAtTheIdleTimeout) {
   srv.stop();
   EXPECT_EQ(srv.counters().timed_out_connections, 2u);
   EXPECT_EQ(srv.counters().refused_connections, 0u);
+}
+
+// A connection waiting for a reply is not idle: its client sends nothing while the server
+// writes, which takes as long as the client takes to read. Here a 5 MiB PRINT reply, read by a
+// client with a 4 KiB receive buffer only after two other connections were closed as idle
+// (each one idle timeout after the busy one's last request), still arrives whole, and the
+// connection then serves requests. Without the exemption it was told idle and closed once
+// the reply had gone out, though its client had only been reading.
+TEST(EmailServer, AConnectionWaitingForItsReplyIsNotIdle) {
+  watchdog guard(hang_guard, "EmailServer.AConnectionWaitingForItsReplyIsNotIdle");
+  using namespace std::chrono_literals;
+  promptly::runtime rt{config("aps")};
+  email::server_options opt;
+  opt.idle_timeout = 300ms;
+  opt.seed_messages = 0;
+  opt.max_line = 8 << 20;
+  opt.mailbox_bytes = 8 << 20;
+  email::server srv(rt, opt);
+  line_client busy(srv.port(), 4096);
+  ASSERT_EQ(busy.call("USER ann"), "OK ann 0");
+  // Larger than the server's largest send buffer (tcp_wmem's 4 MiB) and the client's 4 KiB.
+  const std::string text(5 << 20, 'x');
+  ASSERT_EQ(busy.call("SEND ann " + text), "ACK 1");
+  ASSERT_TRUE(starts_with(busy.line(), "DONE 1 SEND "));
+  ASSERT_EQ(busy.call("PRINT 0"), "ACK 2");  // the reply's write now waits for the client
+  const std::string told = "ERR idle: no request for 300 ms (the server's idle timeout); closing";
+  for (int i = 0; i < 2; ++i) {  // connected after the busy connection's last request: its deadline passed first
+    line_client silent(srv.port());
+    EXPECT_EQ(silent.line(), told);
+  }
+  const std::string reply = busy.line();
+  EXPECT_TRUE(starts_with(reply, "DONE 2 PRINT ")) << reply.substr(0, 80);
+  EXPECT_EQ(reply.size() - reply.rfind(' ') - 1, text.size()) << "the reply arrived whole";
+  EXPECT_EQ(busy.call("USER ann"), "OK ann 1");
+  srv.stop();
+  EXPECT_EQ(srv.counters().timed_out_connections, 2u);
 }
 
 // A mailbox keeps at most mailbox_bytes of text: a delivery past it drops the oldest messages
