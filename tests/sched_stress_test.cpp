@@ -7,7 +7,8 @@
 // outside threads submit random mixes: fork-join, task groups spawning at
 // other levels, long future chains, low-level graphs with urgent arrivals,
 // parking inside catch handlers, and detached tasks left running at
-// shutdown. Checks: every task runs exactly once, results are right,
+// shutdown; every third seed, thieves that read a deque just before its hand-over
+// empty it (chaos.hpp's stale steals). Checks: every task runs exactly once, results are right,
 // nothing hangs (a watchdog dumps the workers' states and the seed).
 //
 // PROMPTLY_STRESS_SEED=<n> runs one chosen seed (to reproduce a failure);
@@ -252,6 +253,10 @@ TEST(SchedStress, RandomizedSchedulesRunEveryTaskExactlyOnce) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with PROMPTLY_STRESS_SEED=" + std::to_string(seed) + ")");
     std::fprintf(stderr, "stress seed %llu\n", static_cast<unsigned long long>(seed));
     promptly::detail::chaos::enable(seed);
+    // Every third seed, every deque a worker hands over as it leaves a level is emptied at once
+    // by a "stale thief" (chaos.hpp): its tasks go to the level's queue and the level's muggable
+    // list keeps an empty deque until a worker of the level walks it.
+    if (seed % 3 == 0) promptly::detail::chaos::steal_at_hand_overs(-1);
     ledger book(2'000'000);
     {
       promptly::runtime_config cfg;
@@ -291,6 +296,7 @@ TEST(SchedStress, RandomizedSchedulesRunEveryTaskExactlyOnce) {
       }
     }  // the destructor waits for every accepted task
     promptly::detail::chaos::enable(0);
+    promptly::detail::chaos::steal_at_hand_overs(0);
     const std::size_t used = book.next.load();
     std::size_t wrong = 0;
     for (std::size_t id = 0; id < used; ++id)
