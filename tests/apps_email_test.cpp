@@ -173,7 +173,7 @@ TEST(EmailServer, AnswersTheProtocol) {
 class EmailServerPolicies : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(EmailServerPolicies, DriverChecksPassAndNothingIsLost) {
-  watchdog guard(hang_guard, "EmailServer.DriverChecksPassAndNothingIsLost");
+  watchdog guard(driver_hang_guard, "EmailServer.DriverChecksPassAndNothingIsLost");
   promptly::runtime rt{config(GetParam())};
   email::server srv(rt);
   email::driver_options o;

@@ -277,7 +277,7 @@ TEST(ProxyDriver, AReactionStampOffThisMachinesClockFailsTheRunByName) {
 class ProxyPolicies : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ProxyPolicies, DriverChecksPassAndEveryRequestIsAnswered) {
-  watchdog guard(hang_guard, "ProxyPolicies.DriverChecksPassAndEveryRequestIsAnswered");
+  watchdog guard(driver_hang_guard, "ProxyPolicies.DriverChecksPassAndEveryRequestIsAnswered");
   proxy::origin_server origin;
   promptly::runtime rt{config(GetParam())};
   proxy::server_options opt;

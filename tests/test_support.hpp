@@ -42,6 +42,12 @@ std::string what_of(F&& f) {
 
 // How long a test waits for an event before it calls the code hung.
 inline constexpr std::chrono::seconds hang_guard{30};
+// The same for the apps' closed-loop driver runs (hundreds of requests, each
+// moving cores between levels under the priority policies). When other
+// processes take the CPUs, each move waits for one: the email driver's test
+// took 0.1 s alone under prompt and 7.8-18 s beside three CPU-bound
+// processes (ctest -j4 on 2 cores once took it past 30 s).
+inline constexpr std::chrono::seconds driver_hang_guard{120};
 
 // Polls `pred` (a flag, counter or stats value that proves a state was
 // reached) until it holds; false if it still does not after `limit`, a hang
