@@ -45,8 +45,9 @@ inline constexpr std::chrono::seconds hang_guard{30};
 // The same for the apps' closed-loop driver runs (hundreds of requests, each
 // moving cores between levels under the priority policies). Beside other
 // CPU-bound processes they slow down sharply: the email driver's test took
-// 0.12 s alone under prompt and 5.0-19.8 s beside three spinning processes
-// (bench/results/apps/foreign-load/); ctest -j4 on 2 cores once took it past 30 s.
+// 0.11 s alone under prompt and 0.5-3.7 s beside three spinning processes
+// (5.0-19.8 s before thieves stopped yielding to them; bench/results/apps/
+// foreign-load/); ctest -j4 on 2 cores once took it past 30 s.
 inline constexpr std::chrono::seconds driver_hang_guard{120};
 
 // Polls `pred` (a flag, counter or stats value that proves a state was

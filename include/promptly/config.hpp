@@ -35,7 +35,9 @@ struct runtime_config {
   // the value of the Taskflow executor paper, Sec. III.
   unsigned steal_bound = 0;
   // Yields (each followed by a steal attempt) before a thief prepares to
-  // sleep. The Taskflow executor paper (Sec. III) uses 100.
+  // sleep. The Taskflow executor paper (Sec. III) uses 100. A yield that
+  // keeps the thief off its CPU for over 1 ms (a CPU-bound thread shares
+  // it) ends the exploration sooner (src/sched/README.md).
   unsigned yield_bound = 100;
   // The last awake thief, while some worker is active, naps at most this long
   // between exploration rounds instead of spinning (see src/sched/README.md,

@@ -46,6 +46,10 @@ namespace promptly::detail {
 namespace {
 // Returned by find_work when the scheduler stops.
 task stop_marker{nullptr};
+// A yield that returns later than this lost the CPU to a thread that keeps
+// it: far above a wake-up here (p50 ~20 us), below a time slice (the 4 ms
+// tick a spinning process got on this 2-core VM, perf sched timehist).
+constexpr std::uint64_t costly_yield_ns = 1'000'000;
 }  // namespace
 
 // Algorithm 2 (worker_loop) fused with Algorithm 3 (exploit_task). Runs on
@@ -354,7 +358,9 @@ task* scheduler::steal_once(worker& w) {
 }
 
 // Algorithm 4: random stealing. After steal_bound failures the thief yields
-// before each attempt, and gives up after yield_bound yields.
+// before each attempt, and gives up after yield_bound yields, or at once
+// after a yield that kept it off its CPU for more than costly_yield_ns
+// (README.md, "A yield that loses the CPU ends the exploration").
 task* scheduler::explore_task(worker& w) {
   unsigned failed = 0;
   unsigned yields = 0;
@@ -367,8 +373,15 @@ task* scheduler::explore_task(worker& w) {
       return t;
     }
     if (++failed >= cfg_.steal_bound) {
+      const std::uint64_t before = now_ns();
       sched_yield();
-      if (++yields >= cfg_.yield_bound) break;
+      // Another thread kept this CPU for longer than a wake-up takes: a
+      // CPU-bound thread shares it (another process, say). Each further
+      // yield would hand it a time slice, and on an EEVDF kernel also move
+      // this thread behind it, while work reaching this thief cannot wake
+      // it (a notification wakes only a waiting slot). The sleep protocol's
+      // wait, which a notification ends at once, is the better place.
+      if (++yields >= cfg_.yield_bound || elapsed_since(before) > costly_yield_ns) break;
     }
   }
   return nullptr;

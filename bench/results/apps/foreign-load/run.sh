@@ -2,7 +2,7 @@
 # The email server's driver test (tests/apps_email_test.cpp, DriverChecksPassAndNothingIsLost:
 # 6 closed-loop clients, 1200 requests) per policy, alone and beside 1 or 3 CPU-bound
 # processes (`while :; do :; done`), policies alternated within each round.
-# Usage: run.sh [ROUNDS] > runs.txt   (build/ must hold a Release build with tests)
+# Usage: run.sh [ROUNDS] > runs-NAME.txt   (build/ must hold a Release build with tests)
 # Prints one line per run: "hogs=<n> policy=<p> ms=<t> result=<OK|FAILED>".
 set -u
 rounds=${1:-3}
