@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "promptly/promptly.hpp"
+#include "sched/chaos.hpp"
 #include "sched/worker.hpp"
 #include "test_support.hpp"
 #include "worker_probe.hpp"
@@ -162,12 +163,9 @@ TEST(Runtime, IdleRuntimeUsesNoCpu) {
 // branches of the join wait for each other, so they meet only if the
 // sleeper woke up by itself, explored and stole the second branch: the push
 // of a join notifies nobody.
-TEST(Runtime, LateParallelismIsDiscovered) {
-  promptly::runtime_config c;
-  c.workers = 2;
-  promptly::runtime rt(c);
+static void expect_late_parallelism_discovered(promptly::runtime& rt) {
   const auto ws = capture_workers(rt);
-  ASSERT_EQ(ws.size(), c.workers) << "could not run one task on every worker";
+  ASSERT_EQ(ws.size(), 2u) << "could not run one task on every worker";
   for (int round = 0; round < 5; ++round) {
     std::atomic<bool> other_slept{false};
     const bool met = rt.run([&] {
@@ -186,6 +184,35 @@ TEST(Runtime, LateParallelismIsDiscovered) {
     EXPECT_TRUE(other_slept.load()) << "round " << round << ": the other worker never went to sleep";
     EXPECT_TRUE(met) << "round " << round << ": the second branch was never stolen";
   }
+}
+
+TEST(Runtime, LateParallelismIsDiscovered) {
+  promptly::runtime_config c;
+  c.workers = 2;
+  promptly::runtime rt(c);
+  expect_late_parallelism_discovered(rt);
+}
+
+// Every yield of a thief counts as one that lost the CPU to another thread
+// (chaos::make_yields_costly), as beside a CPU-bound process: a thief ends
+// its exploration at its first yield and skips the yields of the next ones,
+// going from its failed steals straight to the sleep protocol. Lemma 1' must
+// hold on that path too, and fork-join work must still spread and finish.
+TEST(Runtime, LateParallelismIsDiscoveredWhenEveryYieldLosesTheCpu) {
+  struct costly_yields_off {
+    ~costly_yields_off() { promptly::detail::chaos::make_yields_costly(0); }
+  } off;
+  promptly::detail::chaos::make_yields_costly(-1);
+  promptly::runtime_config c;
+  c.workers = 2;
+  promptly::runtime rt(c);
+  expect_late_parallelism_discovered(rt);
+  const long leaves = rt.run([] {
+    std::atomic<long> n{0};
+    promptly::parallel_for(0, 20000, 10, [&](int) { n.fetch_add(1, std::memory_order_relaxed); });
+    return n.load();
+  });
+  EXPECT_EQ(leaves, 20000);
 }
 
 // A thread that is no worker (here a user thread fulfilling a promise; in the

@@ -13,6 +13,7 @@ namespace promptly::detail::chaos {
 std::atomic<std::uint64_t> seed{0};
 std::atomic<int> fiber_failures{0};
 std::atomic<int> stale_steals{0};
+std::atomic<int> costly_yields{0};
 
 namespace {
 std::atomic<std::uint64_t> thread_counter{0};

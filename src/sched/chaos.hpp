@@ -53,6 +53,14 @@ extern std::atomic<int> stale_steals;
 inline void steal_at_hand_overs(int n) noexcept { stale_steals.store(n, std::memory_order_relaxed); }
 inline bool steal_at_hand_over() noexcept { return take_from_budget(stale_steals); }
 
+// Fault injection: while the budget is non-zero, a thief's yield counts as
+// one that kept it off its CPU for longer than costly_yield_ns, as beside a
+// CPU-bound process: the exploration ends at that yield
+// (scheduling_loop.cpp, explore_task).
+extern std::atomic<int> costly_yields;
+inline void make_yields_costly(int n) noexcept { costly_yields.store(n, std::memory_order_relaxed); }
+inline bool yield_counts_as_costly() noexcept { return take_from_budget(costly_yields); }
+
 inline void point() noexcept {
   // Relaxed: a stale read only delays when perturbations start or stop.
   if (seed.load(std::memory_order_relaxed) != 0) [[unlikely]]

@@ -381,7 +381,7 @@ task* scheduler::explore_task(worker& w) {
       // this thread behind it, while work reaching this thief cannot wake
       // it (a notification wakes only a waiting slot). The sleep protocol's
       // wait, which a notification ends at once, is the better place.
-      if (++yields >= cfg_.yield_bound || elapsed_since(before) > costly_yield_ns) break;
+      if (++yields >= cfg_.yield_bound || elapsed_since(before) > costly_yield_ns || chaos::yield_counts_as_costly()) break;
     }
   }
   return nullptr;
