@@ -377,10 +377,11 @@ task* scheduler::explore_task(worker& w) {
       sched_yield();
       // Another thread kept this CPU for longer than a wake-up takes: a
       // CPU-bound thread shares it (another process, say). Each further
-      // yield would hand it a time slice, and on an EEVDF kernel also move
-      // this thread behind it, while work reaching this thief cannot wake
-      // it (a notification wakes only a waiting slot). The sleep protocol's
-      // wait, which a notification ends at once, is the better place.
+      // yield would hand it a time slice (and, as we read Linux 6.18's
+      // EEVDF, move this thread behind it), while work reaching this thief
+      // cannot wake it (a notification wakes only a waiting slot). The
+      // sleep protocol's wait, which a notification ends at once, is the
+      // better place.
       if (++yields >= cfg_.yield_bound || elapsed_since(before) > costly_yield_ns || chaos::yield_counts_as_costly()) break;
     }
   }
