@@ -195,8 +195,8 @@ TEST(Runtime, LateParallelismIsDiscovered) {
 
 // Every yield of a thief counts as one that lost the CPU to another thread
 // (chaos::make_yields_costly), as beside a CPU-bound process: a thief ends
-// its exploration at its first yield and skips the yields of the next ones,
-// going from its failed steals straight to the sleep protocol. Lemma 1' must
+// each exploration at its first yield, after steal_bound failed steals, and
+// goes on to the sleep protocol. Lemma 1' must
 // hold on that path too, and fork-join work must still spread and finish.
 TEST(Runtime, LateParallelismIsDiscoveredWhenEveryYieldLosesTheCpu) {
   struct costly_yields_off {

@@ -7,9 +7,11 @@
 // outside threads submit random mixes: fork-join, task groups spawning at
 // other levels, long future chains, low-level graphs with urgent arrivals,
 // parking inside catch handlers, and detached tasks left running at
-// shutdown; every third seed, thieves that read a deque just before its hand-over
-// empty it (chaos.hpp's stale steals). Checks: every task runs exactly once, results are right,
-// nothing hangs (a watchdog dumps the workers' states and the seed).
+// shutdown; seeds 0 mod 3: thieves that read a deque just before its
+// hand-over empty it (chaos.hpp's stale steals); seeds 1 mod 3: every yield
+// of a thief counts as one that lost the CPU (chaos.hpp's costly yields).
+// Checks: every task runs exactly once, results are right, nothing hangs (a
+// watchdog dumps the workers' states and the seed).
 //
 // PROMPTLY_STRESS_SEED=<n> runs one chosen seed (to reproduce a failure);
 // PROMPTLY_STRESS_ROUNDS=<n> scales the number of operations.
@@ -257,9 +259,8 @@ TEST(SchedStress, RandomizedSchedulesRunEveryTaskExactlyOnce) {
     // by a "stale thief" (chaos.hpp): its tasks go to the level's queue and the level's muggable
     // list keeps an empty deque until a worker of the level walks it.
     if (seed % 3 == 0) promptly::detail::chaos::steal_at_hand_overs(-1);
-    // Seeds one above a multiple of three: every yield of a thief counts as one that lost the CPU, as
-    // beside a CPU-bound process (chaos.hpp): thieves go from failed steals straight to the sleep
-    // protocol.
+    // Seeds 1 mod 3: every yield of a thief counts as one that lost the CPU, as beside a CPU-bound
+    // process (chaos.hpp): each exploration ends at its first yield.
     if (seed % 3 == 1) promptly::detail::chaos::make_yields_costly(-1);
     ledger book(2'000'000);
     {

@@ -47,8 +47,9 @@ namespace {
 // Returned by find_work when the scheduler stops.
 task stop_marker{nullptr};
 // A yield that returns later than this lost the CPU to a thread that keeps
-// it: far above a wake-up here (p50 ~20 us), below a time slice (the 4 ms
-// tick a spinning process got on this 2-core VM, perf sched timehist).
+// it: far above a wake-up here (p50 14-20 us, p99 35-222 us in
+// bench/results/jobs/), below a time slice (the 4 ms tick a spinning
+// process got on this 2-core VM, perf sched timehist).
 constexpr std::uint64_t costly_yield_ns = 1'000'000;
 }  // namespace
 
