@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <vector>
 
 #include "promptly/promptly.hpp"
@@ -13,8 +14,10 @@
 
 // Every worker of `rt`: one task per worker records where it runs and spins
 // (without parking) until all have arrived, so they ran on distinct workers.
-// Empty if they did not all arrive within the hang guard.
-inline std::vector<promptly::detail::worker*> capture_workers(promptly::runtime& rt) {
+// Empty if they did not all arrive within the hang guard. `on_worker(i)`,
+// if given, runs in task i on its worker's thread before the spin.
+inline std::vector<promptly::detail::worker*> capture_workers(promptly::runtime& rt,
+                                                              const std::function<void(unsigned)>& on_worker = {}) {
   const unsigned n = rt.workers();
   std::vector<std::atomic<promptly::detail::worker*>> seen(n);
   std::atomic<unsigned> arrived{0};
@@ -22,6 +25,7 @@ inline std::vector<promptly::detail::worker*> capture_workers(promptly::runtime&
   for (unsigned i = 0; i < n; ++i)
     fs.push_back(rt.submit([&, i] {
       seen[i] = &promptly::detail::worker::of(*promptly::detail::current_worker());
+      if (on_worker) on_worker(i);
       arrived.fetch_add(1);
       wait_until([&] { return arrived.load() == n; });
     }));

@@ -43,6 +43,17 @@ struct runtime_config {
   // between exploration rounds instead of spinning (see src/sched/README.md,
   // "Lemma 1 with a bounded nap"). Must be > 0.
   std::chrono::microseconds sentinel_nap{1000};
+  // The time slice the workers and the policy thread ask of the kernel
+  // (Linux 6.12+: EEVDF takes a slice request in sched_setattr's
+  // sched_runtime), 100 us..100 ms. 0 = the environment variable
+  // PROMPTLY_OS_SLICE_US (microseconds) if set, else the kernel's default.
+  // A shorter slice lets a woken or yielding worker get a CPU back sooner
+  // from CPU-bound threads of other processes; it does not change the
+  // runtime's share of the CPU. Where the program's own clients share the
+  // cores it can cost them latency: measured both ways in
+  // docs/priorities.md ("Beside other CPU-bound processes").
+  // stats().worker_states[i].os_time_slice_us is what the kernel reports.
+  std::chrono::microseconds os_time_slice{0};
 
   // Priority levels, 0 = most urgent. 1 <= levels <= max_levels.
   unsigned levels = 8;

@@ -40,6 +40,8 @@ struct worker_state {
   bool every_pool = false; // it serves every pool
   std::string state;     // "working", "looking" (stealing) or "sleeping" (in the notifier)
   int cpu = -1;          // runtime_config::pin_workers: the CPU the worker is pinned to; -1 = not pinned
+  std::int64_t os_time_slice_us = 0;  // the time slice the kernel reports for the worker's thread
+                                      // (runtime_config::os_time_slice, or the kernel's default); 0 = none reported
 };
 
 // Quantiles of one mechanism timing, in microseconds.

@@ -1,6 +1,7 @@
 // Defaults and validation of runtime_config.
 #include "promptly/config.hpp"
 #include "promptly/ext/policy.hpp"
+#include "../sched/os_time_slice.hpp"
 
 #include <sched.h>
 
@@ -54,6 +55,11 @@ void validate(const runtime_config& cfg) {
     fail("fiber_stack_bytes = " + std::to_string(cfg.fiber_stack_bytes) + " is below the minimum of 16384");
   if (cfg.yield_bound == 0) fail("yield_bound must be >= 1");
   if (cfg.sentinel_nap.count() <= 0) fail("sentinel_nap must be > 0");
+  // The kernel's bounds (it would clamp silently; os_time_slice.hpp).
+  using detail::max_os_time_slice, detail::min_os_time_slice;
+  if (cfg.os_time_slice.count() != 0 && (cfg.os_time_slice < min_os_time_slice || cfg.os_time_slice > max_os_time_slice))
+    fail("os_time_slice = " + std::to_string(cfg.os_time_slice.count()) + " us must be 0 (the kernel's default) or in " +
+         std::to_string(min_os_time_slice.count()) + ".." + std::to_string(max_os_time_slice.count()) + " us");
   if (cfg.sleep != sleep_mode::adaptive && cfg.sleep != sleep_mode::never) fail("unknown sleep_mode");
   if (cfg.levels == 0 || cfg.levels > max_levels)
     fail("levels = " + std::to_string(cfg.levels) + " must be in 1.." + std::to_string(max_levels));

@@ -43,6 +43,7 @@
 #include <thread>
 
 #include "chaos.hpp"
+#include "os_time_slice.hpp"
 #include "decision.hpp"
 #include "scheduler.hpp"
 
@@ -523,6 +524,7 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
 }
 
 void scheduler::driver_main() {
+  (void)request_os_time_slice(cfg_.os_time_slice);
   using clock = std::chrono::steady_clock;
   bool failed_before = false;
   for (;;) {
@@ -692,6 +694,7 @@ runtime_stats scheduler::stats() const {
     const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
     ws.cpu = w->cpu;
+    ws.os_time_slice_us = w->os_time_slice_us.load(std::memory_order_relaxed);  // relaxed: a statistic
     s.sleeping_workers += asleep ? 1 : 0;
     s.worker_states.push_back(std::move(ws));
   }

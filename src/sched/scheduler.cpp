@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "chaos.hpp"
+#include "os_time_slice.hpp"
 #include "toolchain.hpp"
 #include "promptly/errors.hpp"
 
@@ -43,6 +44,7 @@ std::vector<int> affinity_cpus() {
 
 scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   validate(cfg_);
+  cfg_.os_time_slice = resolve_os_time_slice(cfg_.os_time_slice);  // the environment's, if the field is 0
   if (cfg_.workers == 0) cfg_.workers = default_worker_count();
   if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // Taskflow's executor, Sec. III
   workers_.reserve(cfg_.workers);
@@ -260,6 +262,8 @@ fiber_record* scheduler::try_take_idle_fiber(worker& w) noexcept {
 
 void scheduler::worker_main(worker& w) {
   tls_worker = &w;
+  // Relaxed: a statistic (stats()).
+  w.os_time_slice_us.store(request_os_time_slice(cfg_.os_time_slice).count(), std::memory_order_relaxed);
   const fiber_overflow_guard overflow_guard;  // names fiber stack overflows on this thread (fiber_stack.hpp)
   w.main_fiber.tsan_fiber = tsan_current_fiber();
   auto finish_exited = [&w] {

@@ -77,6 +77,7 @@ struct worker : worker_view {
   std::uint64_t rng_state = 0;
   std::thread thread;
   int cpu = -1;  // runtime_config::pin_workers: the CPU the thread is pinned to (set before other threads read it)
+  std::atomic<std::int64_t> os_time_slice_us{0};  // the slice the kernel reports for the thread (os_time_slice.hpp)
 
   static worker& of(worker_view& v) noexcept { return static_cast<worker&>(v); }
 
