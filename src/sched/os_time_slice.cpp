@@ -42,7 +42,7 @@ bool read_attr(sched_attr& a) noexcept {
 std::chrono::microseconds resolve_os_time_slice(std::chrono::microseconds configured) {
   if (configured.count() != 0) return configured;  // validate() checked its range
   const char* text = std::getenv(os_time_slice_variable);
-  if (text == nullptr || *text == '\0') return std::chrono::microseconds{0};
+  if (text == nullptr || *text == '\0') return std::chrono::microseconds{0};  // empty counts as unset
   errno = 0;
   char* end = nullptr;
   const long long us = std::strtoll(text, &end, 10);
