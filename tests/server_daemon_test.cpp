@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -26,8 +27,10 @@
 #include <vector>
 
 #include "server/daemon_client.hpp"
+#include "sched/os_time_slice.hpp"
 #include "sched/toolchain.hpp"
 #include "server/daemon_socket.hpp"
+#include "test_support.hpp"
 #include "watchdog.hpp"
 
 using nlohmann::json;
@@ -94,6 +97,7 @@ class daemon_process {
     return "";
   }
   void signal(int sig) const { ::kill(pid_, sig); }
+  [[nodiscard]] pid_t pid() const { return pid_; }
   // The exit status (or 128 + signal), waiting for it.
   int wait_exit() {
     if (exit_status_) return *exit_status_;
@@ -456,6 +460,50 @@ TEST_F(Daemon, TcpConnectionsWithoutTheTokenAreClosedAfterTheGracePeriod) {
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0);
   EXPECT_EQ(daemon_process(base_args({"--auth-timeout", "0"})).wait_exit(), 2);  // out of range
+}
+
+// The slice the kernel reports in /proc for each of the daemon's worker
+// threads (named promptly-w<i>); empty where /proc shows no se.slice.
+std::vector<long> worker_slices_ns(pid_t pid) {
+  std::vector<long> out;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& t : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("promptly-w", 0) != 0) continue;
+    std::ifstream sched(t.path() / "sched");
+    for (std::string line; std::getline(sched, line);)
+      if (line.rfind("se.slice", 0) == 0) out.push_back(std::stol(line.substr(line.find(':') + 1)));
+  }
+  return out;
+}
+
+// --os-slice-us: out of the kernel's range is a usage error (exit 2); in
+// range, every worker thread gets the slice. The second half skips on a
+// kernel that does not take slice requests or does not show them.
+TEST_F(Daemon, OsSliceOption) {
+  EXPECT_EQ(daemon_process(base_args({"--os-slice-us", "50"})).wait_exit(), 2);
+  EXPECT_EQ(daemon_process(base_args({"--os-slice-us", "100001"})).wait_exit(), 2);
+  EXPECT_EQ(daemon_process(base_args({"--os-slice-us", "-1"})).wait_exit(), 2);
+  daemon_process d(base_args({"--os-slice-us", "250"}));
+  ASSERT_TRUE(d.ready());
+  std::chrono::microseconds granted{0};
+  std::thread([&] { granted = promptly::detail::request_os_time_slice(std::chrono::microseconds{250}); }).join();
+  std::ifstream self("/proc/thread-self/sched");
+  const std::string all((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  if (granted != std::chrono::microseconds{250} || all.find("se.slice") == std::string::npos) {
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.wait_exit(), 0);
+    GTEST_SKIP() << "this kernel does not take slice requests or does not show them in /proc";
+  }
+  // Each worker asks when its thread starts, which may be after "ready".
+  EXPECT_TRUE(wait_until([&] {
+    const auto slices = worker_slices_ns(d.pid());
+    return slices.size() == 2 && slices[0] == 250'000 && slices[1] == 250'000;
+  })) << "worker slices (ns): " << testing::PrintToString(worker_slices_ns(d.pid()));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
 }
 
 TEST_F(Daemon, SocketIsPrivate) {

@@ -90,10 +90,13 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   chaos::enable_from_environment();
   set_policy(cfg_.policy);  // initial allotment
   driver_ = std::thread([this] { driver_main(); });
+  // Named for top -H, perf and /proc (at most 15 characters).
+  pthread_setname_np(driver_.native_handle(), "promptly-policy");
   const std::vector<int> cpus = cfg_.pin_workers ? affinity_cpus() : std::vector<int>{};
   for (auto& w : workers_) {
     worker* wp = w.get();
     wp->thread = std::thread([this, wp] { worker_main(*wp); });
+    pthread_setname_np(wp->thread.native_handle(), ("promptly-w" + std::to_string(wp->index)).c_str());
     if (!cpus.empty()) {
       const int cpu = cpus[wp->index % cpus.size()];
       cpu_set_t set;

@@ -47,6 +47,7 @@ struct options {
   std::string metrics;
   unsigned workers = 0;
   std::string policy;
+  unsigned os_slice_us = 0;
   std::size_t max_queued = 1024;
   std::size_t max_running = 64;
   std::size_t max_connections = 1024;
@@ -135,6 +136,7 @@ int serve(const options& o, const partitioning& parts) {
   promptly::runtime_config cfg;
   cfg.workers = o.workers;
   if (!o.policy.empty()) cfg.policy = o.policy;
+  cfg.os_time_slice = std::chrono::microseconds(o.os_slice_us);
   // Partitions follow cores: worker i stays on the i-th CPU of the mask.
   cfg.pin_workers = parts.controller != nullptr;
   promptly::runtime rt(cfg);
@@ -241,6 +243,10 @@ int main(int argc, char** argv) {
   app.add_option("--metrics", o.metrics, "Serve /metrics, /healthz and /readyz on HOST:PORT (loopback only)");
   app.add_option("--workers", o.workers, "Worker threads (0 = every CPU available)")->capture_default_str();
   app.add_option("--policy", o.policy, "Core-allocation policy (default: the runtime's)");
+  app.add_option("--os-slice-us", o.os_slice_us,
+                 "Time slice in us (100-100000) the workers ask of the kernel (Linux 6.12+); 0 = PROMPTLY_OS_SLICE_US "
+                 "or the kernel's. Shorter helps beside CPU-bound processes of others (docs/priorities.md)")
+      ->capture_default_str()->check(CLI::Range(0u, 100000u));
   app.add_option("--max-queued", o.max_queued, "Accepted jobs that may wait to start; beyond: rejected")
       ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24));
   app.add_option("--max-running", o.max_running, "Jobs that may run at once")
@@ -274,6 +280,8 @@ int main(int argc, char** argv) {
     if (o.no_socket && o.tcp.empty()) throw CLI::ValidationError("--no-socket", "needs --tcp (nothing to listen on)");
     if (!o.tcp.empty() && o.token_file.empty())
       throw CLI::ValidationError("--tcp", "needs --token-file (TCP clients must authenticate)");
+    if (o.os_slice_us != 0 && o.os_slice_us < 100)
+      throw CLI::ValidationError("--os-slice-us", "must be 0 (the kernel's slice) or in 100..100000");
     if (!o.tcp.empty()) (void)promptly::server::daemon::parse_host_port(o.tcp);
     if (!o.metrics.empty()) (void)promptly::server::daemon::parse_host_port(o.metrics);
     for (const auto& v : o.partitions) parts.specs.push_back(promptly::server::daemon::parse_partition(v));
