@@ -56,10 +56,10 @@ void validate(const runtime_config& cfg) {
   if (cfg.yield_bound == 0) fail("yield_bound must be >= 1");
   if (cfg.sentinel_nap.count() <= 0) fail("sentinel_nap must be > 0");
   // The kernel's bounds (it would clamp silently; os_time_slice.hpp).
-  using detail::max_os_time_slice, detail::min_os_time_slice;
-  if (cfg.os_time_slice.count() != 0 && (cfg.os_time_slice < min_os_time_slice || cfg.os_time_slice > max_os_time_slice))
+  if (!detail::valid_os_time_slice(cfg.os_time_slice))
     fail("os_time_slice = " + std::to_string(cfg.os_time_slice.count()) + " us must be 0 (the kernel's default) or in " +
-         std::to_string(min_os_time_slice.count()) + ".." + std::to_string(max_os_time_slice.count()) + " us");
+         std::to_string(detail::min_os_time_slice.count()) + ".." + std::to_string(detail::max_os_time_slice.count()) +
+         " us");
   if (cfg.sleep != sleep_mode::adaptive && cfg.sleep != sleep_mode::never) fail("unknown sleep_mode");
   if (cfg.levels == 0 || cfg.levels > max_levels)
     fail("levels = " + std::to_string(cfg.levels) + " must be in 1.." + std::to_string(max_levels));

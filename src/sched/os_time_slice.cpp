@@ -46,7 +46,7 @@ std::chrono::microseconds resolve_os_time_slice(std::chrono::microseconds config
   errno = 0;
   char* end = nullptr;
   const long long us = std::strtoll(text, &end, 10);
-  if (errno != 0 || *end != '\0' || us < min_os_time_slice.count() || us > max_os_time_slice.count())
+  if (errno != 0 || *end != '\0' || us == 0 || !valid_os_time_slice(std::chrono::microseconds{us}))
     throw std::invalid_argument(std::string("promptly: ") + os_time_slice_variable + " = '" + text +
                                 "' is not a slice in microseconds within " +
                                 std::to_string(min_os_time_slice.count()) + ".." +

@@ -34,6 +34,11 @@ inline constexpr const char* os_time_slice_variable = "PROMPTLY_OS_SLICE_US";
 // The range the kernel accepts (it clamps anything else).
 inline constexpr std::chrono::microseconds min_os_time_slice{100};
 inline constexpr std::chrono::microseconds max_os_time_slice{100'000};
+// 0 (the kernel's default) or a slice within that range: the one rule for
+// the field, the environment variable and promptlyd's option.
+constexpr bool valid_os_time_slice(std::chrono::microseconds s) noexcept {
+  return s.count() == 0 || (s >= min_os_time_slice && s <= max_os_time_slice);
+}
 
 // runtime_config::os_time_slice if non-zero, else the environment
 // variable's value, else 0 (the kernel's default). Throws

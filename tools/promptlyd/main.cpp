@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
   app.add_option("--os-slice-us", o.os_slice_us,
                  "Time slice in us (100-100000) the workers ask of the kernel (Linux 6.12+); 0 = PROMPTLY_OS_SLICE_US "
                  "or the kernel's. Shorter helps beside CPU-bound processes of others (docs/priorities.md)")
-      ->capture_default_str()->check(CLI::Range(0u, 100000u));
+      ->capture_default_str();
   app.add_option("--max-queued", o.max_queued, "Accepted jobs that may wait to start; beyond: rejected")
       ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24));
   app.add_option("--max-running", o.max_running, "Jobs that may run at once")
@@ -280,8 +280,15 @@ int main(int argc, char** argv) {
     if (o.no_socket && o.tcp.empty()) throw CLI::ValidationError("--no-socket", "needs --tcp (nothing to listen on)");
     if (!o.tcp.empty() && o.token_file.empty())
       throw CLI::ValidationError("--tcp", "needs --token-file (TCP clients must authenticate)");
-    if (o.os_slice_us != 0 && o.os_slice_us < 100)
-      throw CLI::ValidationError("--os-slice-us", "must be 0 (the kernel's slice) or in 100..100000");
+    {
+      promptly::runtime_config slice;  // the runtime's own rule, checked before any thread starts
+      slice.os_time_slice = std::chrono::microseconds(o.os_slice_us);
+      try {
+        promptly::validate(slice);
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--os-slice-us", e.what());
+      }
+    }
     if (!o.tcp.empty()) (void)promptly::server::daemon::parse_host_port(o.tcp);
     if (!o.metrics.empty()) (void)promptly::server::daemon::parse_host_port(o.metrics);
     for (const auto& v : o.partitions) parts.specs.push_back(promptly::server::daemon::parse_partition(v));
