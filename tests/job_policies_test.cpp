@@ -528,6 +528,32 @@ TEST(Elastic, InstancesAreAdmittedEarliestDeadlineFirst) {
   EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{1, 1}));
 }
 
+// An instance that can no longer meet its deadline (its work left, C minus its measured work,
+// does not fit in its time left on every core) comes after those that can: first by its deadline,
+// it took one of 2 cores from an instance that needed both, and one miss became two (the
+// elastic bench's runs of misses). Once it has done enough work to make it, EDF holds again.
+TEST(Elastic, AnInstanceThatCanNoLongerMeetItsDeadlineComesLast) {
+  using namespace std::chrono_literals;
+  auto p = promptly::ext::make_policy("elastic");
+  decisions d(2);
+  auto s = pools_of({{1, true}, {1, true}});
+  // Released 24.7 ms ago with a 27.4 ms period: 2.7 ms left; 2 ms of its 8 ms done, so 6 ms
+  // left, which takes (6 - 0.4) / 2 + 0.4 = 3.2 ms on both cores: it will miss.
+  s[0].elastic = promptly::elastic_params{.work_ms = 8, .span_ms = 0.4, .period_min_ms = 27.4, .period_max_ms = 27.4, .elasticity = 1};
+  s[0].age = 24700us;
+  s[0].work_s = 0.002;
+  // Just released, 8.2 ms to go, needs both cores: T(1) = 13 > 8.2 >= T(2) = 6.8.
+  s[1].elastic = promptly::elastic_params{.work_ms = 13, .span_ms = 0.65, .period_min_ms = 8.2, .period_max_ms = 8.2, .elasticity = 1};
+  s[1].age = 0ms;
+  EXPECT_EQ(d.decide(*p, event_kind::installed, no_pool, s), (counts{0, 2}));
+  // 6 ms done: 2 ms left takes 1.2 ms on both cores, so it can make it and comes first again.
+  s[0].work_s = 0.006;
+  EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{1, 1}));
+  // Past its deadline: last, whatever it has done.
+  s[0].age = 28ms;
+  EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{0, 2}));
+}
+
 // --- every policy by name -------------------------------------------------------
 
 TEST(JobPolicies, RegisteredByNameAndListed) {

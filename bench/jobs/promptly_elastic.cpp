@@ -2,21 +2,29 @@
 // tasks on the embedded job server; every instance is a job submitted at its release with its
 // elastic declaration (work C, span L, period T_min = T_max = the task's period now, E = 1) and
 // its deadline is the next release (implicit deadlines).
-//   task 1: fib(n), period --period1-ms (45), reduced to a third for 1-10 consecutive instances
-//           at --changes random points (seed --seed) of its --iterations instances;
-//   task 2: fib(n - 1), period 50 ms (the paper's), as many instances as fit in task 1's run.
-// --n (35); C is measured at start (the fastest of 3 serial runs, reported as work1_ms), L is
+//   task 1: fib(n), nominal period P1, reduced to a third for 1-10 consecutive instances at
+//           --changes random points (seed --seed) of its --iterations instances;
+//   task 2: fib(n - 1), period P2, as many instances as fit in task 1's run.
+// --n (35); C is measured at start (the fastest of 5 serial runs, reported as work1_ms), L is
 // declared as C / 20 (fib with a cutoff of 20 has far more parallelism; a larger L would only
-// make the elastic policy more cautious). The design: with the reduced period task 1 needs both
-// cores (T(1) = C > T, T(2) < T), so an equal split misses whenever task 2 runs at the same time
-// and the elastic policy gives task 1 its cores and task 2 the gaps. That holds when serial
-// fib(35) takes more than 15 ms: about 24 ms when the bench was written, 13.4 ms on a faster
-// host (then task 1 fits on one core and the bench no longer separates the policies), 13-25 ms
-// from run to run on another (bench/results/jobs/README.md). Choosing n at start from the
-// measured time was tried: runs then differ in n, so runtimes no longer run the same work.
-// Metrics: miss_rate (both tasks), miss_rate_1, miss_rate_2, resp_ms_p99_1 / _2 (release -> end);
-// region_s = task 1's mean response time.
+// make the elastic policy more cautious).
+// The design: with the reduced period task 1 needs both cores (T(1) = C > P1 / 3 > T(2)), so an
+// equal split misses whenever task 2 runs at the same time, and the elastic policy gives task 1
+// its cores and task 2 the gaps. So the periods are set from the measured C1, like the Bing
+// traces' arrival rates from each program's measured work unit: P1 = 1.875 C1 (its third,
+// 0.625 C1, lies between T(2) = 0.525 C1 and T(1) = C1) and P2 = 2.083 C1 (the paper's 50 ms
+// against the 24 ms serial fib(35) took where the bench was first run with fixed periods of 45
+// and 50 ms). With fixed periods the bench stopped separating the policies on faster hosts:
+// there serial fib(35) took 13.4 ms, task 1 fitted on one core and every policy tied at no
+// misses (bench/results/jobs/README.md). Choosing n from the measured time instead was tried:
+// runs then differ in n, so runtimes no longer run the same work. --period1-ms / --period2-ms
+// (both, or neither) fix the periods in ms instead.
+// Metrics: miss_rate (both tasks), miss_rate_1, miss_rate_2, resp_ms_p99_1 / _2 (release -> end),
+// period1_ms / period2_ms (the periods used); region_s = task 1's mean response time.
+// --instances-csv FILE writes every instance of the last repetition (task, release, period,
+// response, missed) for a closer look.
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <mutex>
 #include <random>
@@ -41,7 +49,7 @@ long fib_par(int n) {
 
 double serial_ms(int n) {
   double best = 1e300;
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < 5; ++r) {
     const std::int64_t t0 = jobs::now_ns();
     long v = bench::fib_serial(n);
     bench::opaque(v);
@@ -63,35 +71,45 @@ int main(int argc, char** argv) {
   const std::string policy = a.get_string("policy", "elastic");
   const long iterations = a.get_long("iterations", 100);
   const long changes = a.get_long("changes", 5);
-  const long period1_ms = a.get_long("period1-ms", 45);
-  const long period2_ms = a.get_long("period2-ms", 50);
+  const long period1_fixed_ms = a.get_long("period1-ms", 0);
+  const long period2_fixed_ms = a.get_long("period2-ms", 0);
   const int n = static_cast<int>(a.get_long("n", 35));
   const long seed = a.get_long("seed", 7);
   const auto workers = static_cast<unsigned>(a.get_long("workers", 2));
   const long warmup = a.get_long("warmup", 0);
   const long reps = a.get_long("reps", 1);
+  const std::string instances_csv = a.get_string("instances-csv", "");
   a.finish();
-  if (iterations < 1 || changes < 0 || period1_ms < 3 || period2_ms < 1 || n < 22 || n > 45 || workers == 0)
-    bench::args::fail("--iterations, --period2-ms, --workers must be >= 1, --period1-ms >= 3, --changes >= 0, --n 22..45");
+  if (iterations < 1 || changes < 0 || period1_fixed_ms < 0 || period2_fixed_ms < 0 || n < 22 || n > 45 || workers == 0)
+    bench::args::fail("--iterations, --workers must be >= 1, --period1-ms, --period2-ms >= 0 (0: scaled), --changes >= 0, "
+                      "--n 22..45");
+  if ((period1_fixed_ms == 0) != (period2_fixed_ms == 0))
+    bench::args::fail("--period1-ms and --period2-ms go together: give both, or neither (both scaled)");
 
   const double c1 = serial_ms(n), c2 = serial_ms(n - 1);
+  // The plan is made in units (C1, or 1 ms for fixed periods), so the number of instances, and so
+  // the answer the harness compares between runtimes, does not depend on the measured time.
+  const bool scaled = period1_fixed_ms == 0;
+  const double unit_ms = scaled ? c1 : 1.0;
+  const double period1_units = scaled ? 1.875 : static_cast<double>(period1_fixed_ms);
+  const double period2_units = scaled ? 50.0 / 24.0 : static_cast<double>(period2_fixed_ms);
 
   // Task 1's periods: nominal, a third at `changes` random points for 1-10 instances.
-  std::vector<double> period1(static_cast<std::size_t>(iterations), static_cast<double>(period1_ms));
+  std::vector<double> period1(static_cast<std::size_t>(iterations), period1_units);
   std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
   for (long k = 0; k < changes; ++k) {
     const auto at = static_cast<std::size_t>(rng() % static_cast<std::uint64_t>(iterations));
     const auto len = static_cast<std::size_t>(1 + rng() % 10);
-    for (std::size_t i = at; i < std::min(period1.size(), at + len); ++i) period1[i] = static_cast<double>(period1_ms) / 3.0;
+    for (std::size_t i = at; i < std::min(period1.size(), at + len); ++i) period1[i] = period1_units / 3.0;
   }
   std::vector<instance> plan;
+  auto at_ns = [&](double units) { return static_cast<std::int64_t>(units * unit_ms * 1e6); };
   double t = 0;
   for (double p : period1) {
-    plan.push_back({1, static_cast<std::int64_t>(t * 1e6), p});
+    plan.push_back({1, at_ns(t), p * unit_ms});
     t += p;
   }
-  for (double r = 0; r + static_cast<double>(period2_ms) <= t; r += static_cast<double>(period2_ms))
-    plan.push_back({2, static_cast<std::int64_t>(r * 1e6), static_cast<double>(period2_ms)});
+  for (double r = 0; r + period2_units <= t; r += period2_units) plan.push_back({2, at_ns(r), period2_units * unit_ms});
   std::stable_sort(plan.begin(), plan.end(), [](const instance& x, const instance& y) { return x.release_ns < y.release_ns; });
 
   promptly::runtime_config cfg;
@@ -125,6 +143,9 @@ int main(int argc, char** argv) {
     }
     long sum = 0;
     for (auto& ts : last) ts = {};
+    std::FILE* csv = instances_csv.empty() ? nullptr : std::fopen(instances_csv.c_str(), "w");
+    if (!instances_csv.empty() && csv == nullptr) bench::args::fail("--instances-csv: cannot write " + instances_csv);
+    if (csv != nullptr) std::fprintf(csv, "task,release_ms,period_ms,resp_ms,missed\n");
     for (auto& [in, h] : running) {
       const auto info = h.wait();
       if (info.state != promptly::server::job_state::done) bench::args::fail("an instance did not finish: " + info.error);
@@ -134,7 +155,11 @@ int main(int argc, char** argv) {
       ++ts.count;
       ts.resp_ms.push_back(resp);
       if (resp > in.period_ms) ++ts.misses;
+      if (csv != nullptr)
+        std::fprintf(csv, "%d,%.3f,%.3f,%.3f,%d\n", in.task, static_cast<double>(in.release_ns) / 1e6, in.period_ms, resp,
+                     resp > in.period_ms ? 1 : 0);
     }
+    if (csv != nullptr) std::fclose(csv);
     return sum;
   });
   auto p99 = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return jobs::percentile(v, 0.99); };
@@ -148,7 +173,9 @@ int main(int argc, char** argv) {
                                          static_cast<double>(last[1].count + last[2].count)},
                        {"miss_rate_1", rate(last[1])}, {"miss_rate_2", rate(last[2])},
                        {"resp_ms_p99_1", p99(last[1].resp_ms)}, {"resp_ms_p99_2", p99(last[2].resp_ms)},
-                       {"work1_ms", c1}, {"work2_ms", c2}, {"fib_n", static_cast<double>(n)},
+                       {"work1_ms", c1}, {"work2_ms", c2}, {"period1_ms", period1_units * unit_ms},
+                       {"period2_ms", period2_units * unit_ms},
+                       {"fib_n", static_cast<double>(n)},
                        {"instances", static_cast<double>(plan.size())}});
   return 0;
 }

@@ -12,7 +12,22 @@
 //     soonest. Oldest first instead admitted a long-period instance that
 //     happened to be released earlier and left a short-period one that
 //     needed every core to one core and a miss (the elastic bench's 2-core
-//     case: a task needing 2 cores at its reduced period, another needing 1);
+//     case: a task needing 2 cores at its reduced period, another needing 1).
+//     An instance that can no longer meet its deadline comes after every
+//     instance that can: by its deadline it came first and took a core
+//     from the next instance, which then missed too, so one miss became a
+//     run of them (EDF's domino effect under overload; on the elastic bench
+//     a task-2 instance with 2.7 ms left and about 6 ms of work took one of
+//     the 2 cores from a task-1 instance that needed both; 24 alternated
+//     runs: 249 misses before, 120 after). "Can no longer"
+//     is estimated from its declaration and its measured work: the work
+//     left, C - work done (at least 0), with span min(L, that), does not
+//     fit in the time to its deadline on all the cores. The policy runs
+//     without quantum ticks, so a view's work_s is the pool's work since
+//     its creation (ext/policy.hpp; for a pool created before a switch from
+//     a ticking policy, since that policy's last tick: less than it did, so
+//     it may be judged late too soon). An instance turns late between
+//     events and is judged at the next one (every release and end is one);
 //  2. the other pools of the class, and elastic pools the optimiser could
 //     not admit (their T_max cannot be met), split the rest evenly, oldest
 //     first, without a cap (equi's rule).
@@ -37,6 +52,15 @@
 namespace promptly::policy_impl {
 namespace {
 
+// Whether the instance's work left, estimated as C minus the work measured
+// so far, fits in `ms_left` on every core (rule 1 above).
+bool can_still_meet_deadline(const ext::pool_view& p, double ms_left, unsigned cores) {
+  if (ms_left <= 0) return false;
+  const double work_left = std::max(0.0, p.elastic->work_ms - p.work_s * 1e3);
+  const double span_left = std::min(p.elastic->span_ms, work_left);
+  return elastic_response_ms({work_left, span_left, ms_left, ms_left, 1}, std::max(cores, 1u)) <= ms_left;
+}
+
 class elastic_policy final : public ext::policy {
  public:
   std::string_view name() const noexcept override { return "elastic"; }
@@ -55,12 +79,19 @@ class elastic_policy final : public ext::policy {
       std::vector<std::size_t> elastic_at;  // position in members
       for (std::size_t k = 0; k < members.size(); ++k)
         if (pools[members[k]].elastic) elastic_at.push_back(k);
-      // Earliest deadline first; ties (and equal deadlines) keep the class order.
+      // Earliest deadline first among the instances that can still meet
+      // theirs, then the others; ties (and equal deadlines) keep the class
+      // order.
       auto ms_left = [&](std::size_t k) {
         const ext::pool_view& p = pools[members[k]];
         return p.elastic->period_max_ms - std::chrono::duration<double, std::milli>(p.age).count();
       };
-      std::stable_sort(elastic_at.begin(), elastic_at.end(), [&](std::size_t a, std::size_t b) { return ms_left(a) < ms_left(b); });
+      std::vector<bool> can_meet(members.size(), false);
+      for (std::size_t k : elastic_at) can_meet[k] = can_still_meet_deadline(pools[members[k]], ms_left(k), cores);
+      std::stable_sort(elastic_at.begin(), elastic_at.end(), [&](std::size_t a, std::size_t b) {
+        if (can_meet[a] != can_meet[b]) return static_cast<bool>(can_meet[a]);
+        return ms_left(a) < ms_left(b);
+      });
       for (std::size_t k : elastic_at) {
         const auto& e = pools[members[k]].elastic;
         tasks.push_back({e->work_ms, e->span_ms, e->period_min_ms, e->period_max_ms, e->elasticity});

@@ -42,8 +42,10 @@ namespace promptly::ext {
 using pool_id = std::uint32_t;
 inline constexpr pool_id no_pool = ~pool_id{0};
 
-// One live pool, as measured since the previous decision (for a quantum
-// tick: over the quantum that just ended).
+// One live pool. Its measures (work_s, look_s, utilization) cover the time
+// since the previous quantum tick of any policy (at a tick: the quantum that
+// just ended), or since the pool's creation if no tick came since: a policy
+// without a quantum sees the totals of the pools created under it.
 struct pool_view {
   pool_id id = no_pool;
   unsigned rank = 0;                    // 0 = most urgent; levels have rank = level
@@ -71,7 +73,8 @@ enum class core_target : std::uint8_t { pool, asleep, every_pool };
 // The most pools one core's ranked set may hold (decision::serve).
 inline constexpr std::size_t max_ranked_pools = 8;
 
-// One core, as measured since the previous decision.
+// One core. Its work_s and look_s cover the time since the previous quantum
+// tick, or since the runtime started if no tick came yet (as pool_view).
 struct core_view {
   unsigned index = 0;
   core_target target = core_target::asleep;
