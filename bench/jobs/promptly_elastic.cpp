@@ -167,7 +167,12 @@ int main(int argc, char** argv) {
     if (csv != nullptr) std::fclose(csv);
     return sum;
   });
-  auto p99 = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return jobs::percentile(v, 0.99); };
+  // A short run (--iterations 1) may release no task-2 instance: its p99 then reads 0.
+  auto p99 = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return jobs::percentile(v, 0.99);
+  };
   double mean1 = 0;
   for (double r : last[1].resp_ms) mean1 += r;
   mean1 /= static_cast<double>(last[1].resp_ms.size());
