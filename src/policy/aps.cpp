@@ -104,6 +104,10 @@ class aps_policy final : public ext::policy {
   // The paper's desires keep evolving while one level runs alone (Sec. 3),
   // so a second level that appears finds the first at its measured desire.
   bool ticks_while_one_pool_is_busy() const noexcept override { return params_.exact; }
+  // The variant's backlog floor acts at every decision, so a queue that
+  // forms at a pool with work is a reason to decide at once (aps.hpp). The
+  // exact rule decides at quantum ticks only.
+  bool wants_backlog_events() const noexcept override { return !params_.exact; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
     std::uint32_t end = 0;

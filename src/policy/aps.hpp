@@ -65,7 +65,10 @@ double stall_floor(bool stalled, unsigned previous_allotment) noexcept;
 // without the floor; only the most urgent such pool gets it, so one core
 // moves per decision. The desire itself is left alone, as with the stall
 // floor. Returns the floor (0: none); a pool with no core gets none, since
-// its desire already asks for one.
+// its desire already asks for one. The variant asks for backlog events
+// (ext::policy::wants_backlog_events), so a queue that forms behind a busy
+// core is decided on at once, not at the next tick (src/sched/README.md,
+// "Backlog events").
 double backlog_floor(std::size_t queued, unsigned cores) noexcept;
 
 // Fig. 1 as written (exact mode): no floor of 1, so an inefficient pool's

@@ -1,6 +1,6 @@
 // The policy thread: feeds the policy its events (installation, quantum
 // ticks, pools added, removed, becoming non-empty or empty, asking for
-// cores) with a view of the pools and cores, and applies what it decides by
+// cores, a queue forming at a pool with work) with a view of the pools and cores, and applies what it decides by
 // setting workers' assignments (I-Cilk, Sec. 5: "the master alerts a
 // worker to switch priority by setting a per-worker flag, checked at each
 // strand boundary").
@@ -28,6 +28,12 @@
 //    event, or the decision sees the work and decides again: work never
 //    waits in a pool the policy believes empty. A worker that becomes
 //    active re-reads the belief after its increment (scheduling_loop.cpp).
+//  * Backlog events (only for a policy that wants_backlog_events) are a
+//    hint, not a liveness guarantee: at most one per pool is posted between
+//    two decisions (pool_record::backlog_posted, cleared by every view of
+//    the pool), and a stale read of either flag posts one more or one fewer.
+//    Work is never left behind by a missing one: it is queued at a pool the
+//    policy believes non-empty, whose cores take it.
 //  * The thread decides on the quantum deadline whatever else wakes it
 //    (events never push the deadline out). Quanta run while at least two
 //    pools (one, if the policy asks: ticks_while_one_pool_is_busy) had work
@@ -54,8 +60,18 @@ namespace promptly::detail {
 // (both seq-cst).
 void scheduler::note_nonempty(std::uint32_t pool) noexcept {
   if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return;
-  if (pool_at(pool).believed_nonempty.exchange(true, std::memory_order_seq_cst)) return;
-  post_event_for_workers(became_nonempty_, pool);
+  pool_record& p = pool_at(pool);
+  if (!p.believed_nonempty.exchange(true, std::memory_order_seq_cst)) {
+    post_event_for_workers(became_nonempty_, pool);
+    return;
+  }
+  // Already non-empty: no event, unless the policy asked to hear of a queue
+  // forming (ext::policy::wants_backlog_events). Without it a pool whose
+  // cores are busy queues what arrives until the next tick (README.md,
+  // "Backlog events").
+  if (backlog_events_.load(std::memory_order_relaxed) && p.injection.size() >= 2 &&
+      !p.backlog_posted.exchange(true, std::memory_order_relaxed))
+    post_event_for_workers(backlogged_, pool);
 }
 
 // The policy thread needs a core to run, and on a machine whose cores all
@@ -115,7 +131,7 @@ void scheduler::post_event_for_workers(event_bitmap& events, std::uint32_t pool)
 
 bool scheduler::events_posted() const noexcept {
   return became_nonempty_.any() || maybe_empty_.any() || pools_added_.any() || pools_removed_.any() ||
-         cores_requested_.any();
+         cores_requested_.any() || backlogged_.any();
 }
 
 bool scheduler::ask_to_decide(worker& v) noexcept {
@@ -204,6 +220,7 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
       p.seen_tasks = 0;
       p.queued_at_tick = false;
     }
+    p.backlog_posted.store(false, std::memory_order_relaxed);  // this decision sees the queue
     const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work[id];
     const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look[id];
     ext::pool_view v;
@@ -410,6 +427,7 @@ void scheduler::handle_events_locked() {
   collect(became_nonempty_, ext::event_kind::became_nonempty);
   collect(maybe_empty_, ext::event_kind::became_empty);
   collect(cores_requested_, ext::event_kind::more_cores_requested);
+  collect(backlogged_, ext::event_kind::backlog);
   const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
   std::vector<ext::event> decide;
   for (const ext::event& ev : events) {
@@ -434,6 +452,7 @@ void scheduler::handle_events_locked() {
         case ext::event_kind::pool_removed: pools_removed_.set(ev.pool); break;
         case ext::event_kind::became_nonempty: became_nonempty_.set(ev.pool); break;
         case ext::event_kind::became_empty: maybe_empty_.set(ev.pool); break;
+        case ext::event_kind::backlog: backlogged_.set(ev.pool); break;
         default: cores_requested_.set(ev.pool);
       }
     }
@@ -626,6 +645,8 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   const bool previous_switch = switch_when_out_of_work_.load(std::memory_order_relaxed);
   // Relaxed: a mode the workers read at their next boundary (see switches_when_out_of_work).
   switch_when_out_of_work_.store(policy_->switches_only_when_out_of_work(), std::memory_order_relaxed);
+  const bool previous_backlog = backlog_events_.load(std::memory_order_relaxed);
+  backlog_events_.store(policy_->wants_backlog_events(), std::memory_order_relaxed);  // relaxed: see scheduler.hpp
   try {
     decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
   } catch (...) {
@@ -633,6 +654,7 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
     quantum_ = previous_quantum;
     busy_pools_for_quanta_ = previous_busy;
     switch_when_out_of_work_.store(previous_switch, std::memory_order_relaxed);
+    backlog_events_.store(previous_backlog, std::memory_order_relaxed);
     throw;
   }
   next_quantum_.reset();

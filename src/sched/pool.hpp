@@ -78,6 +78,9 @@ struct pool_record {
   alignas(64) std::atomic<int> num_actives{0};
   alignas(64) std::atomic<int> num_thieves{0};
   std::atomic<bool> believed_nonempty{false};  // what the policy was last told
+  // A backlog event was posted and no decision has viewed the pool since
+  // (relaxed: a rate limit; a stale read costs one event more or less).
+  std::atomic<bool> backlog_posted{false};
   std::atomic<bool> wants_more_cores{false};
 
   alignas(64) std::atomic<std::int64_t> outstanding{0};

@@ -249,7 +249,10 @@ class scheduler {
   std::vector<fiber_record*> spare_fibers_;            // idle fibers no worker keeps (fibers_mutex_)
 
   // Pool events posted to the policy thread.
-  event_bitmap became_nonempty_, maybe_empty_, pools_added_, pools_removed_, cores_requested_;
+  event_bitmap became_nonempty_, maybe_empty_, pools_added_, pools_removed_, cores_requested_, backlogged_;
+  // The installed policy's ext::policy::wants_backlog_events (relaxed: a
+  // mode read on the make-ready path; a stale read posts or skips one event).
+  std::atomic<bool> backlog_events_{false};
   std::atomic<std::uint64_t> oldest_event_ns_{0};  // when the oldest undecided event was posted (0: none)
   std::atomic<bool> driver_poked_{false};  // the policy changed: recompute the quantum deadline
   sleep_slot driver_slot_;

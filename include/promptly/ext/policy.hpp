@@ -85,7 +85,20 @@ struct core_view {
   double look_s = 0;
 };
 
-enum class event_kind { installed, quantum, pool_added, pool_removed, became_nonempty, became_empty, more_cores_requested };
+enum class event_kind {
+  installed,
+  quantum,
+  pool_added,
+  pool_removed,
+  became_nonempty,
+  became_empty,
+  more_cores_requested,
+  // Work was made ready at a pool that already had work, and its injection
+  // queue now holds two tasks or more: ready work waits behind ready work.
+  // Posted only to a policy whose wants_backlog_events() is true, at most
+  // once per pool between two decisions.
+  backlog,
+};
 
 struct event {
   event_kind kind = event_kind::installed;
@@ -175,6 +188,12 @@ class policy {
   // shipped gives it all cores, so ticks would only cost wake-ups. Read once
   // at installation.
   virtual bool ticks_while_one_pool_is_busy() const noexcept { return false; }
+  // When this is true, the policy hears event_kind::backlog: a pool with
+  // work whose queue grows gets a decision at once rather than at the next
+  // quantum tick or emptying. Off by default: a policy that would decide
+  // nothing new on it would only pay for the decisions. Read once at
+  // installation.
+  virtual bool wants_backlog_events() const noexcept { return false; }
 };
 
 using aps_params = promptly::aps_params;

@@ -1,19 +1,24 @@
 #!/bin/bash
-# email-36 and proxy-8 of `./run bench apps` (the driver on the same 2 cores as the server) with the
-# runtime's threads at the kernel's default time slice and at PROMPTLY_OS_SLICE_US=100, alternated
-# within each round, one measured run each (--reps 1).
-# Usage: apps-ab.sh [ROUNDS] > FILE
-# Prints one line per metric: "<round> <slice> <bench> <runtime> <metric> <value>".
+# email-36 and proxy-8 of `./run bench apps` (the driver on the same 2 cores as the server) with an
+# environment variable unset and set, alternated within each round, one measured run each
+# (--reps 1). By default the variable is PROMPTLY_OS_SLICE_US=100 (the runtime's threads at the
+# kernel's default time slice against 100 us); AB_VAR and AB_VALUE name another, RUNTIMES the
+# runtimes (default promptly-aps,promptly-oblivious,promptly-prompt).
+# Usage: [AB_VAR=NAME AB_VALUE=V] [RUNTIMES=a,b] apps-ab.sh [ROUNDS] > FILE
+# Prints one line per metric: "<round> <default|V> <bench> <runtime> <metric> <value>".
 set -u
 rounds=${1:-3}
+var=${AB_VAR:-PROMPTLY_OS_SLICE_US}
+value=${AB_VALUE:-100}
+runtimes=${RUNTIMES:-promptly-aps,promptly-oblivious,promptly-prompt}
 out=$(mktemp -d)
 python3 bench/harness/run_bench.py apps --benches email-6 --runtimes promptly-aps --quick --out "$out/build" >/dev/null  # builds the programs
 for ((r = 0; r < rounds; ++r)); do
-  if ((r % 2 == 0)); then slices=(default 100); else slices=(100 default); fi
-  for s in "${slices[@]}"; do
-    if [ "$s" = default ]; then envs=(env -u PROMPTLY_OS_SLICE_US); else envs=(env PROMPTLY_OS_SLICE_US=$s); fi
+  if ((r % 2 == 0)); then settings=(default "$value"); else settings=("$value" default); fi
+  for s in "${settings[@]}"; do
+    if [ "$s" = default ]; then envs=(env -u "$var"); else envs=(env "$var=$s"); fi
     "${envs[@]}" python3 bench/harness/run_bench.py apps --benches email-36,proxy-8 \
-      --runtimes promptly-aps,promptly-oblivious,promptly-prompt --reps 1 --no-build --out "$out/$r-$s" >/dev/null
+      --runtimes "$runtimes" --reps 1 --no-build --out "$out/$r-$s" >/dev/null
     python3 - "$r" "$s" "$out/$r-$s/latest.json" <<'PY'
 import json, sys
 r, s, f = sys.argv[1:]

@@ -1,0 +1,132 @@
+// Backlog events (ext::policy::wants_backlog_events, event_kind::backlog): a
+// pool with work whose injection queue grows to two tasks is news to a
+// policy that asked for it, and only to such a policy; aps's variant then
+// gives the queued work a core at once instead of at its next quantum tick.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "promptly/ext/policy.hpp"
+#include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using promptly::ext::event_kind;
+
+// One core per level, whatever happens: level 0's core is the only one that
+// takes its work, so work that arrives while it is busy queues.
+struct one_core_per_level final : promptly::ext::policy {
+  explicit one_core_per_level(bool wants) : wants_(wants) {}
+  std::string_view name() const noexcept override { return "one-core-per-level"; }
+  bool wants_backlog_events() const noexcept override { return wants_; }
+  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+    {
+      std::lock_guard lock(m);
+      heard.push_back({ev.kind, ev.pool});
+    }
+    for (const auto& p : d.pools()) d.allot(p.id, 1);
+  }
+  bool saw(event_kind k, promptly::ext::pool_id pool) {
+    std::lock_guard lock(m);
+    for (const auto& e : heard)
+      if (e.first == k && e.second == pool) return true;
+    return false;
+  }
+  bool wants_;
+  std::mutex m;
+  std::vector<std::pair<event_kind, promptly::ext::pool_id>> heard;
+};
+
+// Runs `blocker` at level 0 until released, then submits two more level-0
+// tasks from this thread, so that they queue behind it.
+struct queue_behind_a_busy_core {
+  explicit queue_behind_a_busy_core(promptly::runtime& rt) {
+    blocker = rt.submit(promptly::level{0}, [this] {
+      started.store(true);
+      while (!release.load()) std::this_thread::yield();
+      return 0;
+    });
+    EXPECT_TRUE(wait_until([&] { return started.load(); }));
+    for (int i = 0; i < 2; ++i) queued.push_back(rt.submit(promptly::level{0}, [this] { return ran.fetch_add(1) + 1; }));
+  }
+  void finish() {
+    release.store(true);
+    EXPECT_EQ(blocker.get(), 0);
+    for (auto& f : queued) EXPECT_GE(f.get(), 1);
+    EXPECT_EQ(ran.load(), 2);
+  }
+  std::atomic<bool> started{false}, release{false};
+  std::atomic<int> ran{0};
+  promptly::future<int> blocker;
+  std::vector<promptly::future<int>> queued;
+};
+
+one_core_per_level* install(promptly::runtime& rt, bool wants) {
+  auto owned = std::make_unique<one_core_per_level>(wants);
+  one_core_per_level* policy = owned.get();
+  rt.set_policy(std::move(owned));
+  return policy;
+}
+
+TEST(BacklogEvents, APolicyThatAsksHearsOfAQueueFormingAtAPoolWithWork) {
+  promptly::runtime rt(config(2, "prompt", 2));
+  one_core_per_level* policy = install(rt, true);
+  queue_behind_a_busy_core q(rt);
+  EXPECT_TRUE(wait_until([&] { return policy->saw(event_kind::backlog, 0); })) << "no backlog event for level 0";
+  q.finish();
+}
+
+TEST(BacklogEvents, APolicyThatDoesNotAskHearsNone) {
+  promptly::runtime rt(config(2, "prompt", 2));
+  one_core_per_level* policy = install(rt, false);
+  queue_behind_a_busy_core q(rt);
+  // Events are taken in batches, each batch every bit posted before it: once
+  // the policy hears of a pool created after the queue formed, it would have
+  // heard of a backlog event posted for it.
+  const promptly::pool later = rt.create_pool({.rank = 1});
+  EXPECT_TRUE(wait_until([&] { return policy->saw(event_kind::pool_added, later.id); }));
+  EXPECT_FALSE(policy->saw(event_kind::backlog, 0));
+  q.finish();
+  rt.remove_pool(later);
+}
+
+// aps gives the most urgent pool whose work queues one core more at each
+// decision (the backlog floor). With a quantum of 10 minutes the next tick
+// never comes during the test: the queued level-0 task starts while the
+// blocker still holds level 0's core only because the backlog event made a
+// decision, which moved the core running level 1's loop (a strand boundary
+// at each yield) to level 0.
+TEST(BacklogEvents, ApsGivesQueuedWorkASecondCoreWithoutWaitingForATick) {
+  promptly::runtime_config c = config(2, "aps", 2);
+  c.aps.quantum = std::chrono::minutes(10);
+  promptly::runtime rt(c);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> background_running{false};
+  auto background = rt.submit(promptly::level{1}, [&] {
+    background_running.store(true);
+    long rounds = 0;
+    while (!stop.load()) {
+      promptly::yield();
+      ++rounds;
+    }
+    return rounds;
+  });
+  ASSERT_TRUE(wait_until([&] { return background_running.load(); }));
+  queue_behind_a_busy_core q(rt);
+  EXPECT_TRUE(wait_until([&] { return q.ran.load() >= 1; }))
+      << "the queued level-0 work waited for the blocker: no decision gave level 0 a second core\n"
+      << describe(rt);
+  q.finish();
+  stop.store(true);
+  EXPECT_GE(background.get(), 0);
+}
+
+}  // namespace
