@@ -90,6 +90,8 @@ struct pool_rec {
   bool believed = false;
   bool busy_since_tick = false;
   bool tell_nonempty = false, tell_empty = false;
+  bool tell_backlog = false;    // a backlog event is pending (the policy asked for them)
+  bool backlog_posted = false;  // ... or was posted since the last decision's view (the runtime's rate limit)
   double weight = 1;  // the fairness weight (levels: the criterion's; pools per request: 1)
   double work_acc = 0, look_acc = 0;
   // pool_view::stalled, as the runtime computes it (policy_driver.cpp): nodes started, and the
@@ -128,6 +130,7 @@ class engine {
     }
     steal_boundary_ = policy_->switches_only_when_out_of_work();
     busy_pools_for_quanta_ = policy_->ticks_while_one_pool_is_busy() ? 1 : 2;
+    backlog_events_ = policy_->wants_backlog_events();
     workers_.resize(c.workers);
     for (unsigned i = 0; i < c.workers; ++i) workers_[i].index = i;
     if (!c.pool_per_request) {
@@ -765,7 +768,15 @@ class engine {
     } else {
       s.pool = q.pool;
     }
-    pools_[s.pool].injection.push_back({r, 0});
+    pool_rec& p = pools_[s.pool];
+    // The runtime's note_nonempty: work made ready at a pool the policy
+    // already believes non-empty is news only as a backlog, to a policy that
+    // asked, once per pool between decisions.
+    if (backlog_events_ && p.believed && p.injection.size() + 1 >= 2 && !p.backlog_posted) {
+      p.backlog_posted = p.tell_backlog = true;
+      request_decision();
+    }
+    p.injection.push_back({r, 0});
     alert_spinners(s.pool);
     note(s.pool);
     notify(s.pool, nullptr);
@@ -808,7 +819,8 @@ class engine {
       pool_rec& p = pools_[id];
       if (p.tell_nonempty && p.live) events.push_back({ext::event_kind::became_nonempty, id, {}});
       if (p.tell_empty && p.live) events.push_back({ext::event_kind::became_empty, id, {}});
-      p.tell_nonempty = p.tell_empty = false;
+      if (p.tell_backlog && p.live) events.push_back({ext::event_kind::backlog, id, {}});
+      p.tell_nonempty = p.tell_empty = p.tell_backlog = false;
     }
     if (!events.empty()) decide_batch(std::move(events), false);
     arm_ticks();
@@ -833,6 +845,7 @@ class engine {
         pv.age = std::chrono::nanoseconds(static_cast<long long>((now_ - p.created) * 1e3));
         pv.has_ready_work = p.ready();
         pv.queued = p.injection.size();
+        p.backlog_posted = false;  // this decision sees the queue
         pv.work_s = p.work_acc * 1e-6;
         pv.look_s = p.look_acc * 1e-6;
         pv.cores = cores[id];
@@ -960,6 +973,7 @@ class engine {
   std::mt19937_64 wake_rng_;  // wake-cost draws (wake_cost), seeded apart from rng_
   std::unique_ptr<ext::policy> policy_;
   bool steal_boundary_ = false;
+  bool backlog_events_ = false;  // the policy asked for backlog events (ext::policy::wants_backlog_events)
   std::size_t busy_pools_for_quanta_ = 2;
   unsigned steal_bound_ = 0;
   std::vector<worker> workers_;

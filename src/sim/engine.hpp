@@ -13,7 +13,9 @@
 //  * Taskflow's sleep protocol per pool (actives, thieves, steal_bound
 //    failures, yield_bound yields, the last thief of a busy domain naps);
 //  * decisions: events recorded when pools flip empty/non-empty, are added
-//    or removed; a decision `decision_us` after the first pending event;
+//    or removed, and (for a policy that asks) when a release leaves two
+//    tasks queued at a pool with work; a decision `decision_us` after the
+//    first pending event;
 //    quanta while two pools had work (or the policy wants ticks).
 // What is not: fibers and parking on futures (a node never waits), the
 // memory system, the OS (a worker is a core; no preemption).
