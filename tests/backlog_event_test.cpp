@@ -45,28 +45,44 @@ struct one_core_per_level final : promptly::ext::policy {
   std::vector<std::pair<event_kind, promptly::ext::pool_id>> heard;
 };
 
-// Runs `blocker` at level 0 until released, then submits two more level-0
-// tasks from this thread, so that they queue behind it.
+// Runs a loop with strand boundaries at level 1 and `blocker` at level 0,
+// which holds level 0's core (a strand with no boundary) until released,
+// then submits two more level-0 tasks from this thread, so that they queue
+// behind it. The level-1 loop is what decides on events: the runtime asks
+// the working workers and wakes a waiting one only when none works
+// (src/sched/README.md, "Decisions in one place"), so with the blocker the
+// only working worker an event would wait for the blocker to end.
 struct queue_behind_a_busy_core {
   explicit queue_behind_a_busy_core(promptly::runtime& rt) {
+    background = rt.submit(promptly::level{1}, [this] {
+      background_running.store(true);
+      long rounds = 0;
+      while (!release.load()) {
+        promptly::yield();
+        ++rounds;
+      }
+      return rounds;
+    });
+    EXPECT_TRUE(wait_until([&] { return background_running.load(); }));
     blocker = rt.submit(promptly::level{0}, [this] {
       started.store(true);
       while (!release.load()) std::this_thread::yield();
-      return 0;
+      return 0L;
     });
     EXPECT_TRUE(wait_until([&] { return started.load(); }));
-    for (int i = 0; i < 2; ++i) queued.push_back(rt.submit(promptly::level{0}, [this] { return ran.fetch_add(1) + 1; }));
+    for (int i = 0; i < 2; ++i) queued.push_back(rt.submit(promptly::level{0}, [this] { return ran.fetch_add(1) + 1L; }));
   }
   void finish() {
     release.store(true);
     EXPECT_EQ(blocker.get(), 0);
     for (auto& f : queued) EXPECT_GE(f.get(), 1);
     EXPECT_EQ(ran.load(), 2);
+    EXPECT_GE(background.get(), 0);
   }
-  std::atomic<bool> started{false}, release{false};
+  std::atomic<bool> background_running{false}, started{false}, release{false};
   std::atomic<int> ran{0};
-  promptly::future<int> blocker;
-  std::vector<promptly::future<int>> queued;
+  promptly::future<long> background, blocker;
+  std::vector<promptly::future<long>> queued;
 };
 
 one_core_per_level* install(promptly::runtime& rt, bool wants) {
@@ -108,25 +124,11 @@ TEST(BacklogEvents, ApsGivesQueuedWorkASecondCoreWithoutWaitingForATick) {
   promptly::runtime_config c = config(2, "aps", 2);
   c.aps.quantum = std::chrono::minutes(10);
   promptly::runtime rt(c);
-  std::atomic<bool> stop{false};
-  std::atomic<bool> background_running{false};
-  auto background = rt.submit(promptly::level{1}, [&] {
-    background_running.store(true);
-    long rounds = 0;
-    while (!stop.load()) {
-      promptly::yield();
-      ++rounds;
-    }
-    return rounds;
-  });
-  ASSERT_TRUE(wait_until([&] { return background_running.load(); }));
   queue_behind_a_busy_core q(rt);
   EXPECT_TRUE(wait_until([&] { return q.ran.load() >= 1; }))
       << "the queued level-0 work waited for the blocker: no decision gave level 0 a second core\n"
       << describe(rt);
   q.finish();
-  stop.store(true);
-  EXPECT_GE(background.get(), 0);
 }
 
 }  // namespace

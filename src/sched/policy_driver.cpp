@@ -1,9 +1,9 @@
 // The policy thread: feeds the policy its events (installation, quantum
 // ticks, pools added, removed, becoming non-empty or empty, asking for
-// cores, a queue forming at a pool with work) with a view of the pools and cores, and applies what it decides by
-// setting workers' assignments (I-Cilk, Sec. 5: "the master alerts a
-// worker to switch priority by setting a per-worker flag, checked at each
-// strand boundary").
+// cores, a queue forming at a pool with work) with a view of the pools and
+// cores, and applies what it decides by setting workers' assignments
+// (I-Cilk, Sec. 5: "the master alerts a worker to switch priority by
+// setting a per-worker flag, checked at each strand boundary").
 //
 // Invariants
 //  * Only the policy thread, a worker at its loop top (decide_at_loop_top,
