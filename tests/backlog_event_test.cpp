@@ -13,6 +13,7 @@
 
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
+#include "recording_policy.hpp"
 #include "runtime_support.hpp"
 #include "test_support.hpp"
 
@@ -21,37 +22,14 @@ namespace {
 using namespace std::chrono_literals;
 using promptly::ext::event_kind;
 
-// One core per level, whatever happens: level 0's core is the only one that
-// takes its work, so work that arrives while it is busy queues.
-struct one_core_per_level final : promptly::ext::policy {
-  explicit one_core_per_level(bool wants) : wants_(wants) {}
-  std::string_view name() const noexcept override { return "one-core-per-level"; }
-  bool wants_backlog_events() const noexcept override { return wants_; }
-  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
-    {
-      std::lock_guard lock(m);
-      heard.push_back({ev.kind, ev.pool});
-    }
-    for (const auto& p : d.pools()) d.allot(p.id, 1);
-  }
-  bool saw(event_kind k, promptly::ext::pool_id pool) {
-    std::lock_guard lock(m);
-    for (const auto& e : heard)
-      if (e.first == k && e.second == pool) return true;
-    return false;
-  }
-  bool wants_;
-  std::mutex m;
-  std::vector<std::pair<event_kind, promptly::ext::pool_id>> heard;
-};
-
 // Runs a loop with strand boundaries at level 1 and `blocker` at level 0,
 // which holds level 0's core (a strand with no boundary) until released,
 // then submits two more level-0 tasks from this thread, so that they queue
-// behind it. The level-1 loop is what decides on events: the runtime asks
-// the working workers and wakes a waiting one only when none works
-// (src/sched/README.md, "Decisions in one place"), so with the blocker the
-// only working worker an event would wait for the blocker to end.
+// behind it. The level-1 loop decides on events at its next yield. Without
+// it the only working worker would be the blocker, which never reaches a
+// boundary: events then wait for the runtime's long-strand mark and a
+// sleeper's wake-up (src/sched/README.md, "Beside a long strand"), which
+// the test of that rule covers.
 struct queue_behind_a_busy_core {
   explicit queue_behind_a_busy_core(promptly::runtime& rt) {
     background = rt.submit(promptly::level{1}, [this] {
@@ -85,16 +63,9 @@ struct queue_behind_a_busy_core {
   std::vector<promptly::future<long>> queued;
 };
 
-one_core_per_level* install(promptly::runtime& rt, bool wants) {
-  auto owned = std::make_unique<one_core_per_level>(wants);
-  one_core_per_level* policy = owned.get();
-  rt.set_policy(std::move(owned));
-  return policy;
-}
-
 TEST(BacklogEvents, APolicyThatAsksHearsOfAQueueFormingAtAPoolWithWork) {
   promptly::runtime rt(config(2, "prompt", 2));
-  one_core_per_level* policy = install(rt, true);
+  one_core_per_pool* policy = install_one_core_per_pool(rt, true);
   queue_behind_a_busy_core q(rt);
   EXPECT_TRUE(wait_until([&] { return policy->saw(event_kind::backlog, 0); })) << "no backlog event for level 0";
   q.finish();
@@ -102,7 +73,7 @@ TEST(BacklogEvents, APolicyThatAsksHearsOfAQueueFormingAtAPoolWithWork) {
 
 TEST(BacklogEvents, APolicyThatDoesNotAskHearsNone) {
   promptly::runtime rt(config(2, "prompt", 2));
-  one_core_per_level* policy = install(rt, false);
+  one_core_per_pool* policy = install_one_core_per_pool(rt, false);
   queue_behind_a_busy_core q(rt);
   // Events are taken in batches, each batch every bit posted before it: once
   // the policy hears of a pool created after the queue formed, it would have

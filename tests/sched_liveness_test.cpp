@@ -16,6 +16,7 @@
 
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
+#include "recording_policy.hpp"
 #include "runtime_support.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
@@ -298,4 +299,36 @@ TEST(SchedLiveness, UrgentWorkWaitsOnlyForTheStrandsToEnd) {
       background.get();
     }
   }
+}
+
+// One worker in one long strand (no boundary) and the other asleep: an event
+// is decided by the sleeper, not left until the strand ends. The policy keeps
+// one core per pool, so level 0's core has nothing to do and sleeps. Before
+// the sleeper was woken for this, the pool_added event below waited for the
+// spinner (the hang guard, 30 s).
+TEST(SchedLiveness, AnEventBesideALongStrandIsDecidedByASleepingWorker) {
+  promptly::runtime rt(config(2, "prompt", 2));
+  watchdog guard(60s, "an event beside a long strand", [&] { return describe(rt); });
+  one_core_per_pool* policy = install_one_core_per_pool(rt, false);
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> spinning_since{0};
+  auto spinner = rt.submit(promptly::level{1}, [&] {
+    spinning_since.store(std::chrono::steady_clock::now().time_since_epoch().count());
+    while (!stop.load(std::memory_order_relaxed)) {  // one strand: no boundary in the loop
+    }
+    return 0;
+  });
+  wait_until_asleep(rt, 1);
+  // The strand has run past the runtime's long-strand mark (1 ms) once the
+  // spinner reads it: a precondition, not a synchronisation.
+  ASSERT_TRUE(wait_until([&] {
+    const std::int64_t t = spinning_since.load();
+    return t != 0 && std::chrono::steady_clock::now().time_since_epoch().count() - t > std::chrono::nanoseconds(5ms).count();
+  }));
+  const promptly::pool later = rt.create_pool({.rank = 2});
+  EXPECT_TRUE(wait_until([&] { return policy->saw(promptly::ext::event_kind::pool_added, later.id); }))
+      << "the pool_added event waited for the long strand\n" << describe(rt);
+  stop.store(true);
+  EXPECT_EQ(spinner.get(), 0);
+  rt.remove_pool(later);
 }

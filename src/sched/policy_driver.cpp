@@ -55,6 +55,14 @@
 
 namespace promptly::detail {
 
+namespace {
+// A worker working this long without a pause may be in one long strand:
+// an event then also wakes a sleeping worker to decide. 1000x a typical
+// strand of the apps (a client loop's turn, 1-50 us), and far below how
+// long a spinning strand can last.
+constexpr std::uint64_t long_strand_ns = 1'000'000;
+}  // namespace
+
 // Seq-cst mode loads: a submitter that pushed after a decision read the
 // pool must see that decision's store of every_core_serves_every_pool_
 // (both seq-cst).
@@ -83,7 +91,13 @@ void scheduler::note_nonempty(std::uint32_t pool) noexcept {
 // decides; an idle one leaves its wait, `moved`), the first to get there
 // decides and the others find nothing pending. Asking all, not one, makes
 // the delay the nearest strand boundary of any worker. If every worker
-// waits, one is woken to decide (one, not all: no herd). Only a worker the
+// waits, one is woken to decide (one, not all: no herd). So is one when
+// every working worker has been working for long_strand_ns or more: it may
+// be in one long strand (a loop with no boundary), and the event would wait
+// for that strand to end while a core sleeps (README.md, "Decisions in one
+// place"). A worker busy that long with many boundaries costs the sleeper a
+// needless wake, rarely: a worker that long busy beside a sleeping one is
+// unusual in fork-join code, where the idle one steals. Only a worker the
 // policy put to sleep (no pool) cannot decide (it waits for an assignment,
 // sleep_unassigned), so then the policy thread is woken as well: it is the
 // only one that may wake such a core, and the core it runs on is idle.
@@ -99,7 +113,9 @@ void scheduler::note_nonempty(std::uint32_t pool) noexcept {
 bool scheduler::ask_workers_to_decide() noexcept {
   notifier::fence_before_notify();
   bool someone_decides = false;
+  bool someone_decides_soon = false;  // a worker looking for work, or working for less than long_strand_ns
   worker* waiting = nullptr;
+  const std::uint64_t now = now_ns();
   for (const auto& wp : workers_) {
     worker& v = *wp;
     if (v.assigned.load(std::memory_order_relaxed) == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it (relaxed: ask_to_decide re-reads it)
@@ -109,12 +125,17 @@ bool scheduler::ask_workers_to_decide() noexcept {
     }
     if (!ask_to_decide(v)) return false;  // the policy put it to sleep meanwhile
     someone_decides = true;
+    // Relaxed: statistics the worker writes; a stale read wakes a sleeper
+    // needlessly or leaves the event to the working worker's next boundary.
+    const std::uint64_t since = v.phase_since_ns.load(std::memory_order_relaxed);
+    if (v.phase.load(std::memory_order_relaxed) != worker_phase::working || now < since + long_strand_ns)
+      someone_decides_soon = true;
   }
   // The waiting worker gets the request too: its wait ends on it (`moved`)
   // whatever the event is, and its loop top then decides.
-  if (!someone_decides && waiting != nullptr) {
+  if (!someone_decides_soon && waiting != nullptr) {
     if (!ask_to_decide(*waiting)) return false;
-    someone_decides = notifier::notify(waiting->slot);
+    someone_decides = notifier::notify(waiting->slot) || someone_decides;
   }
   return someone_decides;
 }
