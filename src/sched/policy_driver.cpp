@@ -57,9 +57,11 @@ namespace promptly::detail {
 
 namespace {
 // A worker working this long without a pause may be in one long strand:
-// an event then also wakes a sleeping worker to decide. 1000x a typical
-// strand of the apps (a client loop's turn, 1-50 us), and far below how
-// long a spinning strand can last.
+// an event then also wakes a sleeping worker to decide. Beside such a
+// strand an event waits at most about this plus a wake-up (p50 14-20 us
+// here), twice aps's 500 us quantum; a shorter mark would wake sleepers
+// beside ordinary busy workers more often. Not tuned: the apps' A/B saw no
+// cost at this value (bench/results/apps/long-strand-wake/).
 constexpr std::uint64_t long_strand_ns = 1'000'000;
 }  // namespace
 
