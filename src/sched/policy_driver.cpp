@@ -60,8 +60,9 @@ namespace {
 // an event then also wakes a sleeping worker to decide. Beside such a
 // strand an event waits at most about this plus a wake-up (p50 14-20 us
 // here), twice aps's 500 us quantum; a shorter mark would wake sleepers
-// beside ordinary busy workers more often. Not tuned: the apps' A/B saw no
-// cost at this value (bench/results/apps/long-strand-wake/).
+// beside ordinary busy workers more often. Not tuned: in the apps' A/B
+// every median stayed inside the old rule's range but prompt's proxy-8
+// throughput, 0.90x with overlapping ranges (bench/results/apps/long-strand-wake/).
 constexpr std::uint64_t long_strand_ns = 1'000'000;
 }  // namespace
 
