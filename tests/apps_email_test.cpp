@@ -1,5 +1,5 @@
-// The email server of apps/email: answers its protocol correctly, survives the closed-loop
-// driver with every check passing and nothing lost, lets print and compress of one message
+// The email server of apps/email: answers its protocol correctly, survives the closed-loop and
+// the open-loop driver with every check passing and nothing lost, lets print and compress of one message
 // take turns, and stops cleanly. Synchronised on replies and server counters, never on time.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -170,6 +171,15 @@ TEST(EmailServer, AnswersTheProtocol) {
   EXPECT_EQ(srv.counters().in_flight, 0u);
 }
 
+// Every check of the driver passed, and every request it sent was answered (acknowledged and
+// done, or refused).
+void expect_every_request_answered(const email::driver_report& r, const email::driver_options& o) {
+  for (const auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(r.failure_count, 0u);
+  EXPECT_EQ(r.issued, o.clients * o.requests_per_client);
+  EXPECT_EQ(r.answered, r.issued);
+}
+
 class EmailServerPolicies : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(EmailServerPolicies, DriverChecksPassAndNothingIsLost) {
@@ -181,10 +191,7 @@ TEST_P(EmailServerPolicies, DriverChecksPassAndNothingIsLost) {
   o.clients = 6;
   o.requests_per_client = scaled(200, 10);
   const email::driver_report r = email::run_driver(o);
-  for (const auto& f : r.failures) ADD_FAILURE() << f;
-  EXPECT_EQ(r.failure_count, 0u);
-  EXPECT_EQ(r.issued, o.clients * o.requests_per_client);
-  EXPECT_EQ(r.answered, r.issued);
+  expect_every_request_answered(r, o);
   EXPECT_EQ(r.resp_us.size(), r.issued);
   EXPECT_EQ(r.send_us.size() + r.sort_us.size() + r.print_us.size(), r.issued);
   EXPECT_GT(r.send_us.size(), 0u);
@@ -198,6 +205,75 @@ TEST_P(EmailServerPolicies, DriverChecksPassAndNothingIsLost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, EmailServerPolicies, ::testing::Values("aps", "prompt", "fair", "oblivious"));
+
+// Open loop at a rate far above what any server answers: each client's requests all fall due
+// at once.
+email::driver_options burst(std::uint16_t port, std::size_t clients, std::size_t requests_per_client) {
+  email::driver_options o;
+  o.port = port;
+  o.clients = clients;
+  o.requests_per_client = requests_per_client;
+  o.rate_per_s = 1e7;
+  return o;
+}
+
+// The open-loop driver pipelines: a rate far above what the server answers makes every client's
+// requests fall due at once, so a connection holds many unanswered requests and their DONE lines
+// come back in any order. With the per-connection limit above the requests per client nothing
+// may be refused, and every request must be answered and pass its check.
+TEST(EmailDriverOpenLoop, PipelinedRequestsAreAllAnsweredAndChecked) {
+  watchdog guard(driver_hang_guard, "EmailDriverOpenLoop.PipelinedRequestsAreAllAnsweredAndChecked");
+  promptly::runtime rt{config("aps")};
+  email::server srv(rt);
+  const email::driver_options o = burst(srv.port(), 6, scaled(40, 10));
+  const email::driver_report r = email::run_driver(o);
+  expect_every_request_answered(r, o);
+  EXPECT_EQ(r.refused, 0u);
+  EXPECT_EQ(r.resp_us.size(), r.issued);
+  EXPECT_EQ(r.send_us.size() + r.sort_us.size() + r.print_us.size(), r.issued);
+  EXPECT_EQ(r.issue_lag_us.size(), r.issued);
+  srv.stop();
+  const auto k = srv.counters();
+  EXPECT_EQ(k.sends + k.sorts + k.prints, r.issued);
+  EXPECT_EQ(k.busy, 0u);
+  EXPECT_EQ(k.in_flight, 0u);
+}
+
+// Past the server's in-flight limit a request is refused as busy. In open loop that is the
+// server's answer to an offered load, not a failed check: the driver counts it, and its count is
+// the server's. (One worker under prompt and a limit of 2 make refusals likely, but the test
+// holds whatever their number: every request is answered, acknowledged or refused.)
+TEST(EmailDriverOpenLoop, RequestsRefusedAsBusyAreCountedNotFailed) {
+  watchdog guard(driver_hang_guard, "EmailDriverOpenLoop.RequestsRefusedAsBusyAreCountedNotFailed");
+  promptly::runtime rt{::config(1, "prompt", email::order::size)};
+  email::server_options opt;
+  opt.max_in_flight_per_connection = 2;
+  email::server srv(rt, opt);
+  const email::driver_options o = burst(srv.port(), 3, scaled(60, 10));
+  const email::driver_report r = email::run_driver(o);
+  expect_every_request_answered(r, o);
+  EXPECT_EQ(r.resp_us.size() + r.refused, r.issued);
+  EXPECT_EQ(r.send_us.size() + r.sort_us.size() + r.print_us.size(), r.resp_us.size());
+  srv.stop();
+  const auto k = srv.counters();
+  EXPECT_EQ(k.busy, r.refused);
+  EXPECT_EQ(k.sends + k.sorts + k.prints, r.resp_us.size());
+  EXPECT_EQ(k.in_flight, 0u);
+}
+
+TEST(EmailDriverOpenLoop, ARateThatIsNotANumberOfRequestsPerSecondIsRejected) {
+  for (const double rate : {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    email::driver_options o;
+    o.port = 1;  // never reached: the options are checked first
+    o.rate_per_s = rate;
+    try {
+      (void)email::run_driver(o);
+      ADD_FAILURE() << "rate " << rate << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("open-loop rate"), std::string::npos) << e.what();
+    }
+  }
+}
 
 // Prints race each other and the periodic compressor on the same messages (three connections
 // of one user, period 1 ms, chunks of 2): every printed text must come back intact, and the

@@ -5,15 +5,18 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
-#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string_view>
@@ -83,9 +86,8 @@ enum class kind { send, sort, print };
 
 struct outstanding {
   kind what;
-  std::uint64_t seq;
-  clock_type::time_point sent;
-  bool acked = false;
+  std::uint64_t seq = 0;         // the server's number, known from its ACK
+  clock_type::time_point sent;  // open loop: when it was due
   bool measured = false;
   std::string sort_key;
 };
@@ -96,10 +98,14 @@ struct client {
   std::string name;
   std::size_t mailbox_at_login = 0;  // PRINT indexes below this always exist (mailboxes never shrink)
   std::mt19937_64 rng;
-  std::uint64_t next_seq = 1;
+  std::mt19937_64 arrivals;          // open loop: the gaps, apart from the operation mix's stream
+  clock_type::time_point next_arrival;  // open loop
+  std::uint64_t next_seq = 1;           // the number the server gives the next request it acknowledges
   std::uint64_t sent_messages = 0;
   std::size_t issued = 0;
-  std::optional<outstanding> pending;
+  std::deque<outstanding> unacked;  // sent, no ACK yet: the server acknowledges in request order
+  std::vector<outstanding> acked;   // acknowledged, no DONE yet: DONEs come in any order
+  bool busy() const { return !unacked.empty() || !acked.empty(); }
   std::string out;
   std::size_t out_at = 0;
   std::string in;
@@ -113,6 +119,8 @@ class driver {
 
   driver_report run() {
     if (opt_.clients == 0) throw std::runtime_error("email driver: clients must be at least 1");
+    if (!std::isfinite(opt_.rate_per_s) || opt_.rate_per_s < 0)
+      throw std::invalid_argument("email driver: the open-loop rate must be a finite number of requests per second >= 0 (0: closed loop)");
     control_.fd = connect_to(opt_.host, opt_.port);
     clients_.resize(opt_.clients);
     for (std::size_t i = 0; i < clients_.size(); ++i) login(clients_[i], i);
@@ -130,12 +138,37 @@ class driver {
     measure_from_ = counted ? start : start + opt_.warmup;
     measure_until_ = counted ? clock_type::time_point::max() : measure_from_ + opt_.measure;
     bool reset_done = counted;
-    for (auto& c : clients_) issue(c);
+    // Open loop: the arrivals are timeouts, and the kernel's default timer slack (50 us) would
+    // make every request late by up to that much. The caller's slack is restored at the end.
+    const long slack = ::prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (open_loop() && slack > 1000) ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    struct restore_slack {
+      long ns;
+      ~restore_slack() {
+        if (ns > 0) ::prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(ns), 0, 0, 0);
+      }
+    } restore{slack};
+    if (open_loop()) {
+      for (auto& c : clients_) c.next_arrival = start + next_gap(c);
+    } else {
+      for (auto& c : clients_) issue(c, start);
+    }
     for (;;) {
-      const auto now = clock_type::now();
+      auto now = clock_type::now();
+      if (open_loop()) {
+        issue_due(now);
+        now = clock_type::now();
+      }
       if (!reset_done && now >= measure_from_) {
-        expect(control_.call("RESET"), "OK reset", "RESET");
+        // Not a blocking call: the clients' requests fall due meanwhile (open loop), and a
+        // round trip to a loaded server took milliseconds. The reply comes through epoll.
+        control_.write_all("RESET\n");
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.ptr = nullptr;  // the control connection
+        if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, control_.fd, &ev) != 0) throw sys_error("epoll_ctl");
         reset_done = true;
+        reset_unanswered_ = true;
       }
       if (now >= measure_until_ && !draining_) {
         draining_ = true;
@@ -144,13 +177,19 @@ class driver {
       if (idle_clients() == clients_.size()) break;
       if (draining_ && now >= drain_deadline_) {
         for (auto& c : clients_)
-          if (c.pending) fail(c, "no answer to request " + std::to_string(c.pending->seq) + " within the drain timeout");
+          if (c.busy())
+            fail(c, "no answer to " + std::to_string(c.unacked.size() + c.acked.size()) +
+                        " requests within the drain timeout");
         break;
       }
       epoll_event evs[64];
-      int n = ::epoll_wait(epoll_, evs, 64, 5);
+      const int n = wait_for_events(evs, 64, now);
       if (n < 0 && errno != EINTR) throw sys_error("epoll_wait");
       for (int i = 0; i < n; ++i) {
+        if (evs[i].data.ptr == nullptr) {
+          take_reset_reply();
+          continue;
+        }
         auto& c = *static_cast<client*>(evs[i].data.ptr);
         if (evs[i].events & EPOLLOUT) flush(c);
         if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) receive(c);
@@ -158,6 +197,7 @@ class driver {
     }
     const auto end = counted ? clock_type::now() : measure_until_;
     report_.measured_s = std::chrono::duration<double>(end - measure_from_).count();
+    if (reset_unanswered_) take_reset_reply();
     report_.server_stats = control_.call("STATS");
     for (auto& c : clients_) {
       ::close(c.fd);
@@ -176,6 +216,7 @@ class driver {
     std::snprintf(name, sizeof name, "u%zu", i);
     c.name = name;
     c.rng.seed(opt_.seed * 1000003 + i);
+    c.arrivals.seed(opt_.seed * 1000003 + i + 0x9e3779b97f4a7c15ULL);
     c.fd = connect_to(opt_.host, opt_.port);
     blocking_line b{c.fd, {}};
     std::string ok = b.call("USER " + c.name);
@@ -193,8 +234,56 @@ class driver {
 
   std::size_t idle_clients() const {
     std::size_t n = 0;
-    for (const auto& c : clients_) n += c.done && !c.pending ? 1 : 0;
+    for (const auto& c : clients_) n += c.done && !c.busy() ? 1 : 0;
     return n;
+  }
+
+  bool open_loop() const { return opt_.rate_per_s > 0; }
+
+  // The control connection is blocking: once epoll says the reply is there, reading it does
+  // not wait (and after the run, it waits for it).
+  void take_reset_reply() {
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, control_.fd, nullptr);
+    reset_unanswered_ = false;
+    expect(control_.read_line(), "OK reset", "RESET");
+  }
+
+  // Open loop: an exponential gap with mean clients / rate (each client's share of the rate).
+  clock_type::duration next_gap(client& c) {
+    std::exponential_distribution<double> gap(opt_.rate_per_s / static_cast<double>(clients_.size()));
+    return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(gap(c.arrivals)));
+  }
+
+  // Open loop: writes every request that is due, stamped with the time it was due.
+  void issue_due(clock_type::time_point now) {
+    for (auto& c : clients_) {
+      while (!c.done && c.next_arrival <= now) {
+        const auto due = c.next_arrival;
+        c.next_arrival += next_gap(c);
+        if (issue(c, due) && due >= measure_from_ && due < measure_until_)
+          report_.issue_lag_us.push_back(std::chrono::duration<double, std::micro>(now - due).count());
+      }
+    }
+  }
+
+  // Waits for socket events until the next request is due (open loop) or 5 ms (closed loop,
+  // which only needs to look at the clock for the phases). epoll_pwait2 takes nanoseconds, so
+  // the open loop does not round its arrivals to milliseconds; where the kernel lacks it
+  // (ENOSYS), epoll_wait rounds up.
+  int wait_for_events(epoll_event* evs, int max, clock_type::time_point now) {
+    auto wait = std::chrono::nanoseconds(std::chrono::milliseconds(5));
+    if (open_loop()) {
+      for (const auto& c : clients_)
+        if (!c.done) wait = std::min(wait, std::chrono::duration_cast<std::chrono::nanoseconds>(c.next_arrival - now));
+      wait = std::max(wait, std::chrono::nanoseconds(0));
+    }
+    if (!no_pwait2_) {
+      const timespec ts{static_cast<time_t>(wait.count() / 1000000000), static_cast<long>(wait.count() % 1000000000)};
+      const int n = ::epoll_pwait2(epoll_, evs, max, &ts, nullptr);
+      if (n >= 0 || errno != ENOSYS) return n;
+      no_pwait2_ = true;
+    }
+    return ::epoll_wait(epoll_, evs, max, static_cast<int>((wait.count() + 999999) / 1000000));
   }
 
   void fail_global(std::string what) {
@@ -203,12 +292,13 @@ class driver {
   }
   void fail(client& c, const std::string& what) { fail_global(c.name + ": " + what); }
 
-  void issue(client& c) {
-    const auto now = clock_type::now();
-    const bool more = opt_.requests_per_client > 0 ? c.issued < opt_.requests_per_client : now < measure_until_;
+  // Writes the client's next request, due at `due` (closed loop: now); false when the client
+  // has sent all it will.
+  bool issue(client& c, clock_type::time_point due) {
+    const bool more = opt_.requests_per_client > 0 ? c.issued < opt_.requests_per_client : due < measure_until_;
     if (!more || c.done) {
       c.done = true;
-      return;
+      return false;
     }
     ++c.issued;
     ++report_.issued;
@@ -229,13 +319,16 @@ class driver {
       line = "PRINT " + std::to_string(c.rng() % c.mailbox_at_login);
     }
     line += '\n';
-    o.seq = c.next_seq++;
-    o.sent = clock_type::now();
+    o.sent = open_loop() ? due : clock_type::now();
     o.measured = o.sent >= measure_from_ && o.sent < measure_until_;
-    c.pending = o;
-    c.out = std::move(line);
-    c.out_at = 0;
+    c.unacked.push_back(std::move(o));
+    if (c.out_at == c.out.size()) {
+      c.out.clear();
+      c.out_at = 0;
+    }
+    c.out += line;
     flush(c);
+    return true;
   }
 
   void flush(client& c) {
@@ -264,7 +357,8 @@ class driver {
     if (c.fd >= 0) {
       ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
     }
-    c.pending.reset();
+    c.unacked.clear();
+    c.acked.clear();
     c.done = true;
   }
 
@@ -275,7 +369,9 @@ class driver {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       if (n <= 0) {
-        if (c.pending) fail(c, "the server closed the connection with request " + std::to_string(c.pending->seq) + " unanswered");
+        if (c.busy())
+          fail(c, "the server closed the connection with " + std::to_string(c.unacked.size() + c.acked.size()) +
+                      " requests unanswered");
         else if (!c.done) fail(c, "the server closed the connection");
         close_client(c);
         return;
@@ -290,37 +386,55 @@ class driver {
 
   void on_line(client& c, std::string_view line) {
     const auto now = clock_type::now();
-    if (!c.pending) {
-      fail(c, "unexpected line '" + std::string(line.substr(0, 80)) + "'");
-      return;
-    }
-    outstanding& o = *c.pending;
-    const std::string seq = std::to_string(o.seq);
-    const double us = std::chrono::duration<double, std::micro>(now - o.sent).count();
-    if (!o.acked) {
-      if (line != "ACK " + seq) {
-        fail(c, "expected 'ACK " + seq + "', got '" + std::string(line.substr(0, 80)) + "'");
-        c.pending.reset();
-        issue(c);
-        return;
+    auto us_since = [&](const outstanding& o) { return std::chrono::duration<double, std::micro>(now - o.sent).count(); };
+    auto quote = [](std::string_view l) {  // (append: GCC 12 warns falsely, -Wrestrict, on "'" + std::string)
+      std::string q(1, '\'');
+      q.append(l.substr(0, 80));
+      q += '\'';
+      return q;
+    };
+    if (line.starts_with("DONE ")) {
+      std::uint64_t seq = 0;
+      std::string_view rest = line.substr(5);
+      const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), seq);
+      auto it = std::find_if(c.acked.begin(), c.acked.end(), [&](const outstanding& o) { return o.seq == seq; });
+      if (ec != std::errc{} || end == rest.data() + rest.size() || *end != ' ' || it == c.acked.end()) {
+        fail(c, "a DONE for no acknowledged request: " + quote(line));
+        if (open_loop() || c.acked.empty()) return;
+        it = c.acked.begin();  // closed loop: the one request waiting; go on with the next
+      } else {
+        check_done(c, *it, rest.substr(static_cast<std::size_t>(end - rest.data()) + 1));
       }
-      o.acked = true;
-      if (o.measured) report_.resp_us.push_back(us);
+      ++report_.answered;
+      if (it->measured) {
+        ++report_.completed;
+        (it->what == kind::send ? report_.send_us : it->what == kind::sort ? report_.sort_us : report_.print_us)
+            .push_back(us_since(*it));
+      }
+      c.acked.erase(it);
+      if (!open_loop()) issue(c, now);
       return;
     }
-    std::string prefix = "DONE " + seq + " ";
-    if (line.substr(0, prefix.size()) != prefix) {
-      fail(c, "expected '" + prefix + "...', got '" + std::string(line.substr(0, 80)) + "'");
-    } else {
-      check_done(c, o, line.substr(prefix.size()));
+    if (c.unacked.empty()) {
+      fail(c, "unexpected line " + quote(line));
+      return;
     }
-    ++report_.answered;
-    if (o.measured) {
-      ++report_.completed;
-      (o.what == kind::send ? report_.send_us : o.what == kind::sort ? report_.sort_us : report_.print_us).push_back(us);
+    outstanding o = std::move(c.unacked.front());
+    c.unacked.pop_front();
+    if (open_loop() && line.starts_with("ERR busy")) {  // refused: took no sequence number
+      ++report_.answered;
+      if (o.measured) ++report_.refused;
+      return;
     }
-    c.pending.reset();
-    issue(c);
+    o.seq = c.next_seq++;
+    if (line != "ACK " + std::to_string(o.seq)) {
+      fail(c, "expected 'ACK " + std::to_string(o.seq) + "', got " + quote(line));
+      ++report_.answered;
+      if (!open_loop()) issue(c, now);
+      return;
+    }
+    if (o.measured) report_.resp_us.push_back(us_since(o));
+    c.acked.push_back(std::move(o));
   }
 
   void check_done(client& c, const outstanding& o, std::string_view rest) {
@@ -377,6 +491,8 @@ class driver {
   int epoll_ = -1;
   clock_type::time_point measure_from_, measure_until_, drain_deadline_;
   bool draining_ = false;
+  bool no_pwait2_ = false;
+  bool reset_unanswered_ = false;
   driver_report report_;
 };
 

@@ -1,10 +1,11 @@
-// email_driver: runs the closed-loop clients of driver.hpp against an email server, prints a
+// email_driver: runs the clients of driver.hpp against an email server, prints a
 // human summary on stderr and, last on stdout, the benchmark protocol's RESULT line
 // (bench/README.md). It either starts the server itself (--server, then stops it with SIGTERM
 // and requires a clean exit) or talks to a running one (--connect host:port).
 //
 //   email_driver --server PATH|cmake:TARGET|go:PKG [--policy P] [--workers N] [--clients 6]
 //                [--measure-ms 4000] [--warmup-ms 500] [--msg-bytes 8192] [--seed 1]
+//                [--rate R (open loop: R requests/s over all clients; default 0, closed loop)]
 //                [--samples-out FILE.json] [--warmup W --reps R]
 //
 // --warmup W / --reps R (the harness's in-process repetitions) scale the warm-up and measured
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,8 +38,10 @@ void write_samples(const std::string& path, const email::driver_report& r) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream f(path);
   auto list = [&](const char* name, const std::vector<double>& v, bool last) {
-    f << "\"" << name << "\": [";
-    for (std::size_t i = 0; i < v.size(); ++i) f << (i ? "," : "") << static_cast<long long>(v[i] * 10) / 10.0;
+    // Fixed, to 0.1 us (as the RESULT line): the default precision wrote 386546.5 as 386546, and
+    // the plots then found the file's p99 was not the round's.
+    f << "\"" << name << "\": [" << std::fixed << std::setprecision(1);
+    for (std::size_t i = 0; i < v.size(); ++i) f << (i ? "," : "") << v[i];
     f << "]" << (last ? "" : ", ");
   };
   f << "{";
@@ -63,6 +67,9 @@ int main(int argc, char** argv) {
   o.message_bytes = static_cast<std::size_t>(a.get_long("msg-bytes", 8192));
   o.seed = static_cast<std::uint64_t>(a.get_long("seed", 1));
   o.requests_per_client = static_cast<std::size_t>(a.get_long("requests", 0));
+  const long rate = a.get_long("rate", 0);
+  if (rate < 0) bench::args::fail("--rate must be a number of requests per second >= 0 (0: closed loop)");
+  o.rate_per_s = static_cast<double>(rate);
   const std::string samples_out = a.get_string("samples-out", "");
   a.finish();
   if (server_spec.empty() == connect.empty()) bench::args::fail("give exactly one of --server and --connect");
@@ -101,6 +108,10 @@ int main(int argc, char** argv) {
   for (auto [name, s] : {std::pair{"resp", resp}, {"send", send}, {"sort", sort}, {"print", print}})
     std::fprintf(stderr, "  %-6s n %6zu  mean %9.1f us  p50 %9.1f  p95 %9.1f  p99 %9.1f  max %9.1f\n", name, s.count,
                  s.mean, s.p50, s.p95, s.p99, s.max);
+  const auto lag = email::summarize(r.issue_lag_us);
+  if (o.rate_per_s > 0)
+    std::fprintf(stderr, "  open loop at %.0f requests/s: %llu refused as busy; written after due: p50 %.1f us, p99 %.1f, max %.1f\n",
+                 o.rate_per_s, static_cast<unsigned long long>(r.refused), lag.p50, lag.p99, lag.max);
   std::fprintf(stderr, "  server: %s\n", r.server_stats.c_str());
   if (!samples_out.empty()) write_samples(samples_out, r);
 
@@ -132,9 +143,10 @@ int main(int argc, char** argv) {
   for (const char* k : {"compress_us_mean", "compress_us_p50", "compress_us_p95", "compress_us_p99"})
     std::printf(", \"%s\": %.1f", k, apps::json_number(r.server_stats, k));
   std::printf(", \"missed_periods\": %.0f, \"periods\": %.0f, \"compress_tasks\": %.0f, \"throughput_per_s\": %.1f, "
-              "\"requests\": %llu}}\n",
+              "\"requests\": %llu, \"offered_per_s\": %.0f, \"refused\": %llu, \"issue_lag_us_p99\": %.1f}}\n",
               apps::json_number(r.server_stats, "missed_periods"), apps::json_number(r.server_stats, "periods"),
               apps::json_number(r.server_stats, "compress_tasks"), r.completed / r.measured_s,
-              static_cast<unsigned long long>(r.completed));
+              static_cast<unsigned long long>(r.completed), o.rate_per_s, static_cast<unsigned long long>(r.refused),
+              lag.p99);
   return 0;
 }
