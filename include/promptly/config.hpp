@@ -74,14 +74,14 @@ struct runtime_config {
   // If set, one CSV line per live pool at every policy decision, with the
   // header t_s,policy,pool,desire,allotted,utilization,ready; t_s counts
   // from the runtime's construction (docs/priorities.md).
-  std::string allotment_trace;
+  std::string allotment_trace{};
   // If set (or, when empty, the environment variable PROMPTLY_TRACE), the
   // scheduler records what each worker and the policy thread did (tasks
   // running per pool, parks, steals, mugs, moves, sleep and wake, decisions;
   // the last 65536 events per thread) and writes them at shutdown as Chrome
   // trace-event JSON, for Perfetto UI or chrome://tracing (docs/tracing.md).
   // Off, each recording site costs one branch.
-  std::string trace_file;
+  std::string trace_file{};
   // Priority-inversion detector: count every touch, from a task, of a future
   // computed at a less urgent level than the toucher's (runtime::inversions();
   // docs/typed-priorities.md). Off: one relaxed load and a branch per touch.

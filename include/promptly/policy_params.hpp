@@ -47,7 +47,7 @@ struct fair_params {
   // installDist (Fig. 6). Levels past the end weigh 0. Empty = every level
   // weighs 1. Pools created at run time carry their own weight
   // (pool_options::weight).
-  std::vector<long long> weights;
+  std::vector<long long> weights{};
   fair_sampling sampling = fair_sampling::systematic;
 };
 

@@ -55,7 +55,7 @@ struct pool_options {
   double weight = 1;
   // For the elastic policy; create_pool throws std::invalid_argument naming
   // the field that breaks the constraints above.
-  std::optional<elastic_params> elastic;
+  std::optional<elastic_params> elastic{};
 };
 
 }  // namespace promptly

@@ -189,11 +189,11 @@ json to_json(const job_info& j);
 struct submit_options {
   // Optional priority class (e.g. "interactive", "batch"); classes map to
   // pool ranks through job_server_options::classes.
-  std::string job_class;
+  std::string job_class{};
   // Optional elastic real-time parameters of the job (AMCilk Sec. 6.2): its pool
   // gets them (pool_options::elastic), so the `elastic` policy allots its cores
   // from them; other policies ignore them. submit() checks them (bad_args).
-  std::optional<promptly::elastic_params> elastic;
+  std::optional<promptly::elastic_params> elastic{};
 };
 
 // A periodic task (AMCilk Sec. 6.2's elastic real-time jobs): the server
@@ -204,7 +204,7 @@ using periodic_id = std::uint64_t;
 struct periodic_options {
   std::chrono::microseconds period{0};  // >= 100 us
   std::uint64_t count = 0;              // instances to release; 0 = until cancelled or draining
-  submit_options submit;                // class and elastic parameters of every instance
+  submit_options submit{};              // class and elastic parameters of every instance
 };
 struct periodic_info {
   periodic_id id = 0;
