@@ -61,8 +61,8 @@ namespace {
 // strand an event waits at most about this plus a wake-up (p50 14-20 us
 // here), twice aps's 500 us quantum; a shorter mark would wake sleepers
 // beside ordinary busy workers more often. Not tuned: in the apps' A/B
-// every median stayed inside the old rule's range but prompt's proxy-8
-// throughput, 0.90x with overlapping ranges (bench/results/apps/long-strand-wake/).
+// (4 rounds, then 10 more of prompt) every median stayed inside the old
+// rule's range (bench/results/apps/long-strand-wake/).
 constexpr std::uint64_t long_strand_ns = 1'000'000;
 }  // namespace
 
