@@ -197,6 +197,7 @@ TEST_P(EmailServerPolicies, DriverChecksPassAndNothingIsLost) {
   EXPECT_GT(r.send_us.size(), 0u);
   EXPECT_GT(r.sort_us.size(), 0u);
   EXPECT_GT(r.print_us.size(), 0u);
+  EXPECT_EQ(r.resp_from_write_us, r.resp_us);  // closed loop: a request is written when it is sent
   srv.stop();
   const auto k = srv.counters();
   EXPECT_EQ(k.sends + k.sorts + k.prints, r.issued);
@@ -232,6 +233,10 @@ TEST(EmailDriverOpenLoop, PipelinedRequestsAreAllAnsweredAndChecked) {
   EXPECT_EQ(r.resp_us.size(), r.issued);
   EXPECT_EQ(r.send_us.size() + r.sort_us.size() + r.print_us.size(), r.issued);
   EXPECT_EQ(r.issue_lag_us.size(), r.issued);
+  // Written at or after it was due: measured from the write, no request takes longer.
+  ASSERT_EQ(r.resp_from_write_us.size(), r.resp_us.size());
+  for (std::size_t i = 0; i < r.resp_us.size(); ++i) EXPECT_LE(r.resp_from_write_us[i], r.resp_us[i]) << "request " << i;
+  EXPECT_EQ(r.send_from_write_us.size(), r.send_us.size());
   srv.stop();
   const auto k = srv.counters();
   EXPECT_EQ(k.sends + k.sorts + k.prints, r.issued);

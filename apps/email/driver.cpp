@@ -87,7 +87,8 @@ enum class kind { send, sort, print };
 struct outstanding {
   kind what;
   std::uint64_t seq = 0;         // the server's number, known from its ACK
-  clock_type::time_point sent;  // open loop: when it was due
+  clock_type::time_point sent;     // open loop: when it was due
+  clock_type::time_point written;  // when the driver wrote it (closed loop: sent)
   bool measured = false;
   std::string sort_key;
 };
@@ -319,7 +320,8 @@ class driver {
       line = "PRINT " + std::to_string(c.rng() % c.mailbox_at_login);
     }
     line += '\n';
-    o.sent = open_loop() ? due : clock_type::now();
+    o.written = clock_type::now();
+    o.sent = open_loop() ? due : o.written;
     o.measured = o.sent >= measure_from_ && o.sent < measure_until_;
     c.unacked.push_back(std::move(o));
     if (c.out_at == c.out.size()) {
@@ -386,7 +388,7 @@ class driver {
 
   void on_line(client& c, std::string_view line) {
     const auto now = clock_type::now();
-    auto us_since = [&](const outstanding& o) { return std::chrono::duration<double, std::micro>(now - o.sent).count(); };
+    auto us = [&](clock_type::time_point from) { return std::chrono::duration<double, std::micro>(now - from).count(); };
     auto quote = [](std::string_view l) {  // (append: GCC 12 warns falsely, -Wrestrict, on "'" + std::string)
       std::string q(1, '\'');
       q.append(l.substr(0, 80));
@@ -409,7 +411,8 @@ class driver {
       if (it->measured) {
         ++report_.completed;
         (it->what == kind::send ? report_.send_us : it->what == kind::sort ? report_.sort_us : report_.print_us)
-            .push_back(us_since(*it));
+            .push_back(us(it->sent));
+        if (it->what == kind::send) report_.send_from_write_us.push_back(us(it->written));
       }
       c.acked.erase(it);
       if (!open_loop()) issue(c, now);
@@ -433,7 +436,10 @@ class driver {
       if (!open_loop()) issue(c, now);
       return;
     }
-    if (o.measured) report_.resp_us.push_back(us_since(o));
+    if (o.measured) {
+      report_.resp_us.push_back(us(o.sent));
+      report_.resp_from_write_us.push_back(us(o.written));
+    }
     c.acked.push_back(std::move(o));
   }
 

@@ -58,6 +58,10 @@ struct driver_report {
   // Open loop: how late the driver wrote each measured request after it was due (us); a large
   // value means the driver, not only the server, fell behind.
   std::vector<double> issue_lag_us;
+  // Open loop: resp and send measured from the write instead of the arrival (closed loop: the
+  // same as resp_us and send_us). Without the driver's own lateness in writing, which a server
+  // that keeps every core busy makes longer; the lateness in reading the answer stays in.
+  std::vector<double> resp_from_write_us, send_from_write_us;
   double measured_s = 0;
   std::string server_stats;      // the server's STATS line after the run
   std::vector<std::string> failures;  // failed checks (empty: all passed); at most 20 kept

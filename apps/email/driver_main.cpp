@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "  %-6s n %6zu  mean %9.1f us  p50 %9.1f  p95 %9.1f  p99 %9.1f  max %9.1f\n", name, s.count,
                  s.mean, s.p50, s.p95, s.p99, s.max);
   const auto lag = email::summarize(r.issue_lag_us);
+  const auto resp_w = email::summarize(r.resp_from_write_us), send_w = email::summarize(r.send_from_write_us);
   if (o.rate_per_s > 0)
     std::fprintf(stderr, "  open loop at %.0f requests/s: %llu refused as busy; written after due: p50 %.1f us, p99 %.1f, max %.1f\n",
                  o.rate_per_s, static_cast<unsigned long long>(r.refused), lag.p50, lag.p99, lag.max);
@@ -143,10 +144,11 @@ int main(int argc, char** argv) {
   for (const char* k : {"compress_us_mean", "compress_us_p50", "compress_us_p95", "compress_us_p99"})
     std::printf(", \"%s\": %.1f", k, apps::json_number(r.server_stats, k));
   std::printf(", \"missed_periods\": %.0f, \"periods\": %.0f, \"compress_tasks\": %.0f, \"throughput_per_s\": %.1f, "
-              "\"requests\": %llu, \"offered_per_s\": %.0f, \"refused\": %llu, \"issue_lag_us_p99\": %.1f}}\n",
+              "\"requests\": %llu, \"offered_per_s\": %.0f, \"refused\": %llu, \"issue_lag_us_p99\": %.1f, "
+              "\"resp_from_write_us_p99\": %.1f, \"send_from_write_us_p99\": %.1f}}\n",
               apps::json_number(r.server_stats, "missed_periods"), apps::json_number(r.server_stats, "periods"),
               apps::json_number(r.server_stats, "compress_tasks"), r.completed / r.measured_s,
               static_cast<unsigned long long>(r.completed), o.rate_per_s, static_cast<unsigned long long>(r.refused),
-              lag.p99);
+              lag.p99, resp_w.p99, send_w.p99);
   return 0;
 }
