@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -88,7 +88,7 @@ struct outstanding {
   kind what;
   std::uint64_t seq = 0;         // the server's number, known from its ACK
   clock_type::time_point sent;     // open loop: when it was due
-  clock_type::time_point written;  // when the driver wrote it (closed loop: sent)
+  clock_type::time_point written;  // when the driver wrote it, or queued it behind an unfinished write (closed loop: sent)
   bool measured = false;
   std::string sort_key;
 };
@@ -261,8 +261,9 @@ class driver {
       while (!c.done && c.next_arrival <= now) {
         const auto due = c.next_arrival;
         c.next_arrival += next_gap(c);
-        if (issue(c, due) && due >= measure_from_ && due < measure_until_)
-          report_.issue_lag_us.push_back(std::chrono::duration<double, std::micro>(now - due).count());
+        // (A failed write closes the client and drops its requests, this one too.)
+        if (issue(c, due) && !c.unacked.empty() && due >= measure_from_ && due < measure_until_)
+          report_.issue_lag_us.push_back(std::chrono::duration<double, std::micro>(c.unacked.back().written - due).count());
       }
     }
   }
