@@ -4,6 +4,8 @@
 // quantum timer under a level that flips empty/non-empty) and the rule that
 // work keeps the level it was created at (graph continuations). Every
 // scenario runs under a watchdog that dumps the workers' states on a hang.
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -331,4 +333,58 @@ TEST(SchedLiveness, AnEventBesideALongStrandIsDecidedByASleepingWorker) {
   stop.store(true);
   EXPECT_EQ(spinner.get(), 0);
   rt.remove_pool(later);
+}
+
+namespace {
+
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// A policy whose installation holds the policy lock until the test lets it go
+// (set_policy runs the installed event under the lock): a stand-in for a
+// holder the kernel descheduled mid-decision.
+struct installation_that_waits final : promptly::ext::policy {
+  std::atomic<bool> entered{false}, release{false};
+  std::string_view name() const noexcept override { return "installation-that-waits"; }
+  void on_event(const promptly::ext::event& ev, promptly::ext::decision& d) override {
+    if (ev.kind != promptly::ext::event_kind::installed) return;
+    entered.store(true);
+    entered.notify_all();
+    release.wait(false);
+    for (unsigned c = 0; c < d.core_count(); ++c) d.serve_every_pool(c);
+  }
+};
+
+}  // namespace
+
+// An idle worker asked to decide while another thread holds the policy lock
+// waits for the holder instead of spinning at its loop top. It spun because
+// it cannot look for work while a pool-became-non-empty bit is set, and the
+// spin kept a holder descheduled on its CPU from finishing: with one worker
+// on one CPU, aps's policy thread preempted mid-tick left ready work waiting
+// until the kernel's tick (4.7-5.3 ms, bench/results/apps/open-loop/no-compression/).
+// The process's CPU time over the window tells spinning (about a core) from
+// waiting (about none); the window is a measurement, not a synchronisation.
+TEST(SchedLiveness, AnIdleWorkerWaitsForAHeldPolicyLockInsteadOfSpinning) {
+  promptly::runtime rt(config(1, "prompt", 2));
+  watchdog guard(60s, "an idle worker beside a held policy lock", [&] { return describe(rt); });
+  rt.run([] {});
+  auto owned = std::make_unique<installation_that_waits>();
+  installation_that_waits* policy = owned.get();
+  std::thread installer([&] { rt.set_policy(std::move(owned)); });
+  policy->entered.wait(false);  // the installer holds the policy lock now
+  // Level 0 becomes non-empty: the worker is asked to decide, and cannot.
+  auto task = rt.submit(promptly::level{0}, [] { return 7; });
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(300ms);
+  const double used = process_cpu_seconds() - before;
+  policy->release.store(true);
+  policy->release.notify_all();
+  installer.join();
+  EXPECT_EQ(task.get(), 7);  // decided once the lock was free
+  EXPECT_LT(used, 0.060) << "the process used " << used << " s of CPU in 0.3 s while its only worker waited for the policy lock";
 }

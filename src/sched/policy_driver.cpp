@@ -6,10 +6,11 @@
 // setting a per-worker flag, checked at each strand boundary").
 //
 // Invariants
-//  * Only the policy thread, a worker at its loop top (decide_at_loop_top,
-//    try_lock only) and the API calls that install a policy call into the
-//    policy; they hold policy_mutex_, which guards policy_, the
-//    quantum state, the seen_* baselines, the latency samples and the trace.
+//  * Only the policy thread, a worker at its loop top (decide_at_loop_top:
+//    try_lock, or lock when it is idle) and the API calls that install a
+//    policy call into the policy; they hold policy_mutex_, which guards
+//    policy_, the quantum state, the seen_* baselines, the latency samples
+//    and the trace. No holder waits for a worker, so a worker may wait for it.
 //    The mechanism (submitters, wakers, workers, pool creation and removal)
 //    only records events: a bit per pool in an event_bitmap and a futex wake
 //    of this thread (post_event) or a request to the workers
@@ -496,17 +497,33 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
 }
 
 // A worker at its loop top decides pending events when no decision is under
-// way (try_lock: it never waits for the policy thread). If the policy throws,
-// the events go back and the policy thread, woken when they were posted,
-// retries. Only the policy thread arms the quantum timer, so it is woken
-// when quanta may have to start.
-void scheduler::decide_at_loop_top() noexcept {
+// way. If the policy throws, the events go back and the policy thread, woken
+// when they were posted, retries. Only the policy thread arms the quantum
+// timer, so it is woken when quanta may have to start.
+//
+// A worker with work of its own never waits for the lock (try_lock): it goes
+// on working, and the holder or the policy thread decides. An idle worker
+// (`idle`: no continuation, an empty deque) waits for the holder instead.
+// Until the events are decided it has nothing to run: moved() holds while a
+// became_nonempty bit is set, so it cannot even look for queued work. When
+// it went back to its loop top instead, it spun there, and a holder
+// descheduled on the same CPU could not finish until the kernel preempted
+// the spinner: with one worker on one CPU, aps's policy thread preempted
+// mid-tick left ready client loops waiting 4.7-5.3 ms
+// (bench/results/apps/open-loop/no-compression/). Waiting cannot deadlock:
+// no holder of policy_mutex_ waits for a worker (the policy thread, the
+// API calls that install a policy or read stats, and loop tops only decide).
+void scheduler::decide_at_loop_top(bool idle) noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
-    // Posted without waking the thread (post_event, decider::poster): a
-    // failed try_lock orders nothing, so the holder may have missed them.
-    if (events_posted()) poke_driver();
-    return;
+    if (!idle) {
+      // Posted without waking the thread (post_event, decider::poster): a
+      // failed try_lock orders nothing, so the holder may have missed them.
+      if (events_posted()) poke_driver();
+      return;
+    }
+    lock.lock();  // throws only if this thread held the lock, which a loop top never does
+    if (!events_posted()) return;  // the holder decided them
   }
   if (stopping_.load(std::memory_order_relaxed)) return;
   try {

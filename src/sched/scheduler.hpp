@@ -214,7 +214,7 @@ class scheduler {
   unsigned usable_cores() const noexcept;
   void driver_main();
   void handle_events_locked();
-  void decide_at_loop_top() noexcept;
+  void decide_at_loop_top(bool idle) noexcept;
   void advance_quantum_locked(std::chrono::steady_clock::time_point now);
   void trace_locked(const std::vector<ext::pool_view>& pools);
   void record_latency_locked(std::uint64_t ns);

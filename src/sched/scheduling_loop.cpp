@@ -74,7 +74,7 @@ void scheduler::run_scheduling_loop() {
     }
     if (became_nonempty_.any() || w.decide_pending || (asked && events_posted())) [[unlikely]] {
       w.decide_pending = false;
-      decide_at_loop_top();
+      decide_at_loop_top(w.continuation == nullptr && w.deque->empty());
     }
     const unsigned target = pool_to_serve(w);
     if (target == w.pool) {
