@@ -3,12 +3,8 @@
 // tasks; waiting from outside threads.
 #include <gtest/gtest.h>
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,20 +13,11 @@
 
 #include "promptly/promptly.hpp"
 #include "test_support.hpp"
+#include "thread_state.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-
-// Whether thread `tid` of this process is blocked in the kernel (state S or
-// D in /proc), e.g. in a futex wait.
-bool thread_blocked(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto close = line.rfind(')');  // the command name may contain spaces
-  return close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'S' || line[close + 2] == 'D');
-}
 
 promptly::runtime_config two_workers() {
   promptly::runtime_config c;
@@ -161,7 +148,7 @@ TEST_F(Futures, SubmitAndGetFromOutsideThreads) {
 // blocked in the kernel inside get() (it announces the call, then the task
 // watches its state in /proc), so get() really blocks a non-worker thread.
 TEST_F(Futures, OutsideThreadWaitsOnFutureCreatedInsideTasks) {
-  const auto me = static_cast<pid_t>(syscall(SYS_gettid));
+  const pid_t me = current_thread_id();
   std::atomic<bool> calling_get{false};
   std::atomic<bool> saw_blocked{false};
   auto f = rt.run([&] {

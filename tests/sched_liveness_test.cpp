@@ -4,8 +4,6 @@
 // quantum timer under a level that flips empty/non-empty) and the rule that
 // work keeps the level it was created at (graph continuations). Every
 // scenario runs under a watchdog that dumps the workers' states on a hang.
-#include <sys/resource.h>
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,6 +19,7 @@
 #include "recording_policy.hpp"
 #include "runtime_support.hpp"
 #include "test_support.hpp"
+#include "thread_state.hpp"
 #include "watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -337,13 +336,6 @@ TEST(SchedLiveness, AnEventBesideALongStrandIsDecidedByASleepingWorker) {
 
 namespace {
 
-double process_cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
 // A policy whose installation holds the policy lock until the test lets it go
 // (set_policy runs the installed event under the lock): a stand-in for a
 // holder the kernel descheduled mid-decision.
@@ -366,25 +358,29 @@ struct installation_that_waits final : promptly::ext::policy {
 // it cannot look for work while a pool-became-non-empty bit is set, and the
 // spin kept a holder descheduled on its CPU from finishing: with one worker
 // on one CPU, aps's policy thread preempted mid-tick left ready work waiting
-// until the kernel's tick (4.7-5.3 ms, bench/results/apps/open-loop/no-compression/).
-// The process's CPU time over the window tells spinning (about a core) from
-// waiting (about none); the window is a measurement, not a synchronisation.
+// until the kernel's tick (4.9-5.3 ms, bench/results/apps/open-loop/no-compression/).
+// Synchronised on the worker's thread state: asleep in its slot, woken by the
+// event, and blocked again (one more voluntary switch). A spinning worker
+// never gives up its CPU voluntarily, so the wait ends at its guard.
 TEST(SchedLiveness, AnIdleWorkerWaitsForAHeldPolicyLockInsteadOfSpinning) {
   promptly::runtime rt(config(1, "prompt", 2));
-  watchdog guard(60s, "an idle worker beside a held policy lock", [&] { return describe(rt); });
-  rt.run([] {});
+  watchdog guard(60s, "an idle worker beside a held policy lock");  // no state dump: stats() takes the held lock
+  const pid_t worker = rt.run([] { return current_thread_id(); });
+  wait_until_asleep(rt, 1);  // prompt has no quanta: nothing wakes it until the event below
   auto owned = std::make_unique<installation_that_waits>();
   installation_that_waits* policy = owned.get();
   std::thread installer([&] { rt.set_policy(std::move(owned)); });
   policy->entered.wait(false);  // the installer holds the policy lock now
-  // Level 0 becomes non-empty: the worker is asked to decide, and cannot.
+  const bool asleep_before = thread_blocked(worker);
+  const long switches = voluntary_switches(worker);
+  // Level 0 becomes non-empty: the worker is woken to decide, and cannot.
   auto task = rt.submit(promptly::level{0}, [] { return 7; });
-  const double before = process_cpu_seconds();
-  std::this_thread::sleep_for(300ms);
-  const double used = process_cpu_seconds() - before;
+  const bool blocked_again =
+      wait_until([&] { return voluntary_switches(worker) > switches && thread_blocked(worker); }, 10s);
   policy->release.store(true);
   policy->release.notify_all();
   installer.join();
+  EXPECT_TRUE(asleep_before) << "the worker was not asleep when the lock was taken";
+  EXPECT_TRUE(blocked_again) << "the worker, woken to decide while the policy lock was held, never blocked again: it spun";
   EXPECT_EQ(task.get(), 7);  // decided once the lock was free
-  EXPECT_LT(used, 0.060) << "the process used " << used << " s of CPU in 0.3 s while its only worker waited for the policy lock";
 }

@@ -509,10 +509,11 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
 // it went back to its loop top instead, it spun there, and a holder
 // descheduled on the same CPU could not finish until the kernel preempted
 // the spinner: with one worker on one CPU, aps's policy thread preempted
-// mid-tick left ready client loops waiting 4.7-5.3 ms
+// mid-tick left ready client loops waiting 4.9-5.3 ms
 // (bench/results/apps/open-loop/no-compression/). Waiting cannot deadlock:
 // no holder of policy_mutex_ waits for a worker (the policy thread, the
-// API calls that install a policy or read stats, and loop tops only decide).
+// API calls that install a policy or read stats, and loop tops only decide,
+// and a policy's on_event must never block: docs/policies.md, "Rules").
 void scheduler::decide_at_loop_top(bool idle) noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
