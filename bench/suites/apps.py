@@ -33,9 +33,9 @@ that answers some requests late (aps answers 17,000-24,000 requests/s at 36 clos
 oblivious 25,000-27,000), so it compares policies at different loads; the open loop offers each
 the same. 15,000/s is about 60% of what the server answers at 36 closed-loop clients on this
 2-core machine. Nearer that capacity the priority policies' least urgent requests (prints) wait
-longer: at 20,000/s, in one run of four, aps's print p99 was 387 ms, connections reached the
-server's limit of 64 unanswered requests, and 3,105 requests were refused as busy (metric
-`refused`: the driver counts refusals, they do not fail the run). 2 s measured per run (30,000
+longer: in a run at 20,000/s (bench/results/apps/open-loop/rate-20k/) aps's print p99 was
+387 ms, connections reached the server's limit of 64 unanswered requests, and 3,105 requests
+were refused as busy (metric `refused`: the driver counts refusals, they do not fail the run). 2 s measured per run (30,000
 requests), to keep the suite under 10 minutes. Also issue_lag_us_p99: how late the driver wrote
 a request after it was due. The driver shares the server's cores, so this lateness is part of
 every latency, and it is larger when the server's threads keep both cores busy; so
