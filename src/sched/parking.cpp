@@ -138,9 +138,14 @@ worker_view* switch_pool_at_boundary() {
       !self->sched->more_urgent_work_in_set(worker::of(*self)))
     return self;
   // The steal-boundary baseline: a reassigned core keeps running its own
-  // work, and moves at its loop top once its deque is empty. A decision
-  // request still parks (the loop top takes it).
-  if (self->sched->switches_when_out_of_work() && !(self->assigned.load(std::memory_order_relaxed) & decide_request))
+  // work, and moves at its loop top once its deque is empty (AMCilk, Sec.
+  // 3.4). A decision request still parks (the loop top takes it), and so
+  // does a core given no pool (past the core limit, or taken by the
+  // policy): the baseline delays moves between pools, while a core that
+  // loses its place runs nothing under every policy (docs/policies.md,
+  // "Core limit"); its deque goes to the pool as muggable at the loop top.
+  if (const unsigned word = self->assigned.load(std::memory_order_relaxed);
+      self->sched->switches_when_out_of_work() && word != no_pool && !(word & decide_request))
     return self;
   try_park(
       [](void*, waiter* w) noexcept {

@@ -80,8 +80,10 @@ void scheduler::run_scheduling_loop() {
     if (target == w.pool) {
       w.accepted = w.set_word;
       refresh_boundary_word(w);
-    } else if (!switches_when_out_of_work() || (w.continuation == nullptr && w.deque->empty())) {
-      // Under a steal-boundary policy a core leaves only once out of local work.
+    } else if (!switches_when_out_of_work() || target == no_pool || (w.continuation == nullptr && w.deque->empty())) {
+      // Under a steal-boundary policy a core leaves for another pool only
+      // once out of local work; a core given no pool stops now, handing its
+      // deque over (parking.cpp, switch_pool_at_boundary).
       become_inactive(w);
       w.accepted = w.set_word;
       refresh_boundary_word(w);
