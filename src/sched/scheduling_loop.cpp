@@ -262,13 +262,16 @@ void scheduler::become_inactive(worker& w) noexcept {
 void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   blocked_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
   const bool was_active = w.active;
-  become_inactive(w);
   pool_record& p = *w.at;  // same thread, same worker throughout: no fiber switch happens
-  p.parked.fetch_add(1, std::memory_order_seq_cst);  // seq-cst: as parking (parking.cpp)
+  // Seq-cst, as parking (parking.cpp). Counted parked before it stops being
+  // active and active again before it stops being parked: a remove_pool
+  // must never see the task in neither count (pools.cpp).
+  p.parked.fetch_add(1, std::memory_order_seq_cst);
+  become_inactive(w);
   note_maybe_empty(w.pool);
   block_current_thread(publish, event);
-  p.parked.fetch_sub(1, std::memory_order_seq_cst);
   if (was_active) become_active(w);
+  p.parked.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 pool_set scheduler::read_assignment(const worker& v, unsigned& word) const noexcept {

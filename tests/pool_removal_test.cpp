@@ -1,0 +1,66 @@
+// Removing a pool while tasks still make work for it: a remover running as
+// a task parks (its worker is free to serve the pool it waits for), and a
+// task still running in the closing pool may start a graph run there, like
+// the other work a running task makes (async, task_group, runtime::run).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "promptly/promptly.hpp"
+#include "runtime_support.hpp"
+#include "test_support.hpp"
+#include "watchdog.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// The runtime's default policy when `policy` is empty.
+promptly::runtime_config removal_config(const std::string& policy) {
+  promptly::runtime_config c;
+  c.workers = 2;
+  if (!policy.empty()) c.policy = policy;
+  return c;
+}
+
+std::string policy_label(const ::testing::TestParamInfo<std::string>& info) {
+  if (info.param.empty()) return "default";
+  std::string s = info.param;
+  for (char& ch : s)
+    if (ch == '-') ch = '_';
+  return s;
+}
+
+}  // namespace
+
+class RemovalFromATask : public ::testing::TestWithParam<std::string> {};
+
+// A task of level 0 spawns a child into pool p and removes p. Nothing of p
+// is counted (the child belongs to its parent's task_group), so removal
+// waits for p to hold no work; the remover's worker is the only one at the
+// most urgent busy pool, so under prompt, equi and drep p gets a core only
+// once the remover's fiber parks and level 0 looks idle.
+TEST_P(RemovalFromATask, AChildSpawnedIntoThePoolRunsWhileTheRemoverParks) {
+  promptly::runtime rt(removal_config(GetParam()));
+  watchdog guard(10s, "remove_pool from a task under " + rt.policy(), [&] { return describe(rt); });
+  for (int round = 0; round < 20; ++round) {
+    const promptly::pool p = rt.create_pool({.rank = static_cast<unsigned>(round % 2)});
+    std::atomic<long> child_result{0};
+    auto remover = rt.submit(promptly::level{0}, [&] {
+      promptly::task_group tg;
+      // The child forks and joins, so it may also park in p while removal waits.
+      tg.spawn(p, [&] { child_result.store(fib(12)); });
+      rt.remove_pool(p);
+      const long seen = child_result.load();
+      tg.wait();
+      return seen;
+    });
+    EXPECT_EQ(remover.get(), fib_serial(12)) << "remove_pool returned before the child in the pool ran";
+  }
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RemovalFromATask, ::testing::Values("", "prompt", "equi", "drep"), policy_label);
