@@ -64,3 +64,54 @@ TEST_P(RemovalFromATask, AChildSpawnedIntoThePoolRunsWhileTheRemoverParks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, RemovalFromATask, ::testing::Values("", "prompt", "equi", "drep"), policy_label);
+
+// A task still running in a closing pool starts a graph run there: it is
+// admitted (removal waits for it) like an async of that task, while a
+// graph run of another pool's task, or from outside, into the closing pool
+// is refused with pool_removed.
+TEST(PoolRemoval, AGraphRunByATaskOfTheClosingPoolIsAdmitted) {
+  promptly::runtime rt(config(2, "prompt"));
+  watchdog guard(10s, "graph run in a closing pool", [&] { return describe(rt); });
+  for (int round = 0; round < 5; ++round) {
+    const promptly::pool p = rt.create_pool();
+    std::atomic<bool> closing{false};
+    std::atomic<bool> checked{false};  // the checks below ran while p was still closing
+    std::atomic<int> graph_tasks_run{0};
+    auto in_p = rt.submit(p, [&] {
+      while (!refuses_work(rt, p)) promptly::yield();
+      closing.store(true);
+      promptly::graph g("in the closing pool");
+      auto [a, b] = g.emplace([&] { graph_tasks_run.fetch_add(1); }, [&] { graph_tasks_run.fetch_add(1); });
+      a.precede(b);
+      promptly::graph_run r = g.run(rt);  // at the caller's pool, p
+      r.get();
+      promptly::graph again("named explicitly");
+      again.emplace([&] { graph_tasks_run.fetch_add(1); });
+      again.run(rt, promptly::level{p.id}).get();
+      while (!checked.load()) promptly::yield();  // holds p open until then
+      return promptly::current_pool() == p;
+    });
+    std::thread remover([&] { rt.remove_pool(p); });
+    ASSERT_TRUE(wait_until([&] { return closing.load(); }));
+    // From outside and from a task of another pool the closing pool takes no graph run.
+    promptly::graph outside("from outside");
+    outside.emplace([] {});
+    EXPECT_THROW((void)outside.run(rt, promptly::level{p.id}), promptly::pool_removed);
+    EXPECT_FALSE(outside.running()) << "a refused run leaves the graph free";
+    EXPECT_TRUE(rt.submit(promptly::level{0}, [&] {
+                    promptly::graph other("from level 0");
+                    other.emplace([] {});
+                    try {
+                      (void)other.run(rt, promptly::level{p.id});
+                    } catch (const promptly::pool_removed&) {
+                      return true;
+                    }
+                    return false;
+                  }).get())
+        << "a task of another pool started a graph run in the closing pool";
+    checked.store(true);
+    EXPECT_TRUE(in_p.get());
+    remover.join();
+    EXPECT_EQ(graph_tasks_run.load(), 3);
+  }
+}
