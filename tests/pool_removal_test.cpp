@@ -11,6 +11,7 @@
 
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
+#include "sched/chaos.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 
@@ -115,3 +116,50 @@ TEST(PoolRemoval, AGraphRunByATaskOfTheClosingPoolIsAdmitted) {
     EXPECT_EQ(graph_tasks_run.load(), 3);
   }
 }
+
+class RemovalRacingATakenChild : public ::testing::TestWithParam<std::string> {};
+
+// A child that a task of level 0 spawns into pool p is counted nowhere in p
+// (it belongs to its parent's task_group): only p's queues and workers show
+// it. remove_pool, called from outside at a varying moment after the
+// spawn, must not return while a worker has taken the child from p's
+// injection queue and is not yet active in p: the child would then run in
+// a freed pool, whose id the next round's pool takes again. Under
+// randomized schedules (chaos.hpp) the worker lingers in that window.
+TEST_P(RemovalRacingATakenChild, NoChildOfARemovedPoolRunsAfterRemovalReturned) {
+  struct chaos_on {
+    chaos_on() { promptly::detail::chaos::enable(7); }
+    ~chaos_on() { promptly::detail::chaos::enable(0); }
+  } chaos;
+  promptly::runtime rt(removal_config(GetParam()));
+  watchdog guard(10s, "remove_pool racing a taken child under " + rt.policy(), [&] { return describe(rt); });
+  std::atomic<int> late{0};
+  std::uint64_t delay = 0x9E3779B97F4A7C15ULL;
+  for (int round = 0; round < 300; ++round) {
+    const promptly::pool p = rt.create_pool();
+    std::atomic<bool> spawned{false};
+    std::atomic<bool> removal_returned{false};
+    auto parent = rt.submit(promptly::level{0}, [&] {
+      promptly::task_group tg;
+      tg.spawn(p, [&] {
+        if (removal_returned.load()) late.fetch_add(1);
+      });
+      spawned.store(true);
+      tg.wait();
+    });
+    ASSERT_TRUE(wait_until([&] { return spawned.load(); }));
+    // A varying delay (xorshift), so that removal's checks land anywhere
+    // in the child's way from the queue to a worker.
+    delay ^= delay << 13;
+    delay ^= delay >> 7;
+    delay ^= delay << 17;
+    for (std::uint64_t i = 0, n = delay % 20000; i < n; ++i) (void)spawned.load();
+    rt.remove_pool(p);
+    removal_returned.store(true);
+    parent.get();
+  }
+  EXPECT_EQ(late.load(), 0) << "children of removed pools ran after remove_pool returned";
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RemovalRacingATakenChild, ::testing::Values("", "oblivious", "prompt"), policy_label);

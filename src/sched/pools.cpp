@@ -17,9 +17,12 @@
 //  * remove_pool never polls: it waits on pool_removal_event (parking the
 //    calling task's fiber, so its worker is free to serve the pool), which
 //    the pool's last active worker leaving or its last counted task
-//    finishing wakes; every task of a pool runs on a worker active in it
-//    and parked tasks are counted (parking.cpp), so the pool cannot go
-//    quiet without one of those wakes or the waiter seeing it.
+//    finishing wakes; every task of a pool runs on a worker active in it,
+//    parked tasks are counted (parking.cpp), and a task taken from the
+//    injection queue is counted there until its worker is active (the
+//    check reads the queue before num_actives: scheduling_loop.cpp), so
+//    the pool cannot go quiet without one of those wakes or the waiter
+//    seeing it.
 //  * on_drained notices (pool.hpp): a registration and the threads that
 //    drain the pool meet under pools_mutex_ once the lock-free mirror says a
 //    notice waits; remove_pool runs what is left when it frees the record
@@ -54,9 +57,10 @@ namespace {
 // last active worker when it leaves (become_inactive), whatever the count.
 // That suffices for quiescence as well: a task runs only on a worker
 // active in its pool, a parked task's count drops while the worker that
-// resumes it is active there, and queued work is taken by a worker that
-// then becomes active; so the moment the pool goes quiet is the moment its
-// last active worker leaves, or one the waiter sees when it registers.
+// resumes it is active there, and a task taken from the injection queue
+// stays counted there until its worker is active (scheduling_loop.cpp);
+// so the moment the pool goes quiet is the moment its last active worker
+// leaves, or one the waiter sees when it registers.
 // Waking only at the first gave the worker's core to the woken remover
 // before the worker had left the pool (a woken thread preempts its waker),
 // and the remover polled for it with yield, handing its core away for a
