@@ -17,6 +17,7 @@
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
+#include "test_support.hpp"
 #include "watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -128,6 +129,50 @@ TEST_P(CoreLimit, FlippingTheLimitUnderLoadLosesNoTask) {
   flipper.join();
   rt.set_core_limit(0);
   rendezvous(rt, promptly::level{2});
+}
+
+// The limit falls while both workers are deep in one tree whose leaves
+// never run out until the test says so: worker 1 stops at its next strand
+// boundary under every policy, a steal-boundary one included (its deque
+// goes to worker 0, nothing is lost). Once a leaf of worker 1 has seen
+// `limited` (acquire: its later relaxed reads of its assignment see the
+// limit), its next boundary parks it: the leaves it may still run are the
+// two of the join whose spawn it crossed just before (the second runs
+// inline after the first, with no boundary between). Worker 0 running
+// many leaves is the event that gives worker 1 time.
+TEST_P(CoreLimit, AWorkerPastTheLimitStopsAtItsNextStrandBoundary) {
+  promptly::runtime rt(config(2, GetParam(), 2));
+  watchdog guard(30s, "a busy worker past the core limit under " + GetParam(), [&] { return describe(rt); });
+  struct endless_tree {
+    std::atomic<bool> stop{false};
+    std::atomic<bool> limited{false};
+    std::atomic<long> before_limit[2] = {0, 0};
+    std::atomic<long> after_limit[2] = {0, 0};
+    long grow(int depth) {
+      if (stop.load(std::memory_order_relaxed)) return 0;
+      if (depth == 0) {
+        const unsigned w = promptly::detail::current_worker()->index;
+        (limited.load(std::memory_order_acquire) ? after_limit : before_limit)[w].fetch_add(1, std::memory_order_relaxed);
+        return 1;
+      }
+      auto [a, b] = promptly::join([&] { return grow(depth - 1); }, [&] { return grow(depth - 1); });
+      return a + b;
+    }
+  } tree;
+  auto root = rt.submit(promptly::level{0}, [&] {
+    long leaves = 0;
+    while (!tree.stop.load()) leaves += tree.grow(24);
+    return leaves;
+  });
+  ASSERT_TRUE(wait_until([&] { return tree.before_limit[1].load() > 0; })) << "worker 1 never joined the tree";
+  rt.set_core_limit(1);
+  tree.limited.store(true, std::memory_order_release);
+  ASSERT_TRUE(wait_until([&] { return tree.after_limit[0].load() >= static_cast<long>(scaled(50'000, 10)); }));
+  tree.stop.store(true);
+  EXPECT_GT(root.get(), 0);
+  EXPECT_LE(tree.after_limit[1].load(), 2) << "worker 1 ran leaves past the core limit";
+  rt.set_core_limit(0);
+  rendezvous(rt, promptly::level{0});  // both workers serve again
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, CoreLimit, ::testing::Values("oblivious", "prompt", "aps", "fair", "equi", "drep",

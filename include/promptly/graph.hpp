@@ -263,7 +263,10 @@ class graph {
   // priority level (promptly::current_level(): 0 outside a runtime's
   // workers), like any work a task spawns. Throws graph_busy if the graph
   // is running, graph_cycle if it has a cycle, runtime_stopped if rt is
-  // shutting down. The runtime's shutdown waits for the run to finish.
+  // shutting down, pool_removed if the pool is being removed (called from
+  // rt's tasks, it is admitted as async is: a task of the pool being
+  // removed may still start runs there). The runtime's shutdown and
+  // remove_pool wait for the run to finish.
   // [[nodiscard]]: the handle is the only way to learn that a task threw.
   [[nodiscard]] graph_run run(runtime& rt) { return run(rt, level{current_level()}); }
   // The same at priority level `at` (std::out_of_range if rt has no such level).

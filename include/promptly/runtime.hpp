@@ -27,6 +27,7 @@ namespace promptly {
 namespace ext {
 class policy;
 }
+class graph;
 namespace detail {
 class scheduler;
 class inversion_detector;
@@ -158,6 +159,7 @@ class runtime {
   const runtime_config& config() const noexcept;
 
  private:
+  friend class graph;  // graph::run starts a task's run like the task's other work (on_own_worker)
   bool on_own_worker() const noexcept;
   std::unique_ptr<detail::scheduler> sched_;
 

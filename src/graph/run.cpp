@@ -4,14 +4,18 @@
 // never reach a worker.
 //
 // How run() reaches the scheduler. The runtime does not expose its
-// scheduler to code outside its workers, so run() submits a small starter
-// task with runtime::submit, at the run's level; on a worker, the starter
-// reads the worker's scheduler and injects all sources into that level's
-// injection ("master") queue under one lock, then notifies
-// (detail::inject_batch). The starter is accepted or rejected like any
-// submission (runtime_stopped; std::out_of_range for a level the runtime
-// does not have), and it counts the run as outstanding work before it
-// returns, so the runtime's shutdown waits for the whole run.
+// scheduler to code outside its workers, so run() starts a small starter
+// task at the run's level; on a worker, the starter reads the worker's
+// scheduler and injects all sources into that level's injection ("master")
+// queue under one lock, then notifies (detail::inject_batch). It counts
+// the run as outstanding work before it returns, so the runtime's shutdown
+// and a remove_pool wait for the whole run. From outside the runtime's
+// workers the starter is a submission (runtime::submit: runtime_stopped,
+// pool_removed, std::out_of_range for a level the runtime does not have);
+// from one of its tasks it is that task's async, admitted as the task's
+// other work is: a task still running in a pool being removed holds the
+// pool open, so its graph runs are admitted there (remove_pool waits for
+// them), while a task of another pool is refused with pool_removed.
 #include "promptly/graph.hpp"
 
 #include "promptly/runtime.hpp"
@@ -26,7 +30,11 @@ graph_run graph::run(runtime& rt, level at) {
   }
   try {
     detail::graph_core* c = core_.get();
-    (void)rt.submit(at, [c] { c->start(*detail::current_worker()->sched); });  // the run reports through rec
+    auto starter = [c] { c->start(*detail::current_worker()->sched); };  // the run reports through rec
+    if (rt.on_own_worker())
+      (void)promptly::async(at, starter);
+    else
+      (void)rt.submit(at, starter);
   } catch (...) {
     core_->abort_run();
     throw;

@@ -31,7 +31,9 @@
 // `drep-steal-boundary` makes the same decisions; the runtime moves its
 // reassigned cores only when they run out of work of their own, instead of
 // at the next strand boundary (AMCilk Sec. 3.4: "preemption only when the
-// worker attempts to steal", the baseline of Fig. 7 and 8).
+// worker attempts to steal", the baseline of Fig. 7 and 8). A core taken
+// away from every pool (the core limit, take_core) is no move between jobs:
+// it stops at its next strand boundary, as under every policy.
 //
 // Invariants
 //  * owner_[c] is the pool core c was last given by this policy (no_pool:

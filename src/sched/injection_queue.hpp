@@ -9,15 +9,22 @@
 //  * fresh: new tasks (submissions, tasks spawned at another pool).
 //
 // Invariants
-//  * size_ equals the number of queued tasks (both lanes) whenever mutex_
-//    is free; it is read seq-cst by a worker about to sleep (the re-check of
-//    Algorithm 5 line 11).
+//  * The low half of state_ equals the number of queued tasks (both lanes)
+//    whenever mutex_ is free; it is read seq-cst by a worker about to sleep
+//    (the re-check of Algorithm 5 line 11).
+//  * The high half counts tasks taken (take) and not yet settled: the taker
+//    settles once it is active in the pool (scheduling_loop.cpp). One word,
+//    so that remove_pool, reading it (holds_nothing) and then num_actives,
+//    sees a taken task in one or the other (pools.cpp); a take costs one
+//    RMW more than a queue without it.
 //  * A task is in at most one queue; its next_queued is owned by the queue
 //    while it is queued.
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "promptly/detail/task.hpp"
@@ -35,18 +42,26 @@ class injection_queue {
     ts[count - 1]->next_queued = nullptr;
     std::lock_guard lock(mutex_);
     fresh_.append(ts[0], ts[count - 1]);
-    size_.store(size_.load(std::memory_order_relaxed) + count, std::memory_order_seq_cst);
+    state_.fetch_add(count, std::memory_order_seq_cst);  // an RMW: settle_taken does not hold the lock
   }
-  task* pop() noexcept {
+  // Takes the oldest task (resumed lane first), counted as taken until the
+  // caller, once active in the pool, calls settle_taken.
+  task* take() noexcept {
     if (empty()) return nullptr;
     std::lock_guard lock(mutex_);
     task* t = resumed_.pop();
     if (t == nullptr) t = fresh_.pop();
-    if (t != nullptr) size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_seq_cst);
+    if (t != nullptr) state_.fetch_add(taken_unit - 1, std::memory_order_seq_cst);  // queued -> taken, in one step
     return t;
   }
-  bool empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
-  std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }  // a hint
+  void settle_taken() noexcept {
+    [[maybe_unused]] const std::uint64_t before = state_.fetch_sub(taken_unit, std::memory_order_seq_cst);
+    assert(before >= taken_unit && "a task is settled once, after it was taken");
+  }
+  bool empty() const noexcept { return (state_.load(std::memory_order_seq_cst) & queued_mask) == 0; }
+  // Nothing queued and no taken task unsettled (seq-cst: remove_pool's check).
+  bool holds_nothing() const noexcept { return state_.load(std::memory_order_seq_cst) == 0; }
+  std::size_t size() const noexcept { return state_.load(std::memory_order_relaxed) & queued_mask; }  // a hint
 
  private:
   struct fifo {
@@ -72,13 +87,16 @@ class injection_queue {
     t->next_queued = nullptr;
     std::lock_guard lock(mutex_);
     f.append(t, t);
-    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    state_.fetch_add(1, std::memory_order_seq_cst);
   }
+
+  static constexpr std::uint64_t taken_unit = std::uint64_t{1} << 32;
+  static constexpr std::uint64_t queued_mask = taken_unit - 1;
 
   std::mutex mutex_;
   fifo resumed_;
   fifo fresh_;
-  std::atomic<std::size_t> size_{0};
+  std::atomic<std::uint64_t> state_{0};  // queued tasks (low half), taken and unsettled (high half)
 };
 
 }  // namespace promptly::detail

@@ -11,8 +11,12 @@
 //    to the policy thread; it never calls the policy.
 //  * pool_record::parked counts the tasks of a pool whose fiber is parked
 //    (or whose worker's thread is blocked), from before the waiter is
-//    published until its resume record runs: remove_pool refuses a pool
-//    with such tasks rather than strand them.
+//    published until its resume record runs: remove_pool waits for a pool
+//    with such tasks rather than strand them. The count rises while the
+//    parking worker is still active in the pool and drops while the
+//    resuming one is (asserted in resume_fiber), so the pool's last active
+//    worker leaving, which wakes a waiting remove_pool, follows every drop.
+#include <cassert>
 #include <condition_variable>
 #include <mutex>
 
@@ -55,6 +59,7 @@ struct fiber_waiter final : waiter {
   static void resume_fiber(task* t) {
     fiber_waiter* self = static_cast<resume_task*>(t)->owner;
     worker& w = worker::of(*reload_current_worker());
+    assert(w.active && w.at == &w.sched->pool_at(t->pool) && "a parked task resumes on a worker active in its pool");
     w.at->parked.fetch_sub(1, std::memory_order_seq_cst);  // seq-cst: read by remove_pool's quiescence check
     w.samples.record(mechanism_op::resume, scheduler::elapsed_since(static_cast<resume_task*>(t)->made_ready_ns));
     w.sched->trace(w, trace_kind::resume, t->pool, trace_id(&self->fiber));  // the parked task runs on from here
@@ -138,9 +143,14 @@ worker_view* switch_pool_at_boundary() {
       !self->sched->more_urgent_work_in_set(worker::of(*self)))
     return self;
   // The steal-boundary baseline: a reassigned core keeps running its own
-  // work, and moves at its loop top once its deque is empty. A decision
-  // request still parks (the loop top takes it).
-  if (self->sched->switches_when_out_of_work() && !(self->assigned.load(std::memory_order_relaxed) & decide_request))
+  // work, and moves at its loop top once its deque is empty (AMCilk, Sec.
+  // 3.4). A decision request still parks (the loop top takes it), and so
+  // does a core given no pool (past the core limit, or taken by the
+  // policy): the baseline delays moves between pools, while a core that
+  // loses its place runs nothing under every policy (docs/policies.md,
+  // "Core limit"); its deque goes to the pool as muggable at the loop top.
+  if (const unsigned word = self->assigned.load(std::memory_order_relaxed);
+      self->sched->switches_when_out_of_work() && word != no_pool && !(word & decide_request))
     return self;
   try_park(
       [](void*, waiter* w) noexcept {

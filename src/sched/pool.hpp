@@ -27,7 +27,8 @@
 //    runs) accepted and not finished; parked counts its tasks waiting on a
 //    parked fiber or blocked thread. remove_pool waits for the first and
 //    for num_actives to reach 0 (both wake it), then for the pool's queues
-//    and parked tasks to hold no work.
+//    (a task taken from the injection queue counts there until its worker
+//    is active) and parked tasks to hold no work.
 //  * drain_notices (runtime::on_drained) is guarded by the scheduler's
 //    pools_mutex_; drain_notice_count mirrors its size for the lock-free
 //    check of the threads that decrement the counts (Dekker, seq-cst: they
@@ -112,8 +113,13 @@ struct pool_record {
     return !injection.empty() || muggable_count.load(std::memory_order_seq_cst) != 0;
   }
   bool has_ready_work() const noexcept { return has_queued_work() || num_actives.load(std::memory_order_seq_cst) > 0; }
-  // No work of the pool exists anywhere the runtime can see.
-  bool quiescent() const noexcept { return !has_ready_work() && parked.load(std::memory_order_seq_cst) == 0; }
+  // No work of the pool exists anywhere the runtime can see. The queue
+  // before num_actives: a task taken from it is counted there until its
+  // worker is active (scheduling_loop.cpp).
+  bool quiescent() const noexcept {
+    return injection.holds_nothing() && muggable_count.load(std::memory_order_seq_cst) == 0 &&
+           num_actives.load(std::memory_order_seq_cst) == 0 && parked.load(std::memory_order_seq_cst) == 0;
+  }
 
   void give_muggable(task_deque* d) {
     std::lock_guard lock(mutex);

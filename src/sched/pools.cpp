@@ -14,6 +14,15 @@
 //    then reads the phase; remove_pool stores `closing` first, then waits
 //    for the count to drain. Either the submission sees `closing` and is
 //    refused (uncounting itself), or the remover waits for it to finish.
+//  * remove_pool never polls: it waits on pool_removal_event (parking the
+//    calling task's fiber, so its worker is free to serve the pool), which
+//    the pool's last active worker leaving or its last counted task
+//    finishing wakes; every task of a pool runs on a worker active in it,
+//    parked tasks are counted (parking.cpp), and a task taken from the
+//    injection queue is counted there until its worker is active (the
+//    check reads the queue before num_actives: scheduling_loop.cpp), so
+//    the pool cannot go quiet without one of those wakes or the waiter
+//    seeing it.
 //  * on_drained notices (pool.hpp): a registration and the threads that
 //    drain the pool meet under pools_mutex_ once the lock-free mirror says a
 //    notice waits; remove_pool runs what is left when it frees the record
@@ -30,8 +39,6 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
-#include <thread>
-#include <chrono>
 #include <string>
 
 #include "chaos.hpp"
@@ -42,24 +49,43 @@ namespace promptly::detail {
 
 namespace {
 
-// Lets remove_pool wait (park or block) until a pool's counted work is done
-// and no worker is active in it any more. Both ends wake it: the last
-// counted task (count_finished) when nobody is active, else the last active
-// worker when it leaves (become_inactive). Waking only at the first gave the
-// worker's core to the woken remover before the worker had left the pool
-// (a woken thread preempts its waker), and the remover polled for it with
-// yield, handing its core away for a time slice (remove p99 522 us before,
-// 43 us after, under 75% load: bench/results/jobs/overheads/ab-pool-events/).
-struct pool_drain_event {
+// Lets remove_pool wait (park its fiber when called from a task, else block
+// its thread) until the pool is drained (no counted work, no active worker)
+// and quiescent (nothing queued, running or parked in it: children that
+// tasks of other pools spawned into it too). Both draining ends wake it:
+// the last counted task (count_finished) when nobody is active, and the
+// last active worker when it leaves (become_inactive), whatever the count.
+// That suffices for quiescence as well: a task runs only on a worker
+// active in its pool, a parked task's count drops while the worker that
+// resumes it is active there, and a task taken from the injection queue
+// stays counted there until its worker is active (scheduling_loop.cpp);
+// so the moment the pool goes quiet is the moment its last active worker
+// leaves, or one the waiter sees when it registers.
+// Waking only at the first gave the worker's core to the woken remover
+// before the worker had left the pool (a woken thread preempts its waker),
+// and the remover polled for it with yield, handing its core away for a
+// time slice (remove p99 522 us before, 43 us after, under 75% load:
+// bench/results/jobs/overheads/ab-pool-events/). Polling for quiescence on
+// a worker's thread also kept the remover's pool busy, so a policy giving
+// cores to the most urgent busy pool (prompt, equi, drep) never gave the
+// pool waited for one.
+struct pool_removal_event {
   pool_record& pool;
-  bool ready() const noexcept { return pool.drained(); }
+  bool ready() const noexcept {
+    if (!pool.drained()) return false;
+    // Deques that thieves emptied in the muggable list (pool.hpp) would
+    // make the pool look queued for ever: only a worker serving the pool
+    // drops them otherwise, and none may come to a pool with no work.
+    pool.drop_emptied_muggable();
+    return pool.quiescent();
+  }
   bool try_register(waiter* w) noexcept {
     // Seq-cst: count_finished and become_inactive decrement, then read the
-    // waiter; we store the waiter, then re-read both counts. One of us sees
+    // waiter; we store the waiter, then re-read the counts. One of us sees
     // the other.
     pool.drain_waiter.store(w, std::memory_order_seq_cst);
     if (!ready()) return true;
-    // Drained already: withdraw, unless a waker took the waiter (it wakes it).
+    // Ready already: withdraw, unless a waker took the waiter (it wakes it).
     return pool.drain_waiter.exchange(nullptr, std::memory_order_seq_cst) != w;
   }
 };
@@ -158,25 +184,14 @@ void scheduler::remove_pool(std::uint32_t id) {
     p->phase.store(pool_phase::closing, std::memory_order_seq_cst);  // seq-cst: pairs with admit's count
   }
   // Every counted task of the pool (submissions, asyncs, graph runs)
-  // finishes first, and the worker that ran the last one leaves the pool.
-  pool_drain_event drained{*p};
-  while (!drained.ready()) wait_for(drained);
-  // Then nothing of it may remain anywhere: tasks of other pools may have
-  // spawned children into it or parked in it. The policy keeps serving the
-  // pool (it is in the view while closing) until then. No event marks this
-  // rare moment, so poll, yielding the thread. Deques that thieves emptied
-  // in the muggable list (pool.hpp) are dropped here: only a worker of the
-  // pool would drop them otherwise, and a remover running as a task of a
-  // more urgent pool keeps that pool busy, so under prompt no worker came
-  // and the remover waited for ever.
-  for (unsigned spins = 0;; ++spins) {
-    p->drop_emptied_muggable();
-    if (p->quiescent()) break;
-    if (spins < 1000)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  // finishes, the worker that ran the last one leaves the pool, and nothing
+  // of it remains anywhere (tasks of other pools may have spawned children
+  // into it or parked in it). The policy keeps serving the pool meanwhile
+  // (it is in the view while closing). From a task this parks the task's
+  // fiber, so its worker is free: the remover's own pool may look idle and
+  // the policy may give this pool its core.
+  pool_removal_event removable{*p};
+  while (!removable.ready()) wait_for(removable);
   p->believed_nonempty.store(false, std::memory_order_relaxed);
   // A notice registered while the pool drained may still wait for a
   // decrement that is late (an admission refused as closing uncounts
@@ -279,7 +294,7 @@ void scheduler::count_started(std::uint32_t id) noexcept {
   pool_at(id).outstanding.fetch_add(1, std::memory_order_seq_cst);
 }
 
-// Seq-cst: pairs with pool_drain_event::try_register and on_drained (the
+// Seq-cst: pairs with pool_removal_event::try_register and on_drained (the
 // caller decremented its count before).
 void scheduler::wake_drain_waiter(pool_record& p) noexcept {
   // Notices first, on the thread that saw the drain; a remove_pool woken
@@ -301,7 +316,7 @@ void scheduler::wake_drain_waiter(pool_record& p) noexcept {
 
 void scheduler::count_finished(std::uint32_t id) noexcept {
   pool_record& p = pool_at(id);  // type-stable: safe even if the pool is being removed
-  // Seq-cst: pairs with pool_drain_event::try_register.
+  // Seq-cst: pairs with pool_removal_event::try_register.
   if (p.outstanding.fetch_sub(1, std::memory_order_seq_cst) == 1 && p.num_actives.load(std::memory_order_seq_cst) == 0)
     wake_drain_waiter(p);
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);  // acq_rel: shutdown sees the task's effects

@@ -146,6 +146,7 @@ class scheduler {
   task* explore_task(worker& w);                // Algorithm 4
   task* wait_never_sleeping(worker& w);         // the ABP-style baseline
   task* steal_once(worker& w);
+  task* take_injected(worker& w, pool_record& p) noexcept;  // settled by the loop once active
   bool moved(const worker& w) const noexcept;
   void sleep_unassigned(worker& w);
   void become_active(worker& w) noexcept;

@@ -32,6 +32,14 @@
 //  * boundary_word == accepted, plus donated_mark while the worker serves a
 //    pool below the top of the set it accepted (refresh_boundary_word, at
 //    each acceptance and each arrival).
+//  * A task taken from a pool's injection queue stays counted there (as
+//    taken, injection_queue.hpp) until the worker that took it is active in
+//    the pool: the task is then in no queue and, without that count, in no
+//    count either (a child a task of another pool spawned into the pool is
+//    counted nowhere in it), and a remove_pool looking in that instant
+//    found the pool quiescent and returned before the task ran in it.
+//    Seq-cst both sides: the taker increments num_actives, then settles;
+//    remove_pool reads the queue, then num_actives (pools.cpp).
 #include <sched.h>
 
 #include <algorithm>
@@ -80,8 +88,10 @@ void scheduler::run_scheduling_loop() {
     if (target == w.pool) {
       w.accepted = w.set_word;
       refresh_boundary_word(w);
-    } else if (!switches_when_out_of_work() || (w.continuation == nullptr && w.deque->empty())) {
-      // Under a steal-boundary policy a core leaves only once out of local work.
+    } else if (!switches_when_out_of_work() || target == no_pool || (w.continuation == nullptr && w.deque->empty())) {
+      // Under a steal-boundary policy a core leaves for another pool only
+      // once out of local work; a core given no pool stops now, handing its
+      // deque over (parking.cpp, switch_pool_at_boundary).
       become_inactive(w);
       w.accepted = w.set_word;
       refresh_boundary_word(w);
@@ -105,8 +115,14 @@ void scheduler::run_scheduling_loop() {
       t = cfg_.sleep == sleep_mode::adaptive ? find_work(w) : wait_never_sleeping(w);
       if (t == &stop_marker) return;
       if (t == nullptr) continue;  // reassigned: the loop top moves the worker
+      chaos::point();  // taken, and not yet active in its pool: remove_pool may look now
       if (t->pool != w.pool) move_to_pool(w, t->pool);  // found at another pool of its set
       become_active(w);
+      if (w.taken_from != nullptr) {
+        assert(w.active && w.taken_from == w.at && "a taken task is settled once its worker is active in its pool");
+        w.taken_from->injection.settle_taken();
+        w.taken_from = nullptr;
+      }
     }
     assert(t->pool == w.pool && w.at == &pool_at(w.pool) && "a worker runs only tasks of the pool it serves");
     assert((w.accepted != w.set_word || w.set.contains(w.pool)) && "a worker serves a pool of the set it accepted");
@@ -260,13 +276,16 @@ void scheduler::become_inactive(worker& w) noexcept {
 void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   blocked_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
   const bool was_active = w.active;
-  become_inactive(w);
   pool_record& p = *w.at;  // same thread, same worker throughout: no fiber switch happens
-  p.parked.fetch_add(1, std::memory_order_seq_cst);  // seq-cst: as parking (parking.cpp)
+  // Seq-cst, as parking (parking.cpp). Counted parked before it stops being
+  // active and active again before it stops being parked: a remove_pool
+  // must never see the task in neither count (pools.cpp).
+  p.parked.fetch_add(1, std::memory_order_seq_cst);
+  become_inactive(w);
   note_maybe_empty(w.pool);
   block_current_thread(publish, event);
-  p.parked.fetch_sub(1, std::memory_order_seq_cst);
   if (was_active) become_active(w);
+  p.parked.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 pool_set scheduler::read_assignment(const worker& v, unsigned& word) const noexcept {
@@ -345,17 +364,28 @@ task* scheduler::steal_once(worker& w) {
     const std::uint32_t first = w.next_random(end);
     for (std::uint32_t k = 0; k < end; ++k) {
       pool_record& p = pool_at((first + k) % end);
-      if (task* t = p.injection.pop()) return t;
+      if (task* t = take_injected(w, p)) return t;
       if (task* t = p.steal_muggable()) return t;
     }
     return nullptr;
   }
   for (const std::uint32_t id : from) {
     pool_record& p = pool_at(id);
-    if (task* t = p.injection.pop()) return t;
+    if (task* t = take_injected(w, p)) return t;
     if (task* t = p.steal_muggable()) return t;
   }
   return nullptr;
+}
+
+// Takes a task from pool p's injection queue; it stays counted there as
+// taken until the loop settles it (see the invariants above).
+task* scheduler::take_injected(worker& w, pool_record& p) noexcept {
+  task* t = p.injection.take();
+  if (t != nullptr) {
+    assert(w.taken_from == nullptr && "a worker holds one taken task at a time");
+    w.taken_from = &p;
+  }
+  return t;
 }
 
 // Algorithm 4: random stealing. After steal_bound failures the thief yields
@@ -415,7 +445,7 @@ task* scheduler::find_work(worker& w) {
         }
       }
       if (w.set.count > 1) {
-        if (task* t = p.injection.pop()) return t;  // the loop moves the worker to the task's pool
+        if (task* t = take_injected(w, p)) return t;  // the loop moves the worker to the task's pool
         // A pool with work running stops the walk: its workers' deques come
         // before a less urgent pool's work (the fairly prompt processor's
         // getWork at its primary before the highest available priority,

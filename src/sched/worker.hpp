@@ -74,6 +74,7 @@ struct worker : worker_view {
   bool active_every = false;             // counted in the every-pool domain while active
   bool decide_pending = false;           // it posted an event it decides itself at its loop top
   pool_record* active_domain = nullptr;  // the pool whose num_actives counts this worker while active
+  pool_record* taken_from = nullptr;     // the pool whose injection queue counts the task it took as taken
   std::uint64_t rng_state = 0;
   std::thread thread;
   int cpu = -1;  // runtime_config::pin_workers: the CPU the thread is pinned to (set before other threads read it)
