@@ -60,9 +60,21 @@ constinit thread_local const fiber_stack* running_stack = nullptr;
 constinit thread_local std::uintptr_t releasing = 0;
 constexpr std::uintptr_t queue_end = 1;  // odd: no state's address
 
-// The running fiber's queue, re-read after anything that may park: the
-// compiler takes a thread-local's address to be constant within a function.
-PROMPTLY_NEVER_INLINE std::uintptr_t& releasing_here() noexcept { return releasing; }
+// After a destroy in destroy_released's loop: the running fiber's next
+// queued state, or null when the queue is empty (it is then closed). Out of
+// line because the destroy may have parked and resumed on another thread,
+// and the compiler takes a thread-local's address to be constant within a
+// function.
+PROMPTLY_NEVER_INLINE future_state_base* next_to_destroy() noexcept {
+  const std::uintptr_t head = releasing;
+  if (head == queue_end) {
+    releasing = 0;
+    return nullptr;
+  }
+  auto* s = reinterpret_cast<future_state_base*>(head);
+  releasing = s->waiters.load(std::memory_order_relaxed);
+  return s;
+}
 
 exception_globals& thread_exception_globals() noexcept {
   return *reinterpret_cast<exception_globals*>(abi::__cxa_get_globals());
@@ -241,27 +253,20 @@ bool stack_allows_inline_run() noexcept {
 // a level in a GCC Release build: 20,000 links overflow a 256 KiB fiber
 // stack, about 500,000 a thread's 8 MiB).
 void destroy_released(future_state_base* s) noexcept {
-  std::uintptr_t& queue = releasing_here();
   assert(s->refs.load(std::memory_order_relaxed) == 0);
   // Nobody holds a handle, so nobody waits: the word is free for the link.
   assert(s->waiters.load(std::memory_order_relaxed) == 0 ||
          s->waiters.load(std::memory_order_relaxed) == future_state_base::ready_tag);
-  if (queue != 0) {  // inside the loop below on this fiber: leave s to it
-    s->waiters.store(queue, std::memory_order_relaxed);
-    queue = reinterpret_cast<std::uintptr_t>(s);
+  // Read directly: nothing has switched fibers since this call began.
+  if (releasing != 0) {  // inside the loop below on this fiber: leave s to it
+    s->waiters.store(releasing, std::memory_order_relaxed);
+    releasing = reinterpret_cast<std::uintptr_t>(s);
     return;
   }
-  queue = queue_end;
-  for (;;) {
+  releasing = queue_end;
+  do {
     s->destroy(s);  // may queue more states; may park and resume on another thread
-    std::uintptr_t& q = releasing_here();
-    if (q == queue_end) {
-      q = 0;
-      return;
-    }
-    s = reinterpret_cast<future_state_base*>(q);
-    q = s->waiters.load(std::memory_order_relaxed);
-  }
+  } while ((s = next_to_destroy()) != nullptr);
 }
 
 fiber_overflow_guard::fiber_overflow_guard() {
