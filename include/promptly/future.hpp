@@ -17,9 +17,13 @@
 //  * `claimed` decides who runs the body: the deque's copy of the task or a
 //    get() that finds it unstarted; exactly one exchange(true) wins.
 //  * refs counts the handles plus one for the queued task record; the
-//    state is destroyed (returned to its slab) when refs reaches zero.
+//    state is destroyed (returned to its slab) when refs reaches zero,
+//    never nested inside another state's destruction on the same fiber
+//    (destroy_released), so dropping a chain of any length takes constant
+//    stack.
 //  * waiters is 0 (none), ready_tag (done; set once, never reset), or the
-//    head of an intrusive list of parked waiters.
+//    head of an intrusive list of parked waiters; once refs is zero it
+//    links the state into its fiber's queue of states to destroy.
 #pragma once
 
 #include <atomic>
@@ -71,6 +75,18 @@ struct future_access {
   static future<T> adopt(future_state<T>* s) noexcept { return future<T>(s); }
 };
 
+// Destroys a state whose last reference was just released, without
+// nesting destructions: destroying a state can release the last reference
+// to another (an async task's closure captures the previous future of a
+// chain; a value holds a future), and a chain of n states would otherwise
+// nest n destructors on one stack. The first call on a fiber (or thread)
+// destroys states in a loop; a call made from inside that loop's destroy
+// only queues its state there, linked through `waiters` (unused once no
+// handle is left). Out of line (src/sched/fiber_stack.cpp): the queue is
+// per fiber and travels with it across switches.
+struct future_state_base;
+void destroy_released(future_state_base* s) noexcept;
+
 // False when the calling fiber's stack is too close to full to run another
 // task inline (src/sched/fiber_stack.cpp states the rule); get() then parks
 // and the runtime runs the task on a fresh fiber. Out of line: only the
@@ -111,7 +127,7 @@ struct future_state_base {
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
     // Acq_rel: the last releaser sees every other handle's accesses.
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy_released(this);
   }
 
   void wait() {

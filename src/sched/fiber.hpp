@@ -25,6 +25,8 @@
 //    (DESIGN.md, "Known pitfalls"); Boost 1.74 does neither unless Boost
 //    itself was built for it.
 //  * The running stack's bounds, for stack_headroom() and the overflow report.
+//  * The queue of future states its destroy_released loop has yet to
+//    destroy (fiber_stack.cpp), when the fiber parks inside that loop.
 //
 // Invariants
 //  * fiber_record::context holds the suspended continuation of a fiber that
@@ -42,6 +44,7 @@
 #include <boost/context/fiber.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <utility>
 
@@ -64,6 +67,7 @@ struct fiber_record {
   void* tsan_fiber = nullptr;
   fiber_stack stack;             // bounds of the fiber's stack (null for a thread's own context)
   exception_globals eh;          // the fiber's exception state while it is suspended
+  std::uintptr_t releasing = 0;  // its queue of future states to destroy while suspended (fiber_stack.cpp)
   void* asan_fake_stack = nullptr;  // AddressSanitizer's fake stack while suspended
   std::uint16_t trace_number = 0;   // the fiber's name in the event trace: 1..65535, reused after 65535 fibers
 };

@@ -4,6 +4,13 @@
 // Invariants
 //  * running_stack is the running context's stack on this thread (null
 //    before the thread's first switch); written only by fiber_arrived().
+//  * releasing belongs to the running fiber (or thread context): 0 when no
+//    destroy_released loop runs on it, else its queue of states to destroy,
+//    linked through their `waiters` words and ended by queue_end. A switch
+//    saves it in the outgoing fiber's record and clears it (fiber_leaving),
+//    the arriving fiber restores its own (fiber_arrived), so a destructor
+//    that parks inside the loop takes its queue with it and no other fiber
+//    on the thread appends to it meanwhile.
 //  * previous_action[i] is the disposition of fatal_signals[i] before
 //    ours was installed; written once, before our handler is installed,
 //    never changed after.
@@ -21,13 +28,15 @@
 
 #include <algorithm>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 
 #include "fiber.hpp"
-#include "promptly/future.hpp"  // declares stack_allows_inline_run
+#include "promptly/future.hpp"  // declares stack_allows_inline_run, destroy_released
 
 #include "toolchain.hpp"
 #if PROMPTLY_UNDER_ASAN
@@ -47,6 +56,25 @@ namespace promptly::detail {
 namespace {
 
 constinit thread_local const fiber_stack* running_stack = nullptr;
+
+constinit thread_local std::uintptr_t releasing = 0;
+constexpr std::uintptr_t queue_end = 1;  // odd: no state's address
+
+// After a destroy in destroy_released's loop: the running fiber's next
+// queued state, or null when the queue is empty (it is then closed). Out of
+// line because the destroy may have parked and resumed on another thread,
+// and the compiler takes a thread-local's address to be constant within a
+// function.
+PROMPTLY_NEVER_INLINE future_state_base* next_to_destroy() noexcept {
+  const std::uintptr_t head = releasing;
+  if (head == queue_end) {
+    releasing = 0;
+    return nullptr;
+  }
+  auto* s = reinterpret_cast<future_state_base*>(head);
+  releasing = s->waiters.load(std::memory_order_relaxed);
+  return s;
+}
 
 exception_globals& thread_exception_globals() noexcept {
   return *reinterpret_cast<exception_globals*>(abi::__cxa_get_globals());
@@ -159,6 +187,7 @@ void recorded_stack_allocator::deallocate(boost::context::stack_context& sctx) n
 
 PROMPTLY_NEVER_INLINE void fiber_leaving(fiber_record& from, const fiber_record& to) noexcept {
   from.eh = thread_exception_globals();
+  from.releasing = std::exchange(releasing, 0);
 #if PROMPTLY_UNDER_ASAN
   const void* bottom = to.stack.bottom;
   std::size_t size = static_cast<std::size_t>(to.stack.top - to.stack.bottom);
@@ -175,6 +204,7 @@ PROMPTLY_NEVER_INLINE void fiber_arrived(fiber_record& self) noexcept {
 #endif
   thread_exception_globals() = self.eh;
   running_stack = &self.stack;
+  releasing = self.releasing;
 }
 
 void fiber_ending(fiber_record& self) noexcept {
@@ -212,6 +242,31 @@ bool stack_allows_inline_run() noexcept {
   const std::size_t size = static_cast<std::size_t>(s->top - s->bottom);
   const std::size_t reserve = std::max(size / 4, std::min<std::size_t>(64 * 1024, size / 2));
   return stack_headroom() > reserve;
+}
+
+// A trampoline, the iterative form of a recursive release (like CPython's
+// "trashcan" for deallocating deeply nested containers): destroying a
+// state runs its closure's and value's destructors, which may release the
+// last reference to another state; that one joins the running loop's queue
+// instead of being destroyed inside. A chain of n captured futures then
+// takes n iterations on one frame instead of n nested destructors (16 bytes
+// a level in a GCC Release build: 20,000 links overflow a 256 KiB fiber
+// stack, about 500,000 a thread's 8 MiB).
+void destroy_released(future_state_base* s) noexcept {
+  assert(s->refs.load(std::memory_order_relaxed) == 0);
+  // Nobody holds a handle, so nobody waits: the word is free for the link.
+  assert(s->waiters.load(std::memory_order_relaxed) == 0 ||
+         s->waiters.load(std::memory_order_relaxed) == future_state_base::ready_tag);
+  // Read directly: nothing has switched fibers since this call began.
+  if (releasing != 0) {  // inside the loop below on this fiber: leave s to it
+    s->waiters.store(releasing, std::memory_order_relaxed);
+    releasing = reinterpret_cast<std::uintptr_t>(s);
+    return;
+  }
+  releasing = queue_end;
+  do {
+    s->destroy(s);  // may queue more states; may park and resume on another thread
+  } while ((s = next_to_destroy()) != nullptr);
 }
 
 fiber_overflow_guard::fiber_overflow_guard() {
