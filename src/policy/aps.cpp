@@ -141,10 +141,12 @@ class aps_policy final : public ext::policy {
     std::vector<ext::pool_id> still;
     for (const ext::pool_id id : desiring_) {
       const ext::pool_view* p = d.find(id);
-      if (p != nullptr && p->has_ready_work)
+      if (p != nullptr && p->has_ready_work) {
         still.push_back(id);
-      else
+      } else {
         desire_[id] = stall_floor_[id] = 0.0;
+        desiring_listed_[id] = false;
+      }
     }
     desiring_ = std::move(still);
     if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) {
@@ -159,9 +161,10 @@ class aps_policy final : public ext::policy {
         desire_[p->id] = 1.0;
     }
     for (const ext::pool_view& p : pools)
-      if ((desire_[p.id] != 0.0 || stall_floor_[p.id] != 0.0) &&
-          std::find(desiring_.begin(), desiring_.end(), p.id) == desiring_.end())
+      if ((desire_[p.id] != 0.0 || stall_floor_[p.id] != 0.0) && !desiring_listed_[p.id]) {
+        desiring_listed_[p.id] = true;
         desiring_.push_back(p.id);
+      }
     std::vector<unsigned> allotment(pools.size(), 0);
     auto desires = desires_of(pools);
     // The backlog floor (aps.hpp), for the most urgent pool with a queue only: one core moves
@@ -209,12 +212,14 @@ class aps_policy final : public ext::policy {
   void fit(ext::pool_id id) {
     if (desire_.size() <= id) desire_.resize(id + 1, 0.0);
     if (stall_floor_.size() <= id) stall_floor_.resize(id + 1, 0.0);
+    if (desiring_listed_.size() <= id) desiring_listed_.resize(id + 1, false);
   }
 
   ext::aps_params params_;
   std::vector<double> desire_;       // by pool id
   std::vector<double> stall_floor_;  // by pool id: stall_floor() of the last tick, variant only
   std::vector<ext::pool_id> desiring_;  // variant: the ids whose desire_ or stall_floor_ may be non-zero
+  std::vector<bool> desiring_listed_;   // by pool id: in desiring_
 };
 
 }  // namespace

@@ -102,7 +102,7 @@ void decision_impl::allot(ext::pool_id pool, unsigned cores) {
   const std::size_t i = index_of(pool);
   if (i == pools_.size())
     throw std::invalid_argument("promptly: policy allot: pool " + std::to_string(pool) + " is not a live pool");
-  counts_.emplace_back(i, cores);
+  counts_[i] = cores;
   counted_ = true;
 }
 
@@ -133,11 +133,8 @@ std::vector<pool_set> decision_impl::resolve() const {
     // keep each at its assigned pool, then at the pool it serves, while
     // that pool has room; then fill pools most urgent first.
     // The pools named, most urgent first, each with the count of its last allot().
-    std::vector<std::pair<std::size_t, unsigned>> named = counts_;
-    std::stable_sort(named.begin(), named.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::pair<std::size_t, long long>> room;
-    for (std::size_t k = 0; k < named.size(); ++k)
-      if (k + 1 == named.size() || named[k + 1].first != named[k].first) room.emplace_back(named[k].first, named[k].second);
+    std::vector<std::pair<std::size_t, long long>> room(counts_.begin(), counts_.end());
+    std::sort(room.begin(), room.end());
     auto room_of = [&](std::size_t i) -> long long* {
       const auto it = std::lower_bound(room.begin(), room.end(), i, [](const auto& r, std::size_t x) { return r.first < x; });
       return it != room.end() && it->first == i ? &it->second : nullptr;

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <unordered_map>
 #include <span>
 #include <utility>
 #include <vector>
@@ -66,9 +67,10 @@ class decision_impl final : public ext::decision {
   std::vector<ext::core_view> cores_;
   std::vector<pool_set> targets_;
   std::vector<bool> explicit_;        // the policy set this core's target in this decision
-  // (pool index, cores) per allot() call, in call order (the last call for
-  // a pool wins): as long as the pools named, not the pool count.
-  std::vector<std::pair<std::size_t, unsigned>> counts_;
+  // Pool index -> cores allotted, for the pools named (the last call for a
+  // pool wins): as large as the pools named, not the pool count nor the
+  // number of calls (a batch of events calls allot once per event).
+  std::unordered_map<std::size_t, unsigned> counts_;
   bool counted_ = false;              // allot() was called
   ext::pool_id donation_ = ext::no_pool;  // donate_to()
   std::chrono::microseconds quantum_;
