@@ -321,6 +321,7 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
       const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
       const bool queued = p.has_queued_work();
       v.stalled = queued && p.queued_at_tick && tasks == p.seen_tasks;
+      if (v.stalled) view_dirty_.push_back(id);  // `stalled` is false at the next decision: read it again
       p.seen_work_ns = work;
       p.seen_look_ns = look;
       p.seen_tasks = tasks;
@@ -435,8 +436,14 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
     refresh_pool_views_locked(installed, tick, events);
     const std::span<const ext::pool_view> pools = pool_views_;
     decision_impl d(pools, view_index_, views_with_work_, view_cores_locked(tick), quantum_, installed);
-    for (const ext::event& ev : events) policy_->on_event(ev, d);
-    apply_locked(d.resolve());
+    try {
+      for (const ext::event& ev : events) policy_->on_event(ev, d);
+      apply_locked(d.resolve());
+    } catch (...) {
+      // The beliefs below were not set from this view: the retry reads these pools again.
+      view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
+      throw;
+    }
     if (tracing_) [[unlikely]]
       policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
                            static_cast<std::uint32_t>(events.size()));
@@ -444,7 +451,10 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
     if (tick) last_quantum_.assign(pools.begin(), pools.end());
     for (const ext::event& ev : events)
       if (ev.kind == ext::event_kind::more_cores_requested)
-        if (pool_record* p = find_pool(ev.pool)) p->wants_more_cores.store(false, std::memory_order_relaxed);
+        if (pool_record* p = find_pool(ev.pool)) {
+          p->wants_more_cores.store(false, std::memory_order_relaxed);
+          view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
+        }
     ++decisions_;
     trace_locked(pools);
     // The belief follows the view. A flip the policy was not told of by an
