@@ -235,9 +235,11 @@ double seconds(std::uint64_t ns) noexcept { return static_cast<double>(ns) * 1e-
 // may lag until a core serves it (a queue at a pool nobody serves only
 // grows, so a non-zero hint stays non-zero). A decision then costs what changed, not the pool count: with
 // 4000 idle pools a full read took most of the decision
-// (bench/results/core/pools-many/). A full read is done at installation,
-// at quantum ticks (every pool's measures restart), and while some core
-// serves every pool (it may accrue time anywhere).
+// (bench/results/core/pools-many/). A full read is done at installation and
+// while some core serves every pool (it may accrue time anywhere). A
+// quantum tick reads the pools read since the previous tick and the pools
+// with work (refresh below); a pool whose tick showed accrued time is read
+// again at the next decision, which then shows it none.
 void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
@@ -245,8 +247,9 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
   if (view_index_.size() < max_pools) {
     view_index_.assign(max_pools, absent_view);
     view_marked_.assign(max_pools, false);
+    view_read_since_tick_.assign(max_pools, false);
   }
-  full = full || advance || !pool_views_valid_ ||
+  full = full || !pool_views_valid_ ||
          std::any_of(applied_.begin(), applied_.end(), [](const pool_set& a) { return a.every(); });
   view_refreshed_.clear();
   auto mark = [&](std::uint32_t id) {
@@ -260,6 +263,15 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
   } else {
     for (const std::uint32_t id : view_dirty_) mark(id);
     for (const ext::event& ev : events) mark(ev.pool);
+    if (advance) {
+      // A tick restarts every pool's measures and judges stalls: the pools
+      // read since the last tick (any may have accrued time) and the pools
+      // with work (a stall is queued work nobody ran). A pool in neither was
+      // read at or before the last tick with nothing accrued since.
+      for (const std::uint32_t id : view_since_tick_) mark(id);
+      for (const std::uint32_t at : view_busy_)
+        if (at < pool_views_.size()) mark(pool_views_[at].id);
+    }
     for (std::size_t c = 0; c < workers_.size(); ++c) {
       mark(workers_[c]->serving.load(std::memory_order_relaxed));
       for (const std::uint32_t id : applied_[c].ranked_ids()) mark(id);
@@ -268,8 +280,16 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
   view_dirty_.clear();
   std::lock_guard identity(pools_mutex_);  // rank, weight, creation: written under it
   bool reorder = false;
+  if (advance) {
+    for (const std::uint32_t id : view_since_tick_) view_read_since_tick_[id] = false;
+    view_since_tick_.clear();
+  }
   for (const std::uint32_t id : view_refreshed_) {
     view_marked_[id] = false;
+    if (!view_read_since_tick_[id]) {
+      view_read_since_tick_[id] = true;
+      view_since_tick_.push_back(id);
+    }
     pool_record& p = pool_at(id);
     const pool_phase ph = p.phase.load(std::memory_order_seq_cst);
     const bool live = ph == pool_phase::live || ph == pool_phase::closing;
@@ -321,7 +341,8 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
       const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
       const bool queued = p.has_queued_work();
       v.stalled = queued && p.queued_at_tick && tasks == p.seen_tasks;
-      if (v.stalled) view_dirty_.push_back(id);  // `stalled` is false at the next decision: read it again
+      // The next decision shows what accrued since this tick, and no stall: read it again.
+      if (v.stalled || v.work_s > 0 || v.look_s > 0) view_dirty_.push_back(id);
       p.seen_work_ns = work;
       p.seen_look_ns = look;
       p.seen_tasks = tasks;

@@ -283,6 +283,8 @@ class scheduler {
   std::vector<std::uint64_t> pool_view_seq_;
   std::vector<std::uint32_t> view_index_, view_dirty_, view_refreshed_, view_busy_;
   std::vector<bool> view_marked_;
+  std::vector<std::uint32_t> view_since_tick_;  // ids read since the last quantum tick
+  std::vector<bool> view_read_since_tick_;      // by id: in view_since_tick_
   bool pool_views_valid_ = false;
   std::vector<std::uint64_t> latency_ns_;  // event posted -> decision applied, the most recent decisions
   std::uint64_t latency_next_ = 0;
