@@ -48,11 +48,24 @@ class checking_policy final : public ext::policy {
   long decisions() const { return decisions_.load(); }
 
  private:
+  // Every decision: the pool count and pools_with_work() against find();
+  // every eighth (a walk of 4000 views per decision would be most of the
+  // test under a sanitizer): the order and pools_with_work() against the
+  // whole view.
   void check(const ext::decision& d) {
-    decisions_.fetch_add(1);
+    const long n = decisions_.fetch_add(1);
     const auto pools = d.pools();
     std::string bad;
     if (pools.size() != live_) bad = "the view lists " + std::to_string(pools.size()) + " pools of " + std::to_string(live_);
+    for (const ext::pool_view& v : d.pools_with_work()) {
+      const ext::pool_view* listed = d.find(v.id);
+      if (listed == nullptr || !listed->has_ready_work || !v.has_ready_work)
+        bad = "pools_with_work() lists pool " + std::to_string(v.id) + ", which the view shows without work";
+    }
+    if (n % 8 != 0) {
+      record(bad);
+      return;
+    }
     std::vector<ext::pool_id> with_work;
     for (std::size_t i = 0; i < pools.size(); ++i) {
       if (i > 0 && pools[i - 1].rank > pools[i].rank) bad = "the view is not most urgent first at " + std::to_string(i);
@@ -66,10 +79,13 @@ class checking_policy final : public ext::policy {
     if (!same)
       bad = "pools_with_work() lists " + std::to_string(busy.size()) + " pools, the view " +
             std::to_string(with_work.size()) + " with ready work";
-    if (!bad.empty()) {
-      std::lock_guard lock(mutex_);
-      if (problem_.empty()) problem_ = bad;
-    }
+    record(bad);
+  }
+
+  void record(const std::string& bad) {
+    if (bad.empty()) return;
+    std::lock_guard lock(mutex_);
+    if (problem_.empty()) problem_ = bad;
   }
 
   std::unique_ptr<ext::policy> inner_;

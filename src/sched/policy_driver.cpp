@@ -29,6 +29,14 @@
 //    event, or the decision sees the work and decides again: work never
 //    waits in a pool the policy believes empty. A worker that becomes
 //    active re-reads the belief after its increment (scheduling_loop.cpp).
+//  * The kept view (pool_views_, under policy_mutex_) lists every live or
+//    closing pool once, most urgent first; view_index_ maps each listed id
+//    to its position; view_busy_ holds, ascending, exactly the positions
+//    whose view has ready work. A listed pool's has_ready_work is its
+//    belief (both set by the decision that last read it, and a flip of
+//    either posts an event that reads it again), so reading again only
+//    the pools of the events, of the cores' sets and of the cores misses no
+//    flip (refresh_pool_views_locked).
 //  * Backlog events (only for a policy that wants_backlog_events) are a
 //    hint, not a liveness guarantee: at most one per pool is posted between
 //    two decisions (pool_record::backlog_posted, cleared by every view of
@@ -397,6 +405,9 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
     v.age = std::chrono::nanoseconds(now > created ? now - created : 0);
     views_with_work_.push_back(v);
   }
+  assert(std::all_of(view_busy_.begin(), view_busy_.end(),
+                     [&](std::uint32_t at) { return at < pool_views_.size() && pool_views_[at].has_ready_work; }) &&
+         std::is_sorted(view_busy_.begin(), view_busy_.end()) && "view_busy_ lists the pools with work, in order");
   assert(std::is_sorted(pool_views_.begin(), pool_views_.end(),
                         [](const ext::pool_view& a, const ext::pool_view& b) { return a.rank < b.rank; }) &&
          "the view lists pools most urgent first");
