@@ -112,9 +112,9 @@ class aps_policy final : public ext::policy {
   bool wants_backlog_events() const noexcept override { return !params_.exact; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    // Sized by the largest id seen: at a tick or installation every pool is
-    // read anyway, otherwise only the pools with work and the event's.
-    const bool every_pool = ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed;
+    // Sized by the largest id read: the exact rule reads every pool at a
+    // tick or installation, the variant only the pools with work.
+    const bool every_pool = params_.exact && (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed);
     for (const ext::pool_view& p : every_pool ? d.pools() : d.pools_with_work()) fit(p.id);
     if (ev.pool != ext::no_pool) fit(ev.pool);
     if (ev.kind == ext::event_kind::installed) d.set_quantum(params_.quantum);

@@ -480,7 +480,11 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
       policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
                            static_cast<std::uint32_t>(events.size()));
     quantum_ = d.quantum();
-    if (tick) last_quantum_.assign(pools.begin(), pools.end());
+    if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (refresh_pool_views_locked)
+      last_quantum_.clear();
+      for (const std::uint32_t id : view_refreshed_)
+        if (view_index_[id] != absent_view) last_quantum_.push_back(pool_views_[view_index_[id]]);
+    }
     for (const ext::event& ev : events)
       if (ev.kind == ext::event_kind::more_cores_requested)
         if (pool_record* p = find_pool(ev.pool)) {

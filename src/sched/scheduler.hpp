@@ -270,7 +270,7 @@ class scheduler {
   std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
   std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
-  std::vector<ext::pool_view> last_quantum_;  // the pools as the last quantum tick saw them (stats)
+  std::vector<ext::pool_view> last_quantum_;  // the pools the last quantum tick read (stats; the others accrued nothing)
   // The pools' view kept between decisions (refresh_pool_views_locked):
   // pool_views_ sorted most urgent first with each one's creation_seq,
   // view_index_ from id to position (absent_view: not live), the ids to read
