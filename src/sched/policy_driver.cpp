@@ -294,7 +294,9 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
   }
   for (const std::uint32_t id : view_refreshed_) {
     view_marked_[id] = false;
-    if (!view_read_since_tick_[id]) {
+    // A tick's reads start the list afresh: a pool it shows with accrued
+    // time is read again at the next decision (below), and joins it then.
+    if (!advance && !view_read_since_tick_[id]) {
       view_read_since_tick_[id] = true;
       view_since_tick_.push_back(id);
     }
