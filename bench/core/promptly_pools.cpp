@@ -9,6 +9,12 @@
 //                         core 1 to a job pool that just became non-empty (AMCilk's core
 //                         reallocation) and back when it empties; op_us = from the decision
 //                         (the policy's on_event) to the job's task running on the moved core
+//   many-idle             --pools P live pools under --policy; n trivial tasks, one after
+//                         the other (submit, get), all in the least urgent pool while the
+//                         others stay live and idle: each task costs at least two decisions
+//                         (the pool becomes non-empty, then empty), so us_per_task is the
+//                         cost of a decision at P pools
+//   many-spread           as many-idle, task i in pool i mod P (every pool gets work)
 // Per operation: p50/p99 of create_us, remove_us, op_us (one whole iteration), and the
 // runtime's own event-to-decision latency (decision_p50_us/p99_us, runtime_stats).
 #include <promptly/ext/policy.hpp>
@@ -122,19 +128,49 @@ int main(int argc, char** argv) {
     const long n = a.get_long("n", 100000);
     promptly::runtime_config cfg = bench::promptly_config(a);
     long warmup = a.get_long("warmup", 1), reps = a.get_long("reps", 3);
+    const long pool_count = a.get_long("pools", 8);
+    const std::string policy = a.get_string("policy", "prompt");
     a.finish();
-    if (what != "create-remove-empty" && what != "create-remove-task" && what != "switch" && what != "realloc")
-        bench::args::fail("--what must be create-remove-empty, create-remove-task, switch or realloc");
+    const bool many = what == "many-idle" || what == "many-spread";
+    if (what != "create-remove-empty" && what != "create-remove-task" && what != "switch" && what != "realloc" && !many)
+        bench::args::fail("--what must be create-remove-empty, create-remove-task, switch, realloc, many-idle or many-spread");
     if (what == "realloc" && cfg.workers < 2) bench::args::fail("--what realloc needs --workers >= 2");
+    if (many && (pool_count < 1 || pool_count > 4096)) bench::args::fail("--pools must be in [1, 4096]");
     cfg.policy = "prompt";
     cfg.levels = 2;
+    if (many) {
+        // One level (pool 0, rank 0) and pool_count - 1 pools of rank 1,
+        // as a job server's jobs of one class: most urgent first is level 0,
+        // then the pools oldest first, so the busy pool of many-idle (the
+        // newest) is the last in every policy's order.
+        cfg.levels = 1;
+        try {
+            (void)promptly::ext::make_policy(policy);
+        } catch (const std::invalid_argument& e) {
+            bench::args::fail(std::string("--policy: ") + e.what());
+        }
+        cfg.policy = policy;
+    }
 
     promptly::runtime rt{cfg};
+    std::vector<promptly::pool> pools;
+    if (many) {
+        pools.push_back(promptly::pool{0});  // level 0
+        for (long i = 1; i < pool_count; ++i) pools.push_back(rt.create_pool({.rank = 1}));
+    }
     samples last;
     auto [answer, stats] = bench::measure(warmup, reps, [&] {
         samples s;
         long done = 0;
-        if (what == "realloc") {
+        if (many) {
+            s.op.reserve(static_cast<std::size_t>(n));
+            for (long i = 0; i < n; ++i) {
+                const promptly::pool p = what == "many-idle" ? pools.back() : pools[static_cast<std::size_t>(i % pool_count)];
+                const auto t0 = clock_type::now();
+                done += rt.submit(p, [] { return 1L; }).get();
+                s.op.push_back(us_since(t0, clock_type::now()));
+            }
+        } else if (what == "realloc") {
             s.op = measure_realloc(rt, n);
             done = n;
         } else if (what == "switch") {
@@ -172,6 +208,7 @@ int main(int argc, char** argv) {
         return done;
     });
     const promptly::runtime_stats rs = rt.stats();
+    const double us_per_task = many && n > 0 ? stats.region_s * 1e6 / static_cast<double>(n) : 0;
     bench::print_result(std::to_string(answer), stats,
                         {{"create_p50_us", percentile(last.create, 0.5)},
                          {"create_p99_us", percentile(last.create, 0.99)},
@@ -180,5 +217,7 @@ int main(int argc, char** argv) {
                          {"op_p50_us", percentile(last.op, 0.5)},
                          {"op_p99_us", percentile(last.op, 0.99)},
                          {"decision_p50_us", rs.decision_latency_p50_us},
-                         {"decision_p99_us", rs.decision_latency_p99_us}});
+                         {"decision_p99_us", rs.decision_latency_p99_us},
+                         {"us_per_task", us_per_task},
+                         {"decisions", static_cast<double>(rs.decisions)}});
 }

@@ -184,6 +184,28 @@ SUITE = {
              "op = decision to the job's task running on the moved core (2 workers)", [2],
              ["op_p50_us", "op_p99_us", "decision_p50_us", "decision_p99_us"], 10_000),
         ]],
+        # Decision cost against the pool count: 8 or 4000 live pools (one level and pools of rank 1),
+        # 4000 trivial tasks one after the other (submit, get), all in the least urgent pool
+        # (many-idle: the others live and idle) or task i in pool i mod P (many-spread); each task
+        # costs at least two decisions. One runtime per shipped policy; Promptly only (no peer has
+        # pools under a policy). Target: us_per_task at 4000 pools within 2x of 8 pools.
+        *[{
+            "name": f"pools-many-{what}-{pools}",
+            "title": f"{pools} live pools, 4000 trivial tasks {where} (us per task, per policy)",
+            "params": {"what": f"many-{what}", "n": 4000, "pools": pools},
+            "quick_params": {"n": 400},
+            "workers": [2],
+            "args": ["--what", "{what}", "--n", "{n}", "--pools", "{pools}", "--policy", "{policy}"],
+            "inner": [1, 3],
+            "quick_inner": [0, 1],
+            "runtimes": {f"promptly-{policy}": {"exe": "cmake:bench_pools_promptly", "params": {"policy": policy}}
+                         for policy in ["prompt", "aps", "oblivious", "fair", "equi", "drep",
+                                        "drep-steal-boundary", "asteal", "elastic"]},
+            "expected": lambda p: p["n"],
+            "show": ["us_per_task", "decisions"],
+            "timeout_s": 600,
+        } for what, where in [("idle", "in the least urgent pool"), ("spread", "spread over the pools")]
+          for pools in [8, 4000]],
         _reduce_bench("reduce-sum-1e8", "parallel_reduce: sum of 10^8 uint32 values (memory-bound, 400 MB)",
                       {"kind": "sum", "n": 100_000_000, "rounds": 0, "grain": 16_384}, 10_000_000,
                       expected=lambda p: _sum_mod1000(p["n"])),

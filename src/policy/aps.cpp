@@ -2,6 +2,7 @@
 // paper's rule exactly (aps_params::exact; aps.hpp states both).
 //
 // Invariants
+//  * Variant: desiring_ holds every id whose desire_ or stall_floor_ is not 0.
 //  * Variant: desire_[id] and stall_floor_[id] are 0 for every pool without
 //    ready work at the last decision and for every id not (or no longer) a
 //    live pool; stall_floor_ changes only at quantum ticks otherwise, and is
@@ -16,6 +17,7 @@
 //    quantum"); other events leave every core where it is, except the cores
 //    of a removed pool, which sleep until the next quantum.
 #include "aps.hpp"
+#include "job_classes.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -110,10 +112,11 @@ class aps_policy final : public ext::policy {
   bool wants_backlog_events() const noexcept override { return !params_.exact; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    std::uint32_t end = 0;
-    for (const ext::pool_view& p : d.pools()) end = std::max(end, p.id + 1);
-    if (desire_.size() < end) desire_.resize(end, 0.0);
-    if (stall_floor_.size() < end) stall_floor_.resize(end, 0.0);
+    // Sized by the largest id read: the exact rule reads every pool at a
+    // tick or installation, the variant only the pools with work.
+    const bool every_pool = params_.exact && (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed);
+    for (const ext::pool_view& p : every_pool ? d.pools() : d.pools_with_work()) fit(p.id);
+    if (ev.pool != ext::no_pool) fit(ev.pool);
     if (ev.kind == ext::event_kind::installed) d.set_quantum(params_.quantum);
     // An id is reused by the next pool created: its desire restarts at 0.
     if (ev.kind == ext::event_kind::pool_removed && ev.pool < desire_.size()) desire_[ev.pool] = stall_floor_[ev.pool] = 0.0;
@@ -124,13 +127,28 @@ class aps_policy final : public ext::policy {
   }
 
  private:
+  // The variant reads only the pools with work: a pool without work desires
+  // nothing and gets no core from allot_top_down (its desire is 0, and the
+  // rest goes to pools with work only), so leaving it out of the list
+  // changes no count, and a decision costs what has work, not the pool
+  // count (docs/policies.md, "Decision cost").
   void decide_variant(const ext::event& ev, ext::decision& d) {
-    const auto pools = d.pools();
+    const auto pools = d.pools_with_work();
     // Fig. 1 line 1 holds at every decision, not only at quantum ticks: a
     // pool without ready work desires nothing (its desire restarts at 1
-    // when work appears), so stale desires never hold cores.
-    for (const ext::pool_view& p : pools)
-      if (!p.has_ready_work) desire_[p.id] = stall_floor_[p.id] = 0.0;
+    // when work appears), so stale desires never hold cores. Only the pools
+    // that desired something can hold a stale desire.
+    std::vector<ext::pool_id> still;
+    for (const ext::pool_id id : desiring_) {
+      const ext::pool_view* p = d.find(id);
+      if (p != nullptr && p->has_ready_work) {
+        still.push_back(id);
+      } else {
+        desire_[id] = stall_floor_[id] = 0.0;
+        desiring_listed_[id] = false;
+      }
+    }
+    desiring_ = std::move(still);
     if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) {
       for (const ext::pool_view& p : pools) {
         desire_[p.id] =
@@ -142,6 +160,11 @@ class aps_policy final : public ext::policy {
       if (const ext::pool_view* p = d.find(ev.pool); p != nullptr && p->has_ready_work && desire_[p->id] == 0.0)
         desire_[p->id] = 1.0;
     }
+    for (const ext::pool_view& p : pools)
+      if ((desire_[p.id] != 0.0 || stall_floor_[p.id] != 0.0) && !desiring_listed_[p.id]) {
+        desiring_listed_[p.id] = true;
+        desiring_.push_back(p.id);
+      }
     std::vector<unsigned> allotment(pools.size(), 0);
     auto desires = desires_of(pools);
     // The backlog floor (aps.hpp), for the most urgent pool with a queue only: one core moves
@@ -152,7 +175,7 @@ class aps_policy final : public ext::policy {
         break;
       }
     allot_top_down(desires, pools, d.core_count(), allotment);
-    allot(d, allotment);
+    allot_counts(d, pools, allotment);
   }
 
   // The paper's master thread (Sec. 5): it wakes every quantum, computes
@@ -175,7 +198,7 @@ class aps_policy final : public ext::policy {
               .desire;
     std::vector<unsigned> allotment(pools.size(), 0);
     allot_top_down_exact(desires_of(pools), d.core_count(), allotment);
-    allot(d, allotment);
+    allot_counts(d, pools, allotment);
   }
 
   // What the allotment reads: the desire, raised to the stall floor for this quantum (the
@@ -186,14 +209,17 @@ class aps_policy final : public ext::policy {
     return desires;
   }
 
-  static void allot(ext::decision& d, const std::vector<unsigned>& allotment) {
-    const auto pools = d.pools();
-    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, allotment[i]);
+  void fit(ext::pool_id id) {
+    if (desire_.size() <= id) desire_.resize(id + 1, 0.0);
+    if (stall_floor_.size() <= id) stall_floor_.resize(id + 1, 0.0);
+    if (desiring_listed_.size() <= id) desiring_listed_.resize(id + 1, false);
   }
 
   ext::aps_params params_;
   std::vector<double> desire_;       // by pool id
   std::vector<double> stall_floor_;  // by pool id: stall_floor() of the last tick, variant only
+  std::vector<ext::pool_id> desiring_;  // variant: the ids whose desire_ or stall_floor_ may be non-zero
+  std::vector<bool> desiring_listed_;   // by pool id: in desiring_
 };
 
 }  // namespace

@@ -57,7 +57,7 @@ class asteal_policy final : public ext::policy {
   double desire(ext::pool_id pool) const noexcept override { return pool < desire_.size() ? desire_[pool] : 0.0; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    const auto pools = d.pools();
+    const auto pools = d.pools_with_work();  // a pool without work has no desire and gets no core
     const unsigned cores = d.core_count();
     if (ev.kind == ext::event_kind::installed) d.set_quantum(params_.quantum);
     std::uint32_t end = 0;
@@ -91,7 +91,7 @@ class asteal_policy final : public ext::policy {
       if (pools[i].has_ready_work) busy.push_back(i);
     const std::vector<unsigned> surplus = equal_split(busy.size(), params_.share_surplus ? cores - used : 0);
     for (std::size_t k = 0; k < busy.size(); ++k) counts[busy[k]] += surplus[k];
-    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, counts[i]);
+    allot_counts(d, pools, counts);
   }
 
  private:

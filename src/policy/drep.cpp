@@ -67,7 +67,7 @@ class drep_policy : public ext::policy {
       with_work_.clear();
     }
     owner_.resize(cores, ext::no_pool);  // a core limit change re-installs; this only guards the size
-    const auto pools = d.pools();
+    const auto pools = d.pools_with_work();  // only pools with work own cores: no walk over the idle ones
     unsigned served_rank = 0;
     const bool any = most_urgent_rank(pools, served_rank);
     auto in_served_class = [&](ext::pool_id id) {

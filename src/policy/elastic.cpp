@@ -68,7 +68,7 @@ class elastic_policy final : public ext::policy {
 
   void on_event(const ext::event& ev, ext::decision& d) override {
     if (ev.kind == ext::event_kind::installed) d.set_quantum(std::chrono::microseconds{0});
-    const auto pools = d.pools();
+    const auto pools = d.pools_with_work();  // a pool without work gets no core (job_classes.hpp)
     const unsigned cores = d.core_count();
     std::uint32_t end = 0;
     for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
@@ -125,7 +125,7 @@ class elastic_policy final : public ext::policy {
       if (pools[i].has_ready_work && pools[i].elastic) elastic_busy.push_back(i);
     const std::vector<unsigned> extra = equal_split(elastic_busy.size(), cores - used);
     for (std::size_t j = 0; j < elastic_busy.size(); ++j) counts[elastic_busy[j]] += extra[j];
-    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, counts[i]);
+    allot_counts(d, pools, counts);
   }
 
  private:

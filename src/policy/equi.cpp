@@ -24,11 +24,11 @@ class equi_policy final : public ext::policy {
   std::string_view name() const noexcept override { return "equi"; }
   void on_event(const ext::event& ev, ext::decision& d) override {
     if (ev.kind == ext::event_kind::installed) d.set_quantum(std::chrono::microseconds{0});
-    const auto pools = d.pools();
+    const auto pools = d.pools_with_work();  // a pool without work gets no core (job_classes.hpp)
     const std::vector<unsigned> counts = serve_by_rank(
         pools, d.core_count(),
         [](std::span<const std::size_t> members, unsigned left) { return equal_split(members.size(), left); });
-    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, counts[i]);
+    allot_counts(d, pools, counts);
   }
 };
 

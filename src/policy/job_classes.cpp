@@ -46,6 +46,16 @@ std::vector<unsigned> deq(std::span<const unsigned> desires, unsigned cores) {
   return out;
 }
 
+void allot_counts(ext::decision& d, std::span<const ext::pool_view> pools, std::span<const unsigned> counts) {
+  bool named = false;
+  for (std::size_t i = 0; i < pools.size(); ++i)
+    if (counts[i] > 0) {
+      d.allot(pools[i].id, counts[i]);
+      named = true;
+    }
+  if (!named && !d.pools().empty()) d.allot(d.pools().front().id, 0);
+}
+
 bool most_urgent_rank(std::span<const ext::pool_view> pools, unsigned& rank) noexcept {
   bool any = false;
   for (const ext::pool_view& p : pools)

@@ -50,6 +50,13 @@ std::vector<unsigned> deq(std::span<const unsigned> desires, unsigned cores);
 using class_rule = std::function<std::vector<unsigned>(std::span<const std::size_t> members, unsigned left)>;
 std::vector<unsigned> serve_by_rank(std::span<const ext::pool_view> pools, unsigned cores, const class_rule& serve);
 
+// Allots counts[i] cores to pools[i] (a policy's pools_with_work(), so the
+// call costs what has work, not the pool count). Pools not named get none,
+// and when nothing is named the first pool of the decision is named with 0
+// so that this holds then too: every core sleeps, as when every pool of
+// pools() is allotted 0.
+void allot_counts(ext::decision& d, std::span<const ext::pool_view> pools, std::span<const unsigned> counts);
+
 // The most urgent rank among pools with ready work, or false if none has any.
 bool most_urgent_rank(std::span<const ext::pool_view> pools, unsigned& rank) noexcept;
 

@@ -13,15 +13,13 @@ class prompt_policy final : public ext::policy {
  public:
   std::string_view name() const noexcept override { return "prompt"; }
   void on_event(const ext::event&, ext::decision& d) override {
+    // The most urgent pool with work heads pools_with_work(): no walk over
+    // the idle pools (docs/policies.md, "Decision cost").
+    const auto busy = d.pools_with_work();
     const auto pools = d.pools();
     if (pools.empty()) return;
-    const ext::pool_view* top = &pools[0];  // nothing anywhere: every core waits at the most urgent pool
-    for (const ext::pool_view& p : pools)
-      if (p.has_ready_work) {
-        top = &p;
-        break;
-      }
-    d.allot(top->id, d.core_count());
+    const ext::pool_view& top = busy.empty() ? pools[0] : busy[0];  // nothing anywhere: every core waits at the most urgent pool
+    d.allot(top.id, d.core_count());
   }
 };
 

@@ -11,16 +11,30 @@ namespace promptly::detail {
 
 decision_impl::decision_impl(std::vector<ext::pool_view> pools, std::vector<ext::core_view> cores,
                              std::chrono::microseconds quantum, bool from_scratch)
-    : pools_(std::move(pools)),
-      cores_(std::move(cores)),
-      targets_(cores_.size()),
-      explicit_(cores_.size(), false),
-      counts_(pools_.size(), -1),
-      quantum_(quantum) {
+    : owned_pools_(std::move(pools)), cores_(std::move(cores)), quantum_(quantum) {
   ext::pool_id end = 0;
-  for (const auto& p : pools_) end = std::max(end, p.id + 1);
-  index_by_id_.assign(end, pools_.size());
-  for (std::size_t i = 0; i < pools_.size(); ++i) index_by_id_[pools_[i].id] = i;
+  for (const auto& p : owned_pools_) end = std::max(end, p.id + 1);
+  owned_index_.assign(end, static_cast<std::uint32_t>(owned_pools_.size()));
+  for (std::size_t i = 0; i < owned_pools_.size(); ++i) {
+    owned_index_[owned_pools_[i].id] = static_cast<std::uint32_t>(i);
+    if (owned_pools_[i].has_ready_work) with_work_.push_back(owned_pools_[i]);
+  }
+  pools_ = owned_pools_;
+  index_by_id_ = owned_index_;
+  start(from_scratch);
+}
+
+decision_impl::decision_impl(std::span<const ext::pool_view> pools, std::span<const std::uint32_t> index_by_id,
+                             std::vector<ext::pool_view> with_work, std::vector<ext::core_view> cores,
+                             std::chrono::microseconds quantum, bool from_scratch)
+    : pools_(pools), index_by_id_(index_by_id), with_work_(std::move(with_work)), cores_(std::move(cores)),
+      quantum_(quantum) {
+  start(from_scratch);
+}
+
+void decision_impl::start(bool from_scratch) {
+  targets_.assign(cores_.size(), pool_set{});
+  explicit_.assign(cores_.size(), false);
   if (from_scratch) return;
   for (std::size_t c = 0; c < cores_.size(); ++c) {
     const ext::core_view& v = cores_[c];
@@ -32,7 +46,7 @@ decision_impl::decision_impl(std::vector<ext::pool_view> pools, std::vector<ext:
 }
 
 std::size_t decision_impl::index_of(ext::pool_id id) const noexcept {
-  return id < index_by_id_.size() ? index_by_id_[id] : pools_.size();
+  return id < index_by_id_.size() && index_by_id_[id] < pools_.size() ? index_by_id_[id] : pools_.size();
 }
 
 const ext::pool_view* decision_impl::find(ext::pool_id id) const noexcept {
@@ -118,14 +132,19 @@ std::vector<pool_set> decision_impl::resolve() const {
     // Counts to cores, for the cores the policy did not place explicitly:
     // keep each at its assigned pool, then at the pool it serves, while
     // that pool has room; then fill pools most urgent first.
-    std::vector<long long> room(pools_.size(), 0);
-    for (std::size_t i = 0; i < pools_.size(); ++i) room[i] = counts_[i] < 0 ? 0 : counts_[i];
+    // The pools named, most urgent first, each with the count of its last allot().
+    std::vector<std::pair<std::size_t, long long>> room(counts_.begin(), counts_.end());
+    std::sort(room.begin(), room.end());
+    auto room_of = [&](std::size_t i) -> long long* {
+      const auto it = std::lower_bound(room.begin(), room.end(), i, [](const auto& r, std::size_t x) { return r.first < x; });
+      return it != room.end() && it->first == i ? &it->second : nullptr;
+    };
     std::vector<bool> placed(out.size(), false);
     for (std::size_t c = 0; c < out.size(); ++c) placed[c] = explicit_[c];
     auto try_place = [&](std::size_t c, ext::pool_id id) {
-      const std::size_t i = index_of(id);
-      if (i == pools_.size() || room[i] == 0) return false;
-      --room[i];
+      long long* left = room_of(index_of(id));
+      if (left == nullptr || *left == 0) return false;
+      --*left;
       const std::array<ext::pool_id, 2> with_donation{id, donation_};
       out[c] = donation_ == ext::no_pool || donation_ == id ? pool_set::one(id) : pool_set::ranked(with_donation);
       placed[c] = true;
@@ -137,7 +156,7 @@ std::vector<pool_set> decision_impl::resolve() const {
       if (!placed[c] && cores_[c].serving != ext::no_pool) try_place(c, cores_[c].serving);
     for (std::size_t c = 0; c < out.size(); ++c) {
       if (placed[c]) continue;
-      for (std::size_t i = 0; i < pools_.size() && !placed[c]; ++i) try_place(c, pools_[i].id);
+      for (std::size_t k = 0; k < room.size() && !placed[c]; ++k) try_place(c, pools_[room[k].first].id);
       if (!placed[c]) out[c] = pool_set::none();
     }
   }

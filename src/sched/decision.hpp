@@ -12,6 +12,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <unordered_map>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "assignment.hpp"
@@ -25,8 +28,17 @@ class decision_impl final : public ext::decision {
   // policy places every core); otherwise each keeps its current target.
   decision_impl(std::vector<ext::pool_view> pools, std::vector<ext::core_view> cores, std::chrono::microseconds quantum,
                 bool from_scratch);
+  // On a view the caller keeps (the policy thread's, kept between
+  // decisions): `pools` most urgent first, `index_by_id` from pool id to its
+  // position in `pools` (>= pools.size(): absent), `with_work` the pools
+  // with ready work in the same order. Nothing is copied, so building the
+  // decision costs nothing per idle pool.
+  decision_impl(std::span<const ext::pool_view> pools, std::span<const std::uint32_t> index_by_id,
+                std::vector<ext::pool_view> with_work, std::vector<ext::core_view> cores,
+                std::chrono::microseconds quantum, bool from_scratch);
 
   std::span<const ext::pool_view> pools() const noexcept override { return pools_; }
+  std::span<const ext::pool_view> pools_with_work() const noexcept override { return with_work_; }
   const ext::pool_view* find(ext::pool_id id) const noexcept override;
   std::span<const ext::core_view> cores() const noexcept override { return cores_; }
   void give_core(unsigned core, ext::pool_id pool) override;
@@ -45,12 +57,20 @@ class decision_impl final : public ext::decision {
   std::size_t index_of(ext::pool_id id) const noexcept;  // pools_.size() if absent
   void check_core(unsigned core, const char* action) const;
 
-  std::vector<ext::pool_view> pools_;
-  std::vector<std::size_t> index_by_id_;  // pool id -> position in pools_ (pools_.size(): absent)
+  void start(bool from_scratch);
+
+  std::vector<ext::pool_view> owned_pools_;        // the first constructor's copy
+  std::vector<std::uint32_t> owned_index_;
+  std::span<const ext::pool_view> pools_;
+  std::span<const std::uint32_t> index_by_id_;  // pool id -> position in pools_ (>= pools_.size(): absent)
+  std::vector<ext::pool_view> with_work_;
   std::vector<ext::core_view> cores_;
   std::vector<pool_set> targets_;
   std::vector<bool> explicit_;        // the policy set this core's target in this decision
-  std::vector<long long> counts_;     // per pool index: cores allotted (-1 = not named)
+  // Pool index -> cores allotted, for the pools named (the last call for a
+  // pool wins): as large as the pools named, not the pool count nor the
+  // number of calls (a batch of events calls allot once per event).
+  std::unordered_map<std::size_t, unsigned> counts_;
   bool counted_ = false;              // allot() was called
   ext::pool_id donation_ = ext::no_pool;  // donate_to()
   std::chrono::microseconds quantum_;

@@ -29,6 +29,14 @@
 //    event, or the decision sees the work and decides again: work never
 //    waits in a pool the policy believes empty. A worker that becomes
 //    active re-reads the belief after its increment (scheduling_loop.cpp).
+//  * The kept view (pool_views_, under policy_mutex_) lists every live or
+//    closing pool once, most urgent first; view_index_ maps each listed id
+//    to its position; view_busy_ holds, ascending, exactly the positions
+//    whose view has ready work. A listed pool's has_ready_work is its
+//    belief (both set by the decision that last read it, and a flip of
+//    either posts an event that reads it again), so reading again only
+//    the pools of the events, of the cores' sets and of the cores misses no
+//    flip (refresh_pool_views_locked).
 //  * Backlog events (only for a policy that wants_backlog_events) are a
 //    hint, not a liveness guarantee: at most one per pool is posted between
 //    two decisions (pool_record::backlog_posted, cleared by every view of
@@ -221,24 +229,102 @@ double seconds(std::uint64_t ns) noexcept { return static_cast<double>(ns) * 1e-
 // The view a decision is made on. Pools that are live or draining (closing)
 // appear, most urgent first; `advance` moves the baselines (quantum ticks),
 // so events between ticks see what accrued since the last tick.
-std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
+//
+// The view is kept between decisions (pool_views_, sorted by rank, then
+// creation) and only the pools that may have changed are read again: the
+// pools of this batch's events, the pools of every core's set and the pool
+// each core serves now, and the pools whose cores the last decision changed
+// (marked by apply_locked). Any other pool is unserved: no core accrued
+// time there, its work did not start or end (a pool emptying or filling
+// posts an event, and the belief follows the view, so a flip is never
+// missed: decide_locked), and it was neither added nor removed (events
+// too), so its view is what it was; only the age of a pool with work is
+// brought forward (the elastic policy's deadlines), and its queue length
+// may lag until a core serves it (a queue at a pool nobody serves only
+// grows, so a non-zero hint stays non-zero). A decision then costs what changed, not the pool count: with
+// 4000 idle pools a full read took most of the decision
+// (bench/results/core/pools-many/). A full read is done at installation and
+// while some core serves every pool (it may accrue time anywhere). A
+// quantum tick reads the pools read since the previous tick and the pools
+// with work (refresh below); a pool whose tick showed accrued time is read
+// again at the next decision, which then shows it none.
+void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
   const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
-  std::vector<std::uint64_t> open_work(end, 0), open_look(end, 0);
-  const std::vector<unsigned> cores = cores_by_pool();  // ids only grow: covers every id below `end`
-  for (auto& w : workers_) {
-    const open_interval open = open_interval_of(*w, now);
-    if (open.pool < end) (open.working ? open_work : open_look)[open.pool] += open.ns;
+  if (view_index_.size() < max_pools) {
+    view_index_.assign(max_pools, absent_view);
+    view_marked_.assign(max_pools, false);
+    view_read_since_tick_.assign(max_pools, false);
   }
-  std::vector<ext::pool_view> views;
-  std::vector<std::uint64_t> seq;  // creation order, for ties in rank
-  views.reserve(live_pool_count() + 1);
+  full = full || !pool_views_valid_ ||
+         std::any_of(applied_.begin(), applied_.end(), [](const pool_set& a) { return a.every(); });
+  view_refreshed_.clear();
+  auto mark = [&](std::uint32_t id) {
+    if (id < end && !view_marked_[id]) {
+      view_marked_[id] = true;
+      view_refreshed_.push_back(id);
+    }
+  };
+  if (full) {
+    for (std::uint32_t id = 0; id < end; ++id) mark(id);
+  } else {
+    for (const std::uint32_t id : view_dirty_) mark(id);
+    for (const ext::event& ev : events) mark(ev.pool);
+    if (advance) {
+      // A tick restarts every pool's measures and judges stalls: the pools
+      // read since the last tick (any may have accrued time) and the pools
+      // with work (a stall is queued work nobody ran). A pool in neither was
+      // read at or before the last tick with nothing accrued since.
+      for (const std::uint32_t id : view_since_tick_) mark(id);
+      for (const std::uint32_t at : view_busy_)
+        if (at < pool_views_.size()) mark(pool_views_[at].id);
+    }
+    for (std::size_t c = 0; c < workers_.size(); ++c) {
+      mark(workers_[c]->serving.load(std::memory_order_relaxed));
+      for (const std::uint32_t id : applied_[c].ranked_ids()) mark(id);
+    }
+  }
+  view_dirty_.clear();
   std::lock_guard identity(pools_mutex_);  // rank, weight, creation: written under it
-  for (std::uint32_t id = 0; id < end; ++id) {
+  bool reorder = false;
+  if (advance) {
+    for (const std::uint32_t id : view_since_tick_) view_read_since_tick_[id] = false;
+    view_since_tick_.clear();
+  }
+  for (const std::uint32_t id : view_refreshed_) {
+    view_marked_[id] = false;
+    // A tick's reads start the list afresh: a pool it shows with accrued
+    // time is read again at the next decision (below), and joins it then.
+    if (!advance && !view_read_since_tick_[id]) {
+      view_read_since_tick_[id] = true;
+      view_since_tick_.push_back(id);
+    }
     pool_record& p = pool_at(id);
     const pool_phase ph = p.phase.load(std::memory_order_seq_cst);
-    if (ph != pool_phase::live && ph != pool_phase::closing) continue;
+    const bool live = ph == pool_phase::live || ph == pool_phase::closing;
+    std::uint32_t at = view_index_[id];
+    if (at != absent_view && (!live || pool_view_seq_[at] != p.creation_seq)) {  // gone, or its id taken again
+      pool_views_[at].id = ext::no_pool;  // erased below
+      view_index_[id] = at = absent_view;
+      reorder = true;
+    }
+    if (!live) continue;
+    if (at == absent_view) {
+      at = static_cast<std::uint32_t>(pool_views_.size());
+      pool_views_.emplace_back();
+      pool_view_seq_.push_back(p.creation_seq);
+      view_index_[id] = at;
+      reorder = true;
+    }
+    std::uint64_t open_work = 0, open_look = 0;
+    for (auto& w : workers_) {
+      const open_interval open = open_interval_of(*w, now);
+      if (open.pool == id) (open.working ? open_work : open_look) += open.ns;
+    }
+    unsigned cores = 0;
+    for (const pool_set& a : applied_) cores += a.first() == id ? 1 : 0;
+    ext::pool_view& v = pool_views_[at];
     if (p.seen_creation_seq != p.creation_seq) {  // a new pool on this record: its accounts restarted
       p.seen_creation_seq = p.creation_seq;
       p.seen_work_ns = p.seen_look_ns = 0;
@@ -246,9 +332,9 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
       p.queued_at_tick = false;
     }
     p.backlog_posted.store(false, std::memory_order_relaxed);  // this decision sees the queue
-    const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work[id];
-    const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look[id];
-    ext::pool_view v;
+    const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work;
+    const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look;
+    v = ext::pool_view{};
     v.id = id;
     v.rank = p.rank;
     v.weight = p.weight;
@@ -257,7 +343,7 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
     v.queued = p.injection.size();
     v.work_s = seconds(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
     v.look_s = seconds(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
-    v.cores = cores[id];
+    v.cores = cores;
     v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
     v.elastic = p.elastic;
     if (advance) {
@@ -265,24 +351,68 @@ std::vector<ext::pool_view> scheduler::view_pools_locked(bool advance) {
       const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
       const bool queued = p.has_queued_work();
       v.stalled = queued && p.queued_at_tick && tasks == p.seen_tasks;
+      // The next decision shows what accrued since this tick, and no stall: read it again.
+      if (v.stalled || v.work_s > 0 || v.look_s > 0) view_dirty_.push_back(id);
       p.seen_work_ns = work;
       p.seen_look_ns = look;
       p.seen_tasks = tasks;
       p.queued_at_tick = queued;
     }
-    views.push_back(v);
-    seq.push_back(p.creation_seq);
   }
-  std::vector<std::size_t> order(views.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (views[a].rank != views[b].rank) return views[a].rank < views[b].rank;
-    return seq[a] < seq[b];
-  });
-  std::vector<ext::pool_view> sorted;
-  sorted.reserve(views.size());
-  for (std::size_t i : order) sorted.push_back(views[i]);
-  return sorted;
+  if (reorder) {  // a pool came or went: drop the erased, sort by rank, then creation
+    std::vector<std::size_t> order;
+    order.reserve(pool_views_.size());
+    for (std::size_t i = 0; i < pool_views_.size(); ++i)
+      if (pool_views_[i].id != ext::no_pool) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (pool_views_[a].rank != pool_views_[b].rank) return pool_views_[a].rank < pool_views_[b].rank;
+      return pool_view_seq_[a] < pool_view_seq_[b];
+    });
+    std::vector<ext::pool_view> views;
+    std::vector<std::uint64_t> seqs;
+    views.reserve(order.size());
+    seqs.reserve(order.size());
+    for (const std::size_t i : order) {
+      view_index_[pool_views_[i].id] = static_cast<std::uint32_t>(views.size());
+      views.push_back(std::move(pool_views_[i]));
+      seqs.push_back(pool_view_seq_[i]);
+    }
+    pool_views_ = std::move(views);
+    pool_view_seq_ = std::move(seqs);
+  }
+  pool_views_valid_ = true;
+  // The positions of the pools with ready work, most urgent first
+  // (ext::decision::pools_with_work): updated for the pools read again,
+  // rebuilt when a pool came or went (positions moved).
+  if (reorder) {
+    view_busy_.clear();
+    for (std::uint32_t at = 0; at < pool_views_.size(); ++at)
+      if (pool_views_[at].has_ready_work) view_busy_.push_back(at);
+  } else {
+    for (const std::uint32_t id : view_refreshed_) {
+      const std::uint32_t at = view_index_[id];
+      if (at == absent_view) continue;
+      const auto it = std::lower_bound(view_busy_.begin(), view_busy_.end(), at);
+      const bool listed = it != view_busy_.end() && *it == at;
+      if (pool_views_[at].has_ready_work && !listed)
+        view_busy_.insert(it, at);
+      else if (!pool_views_[at].has_ready_work && listed)
+        view_busy_.erase(it);
+    }
+  }
+  views_with_work_.clear();
+  for (const std::uint32_t at : view_busy_) {
+    ext::pool_view& v = pool_views_[at];
+    const std::uint64_t created = pool_at(v.id).created_ns;
+    v.age = std::chrono::nanoseconds(now > created ? now - created : 0);
+    views_with_work_.push_back(v);
+  }
+  assert(std::all_of(view_busy_.begin(), view_busy_.end(),
+                     [&](std::uint32_t at) { return at < pool_views_.size() && pool_views_[at].has_ready_work; }) &&
+         std::is_sorted(view_busy_.begin(), view_busy_.end()) && "view_busy_ lists the pools with work, in order");
+  assert(std::is_sorted(pool_views_.begin(), pool_views_.end(),
+                        [](const ext::pool_view& a, const ext::pool_view& b) { return a.rank < b.rank; }) &&
+         "the view lists pools most urgent first");
 }
 
 std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
@@ -337,18 +467,32 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
       tick = tick || ev.kind == ext::event_kind::quantum;
       installed = installed || ev.kind == ext::event_kind::installed;
     }
-    std::vector<ext::pool_view> pools = view_pools_locked(tick);
-    decision_impl d(pools, view_cores_locked(tick), quantum_, installed);
-    for (const ext::event& ev : events) policy_->on_event(ev, d);
-    apply_locked(d.resolve());
+    refresh_pool_views_locked(installed, tick, events);
+    const std::span<const ext::pool_view> pools = pool_views_;
+    decision_impl d(pools, view_index_, views_with_work_, view_cores_locked(tick), quantum_, installed);
+    try {
+      for (const ext::event& ev : events) policy_->on_event(ev, d);
+      apply_locked(d.resolve());
+    } catch (...) {
+      // The beliefs below were not set from this view: the retry reads these pools again.
+      view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
+      throw;
+    }
     if (tracing_) [[unlikely]]
       policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
                            static_cast<std::uint32_t>(events.size()));
     quantum_ = d.quantum();
-    if (tick) last_quantum_ = pools;
+    if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (refresh_pool_views_locked)
+      last_quantum_.clear();
+      for (const std::uint32_t id : view_refreshed_)
+        if (view_index_[id] != absent_view) last_quantum_.push_back(pool_views_[view_index_[id]]);
+    }
     for (const ext::event& ev : events)
       if (ev.kind == ext::event_kind::more_cores_requested)
-        if (pool_record* p = find_pool(ev.pool)) p->wants_more_cores.store(false, std::memory_order_relaxed);
+        if (pool_record* p = find_pool(ev.pool)) {
+          p->wants_more_cores.store(false, std::memory_order_relaxed);
+          view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
+        }
     ++decisions_;
     trace_locked(pools);
     // The belief follows the view. A flip the policy was not told of by an
@@ -359,8 +503,11 @@ void scheduler::decide_locked(std::vector<ext::event> events) {
     auto told = [&](ext::event_kind kind, ext::pool_id id) {
       return std::any_of(events.begin(), events.end(), [&](const ext::event& e) { return e.kind == kind && e.pool == id; });
     };
+    // Only the pools this view read again can have flipped (refresh_pool_views_locked).
     std::vector<ext::event> next;
-    for (const ext::pool_view& v : pools) {
+    for (const std::uint32_t id : view_refreshed_) {
+      if (view_index_[id] == absent_view) continue;
+      const ext::pool_view& v = pool_views_[view_index_[id]];
       pool_record& p = pool_at(v.id);
       const bool was = p.believed_nonempty.exchange(v.has_ready_work, std::memory_order_seq_cst);
       if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
@@ -411,6 +558,7 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
         ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
       continue;
     }
+    for (const std::uint32_t id : applied_[c].ranked_ids()) view_dirty_.push_back(id);  // its cores changed
     applied_[c] = target;
     const unsigned word = target.asleep()                                  ? no_pool
                           : target.what == pool_set::kind::pools && target.count == 1 ? target.ids[0]
@@ -423,7 +571,7 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
   }
 }
 
-void scheduler::trace_locked(const std::vector<ext::pool_view>& pools) {
+void scheduler::trace_locked(std::span<const ext::pool_view> pools) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -556,10 +704,14 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
     return;
   }
   auto busy_pools = [&] {
+    // The pools believed non-empty are those with work at the last view
+    // (the belief follows the view, decide_locked): no walk of every pool.
     std::vector<std::uint32_t> busy = nonempty_since_tick_;
-    const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
-    for (std::uint32_t id = 0; id < end && busy.size() < 4; ++id)
-      if (pool_at(id).believed_nonempty.load(std::memory_order_relaxed)) busy.push_back(id);
+    for (const std::uint32_t at : view_busy_) {
+      if (busy.size() >= nonempty_since_tick_.size() + 4) break;
+      if (at < pool_views_.size() && pool_at(pool_views_[at].id).believed_nonempty.load(std::memory_order_relaxed))
+        busy.push_back(pool_views_[at].id);
+    }
     std::sort(busy.begin(), busy.end());
     return static_cast<std::size_t>(std::unique(busy.begin(), busy.end()) - busy.begin());
   };
@@ -670,6 +822,7 @@ void scheduler::set_fairness(std::vector<long long> weights) {
     std::lock_guard identity(pools_mutex_);
     for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
   }
+  pool_views_valid_ = false;  // weights changed without an event: the next view reads every pool
   cfg_.fair.weights = std::move(weights);  // the round stays as configured
   if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", cfg_.aps, cfg_.fair));
 }

@@ -208,7 +208,7 @@ class scheduler {
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
   void decide_locked(std::vector<ext::event> events);
-  std::vector<ext::pool_view> view_pools_locked(bool advance);
+  void refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events);
   std::vector<ext::core_view> view_cores_locked(bool advance);
   std::vector<unsigned> cores_by_pool() const;
   void apply_locked(const std::vector<pool_set>& next);
@@ -217,7 +217,7 @@ class scheduler {
   void handle_events_locked();
   void decide_at_loop_top(bool idle) noexcept;
   void advance_quantum_locked(std::chrono::steady_clock::time_point now);
-  void trace_locked(const std::vector<ext::pool_view>& pools);
+  void trace_locked(std::span<const ext::pool_view> pools);
   void record_latency_locked(std::uint64_t ns);
 
   runtime_config cfg_;
@@ -271,7 +271,22 @@ class scheduler {
   std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
   std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
-  std::vector<ext::pool_view> last_quantum_;  // the pools as the last quantum tick saw them (stats)
+  std::vector<ext::pool_view> last_quantum_;  // the pools the last quantum tick read (stats; the others accrued nothing)
+  // The pools' view kept between decisions (refresh_pool_views_locked):
+  // pool_views_ sorted most urgent first with each one's creation_seq,
+  // view_index_ from id to position (absent_view: not live), the ids to read
+  // again at the next view (view_dirty_, view_marked_ deduplicates), the ids
+  // read by the last one (view_refreshed_), the positions of the pools with
+  // ready work at the last view, ascending (view_busy_), and their views
+  // (views_with_work_).
+  static constexpr std::uint32_t absent_view = ~std::uint32_t{0};
+  std::vector<ext::pool_view> pool_views_, views_with_work_;
+  std::vector<std::uint64_t> pool_view_seq_;
+  std::vector<std::uint32_t> view_index_, view_dirty_, view_refreshed_, view_busy_;
+  std::vector<bool> view_marked_;
+  std::vector<std::uint32_t> view_since_tick_;  // ids read since the last quantum tick
+  std::vector<bool> view_read_since_tick_;      // by id: in view_since_tick_
+  bool pool_views_valid_ = false;
   std::vector<std::uint64_t> latency_ns_;  // event posted -> decision applied, the most recent decisions
   std::uint64_t latency_next_ = 0;
   std::uint64_t decisions_ = 0;

@@ -113,6 +113,11 @@ class decision {
   virtual ~decision() = default;
   // Live pools, most urgent first (by rank, then by age: older first).
   virtual std::span<const pool_view> pools() const noexcept = 0;
+  // The live pools with ready work (has_ready_work), most urgent first: the
+  // part of pools() a policy that serves only pools with work reads. Its
+  // length is what it holds, not the pool count (docs/policies.md,
+  // "Decision cost").
+  virtual std::span<const pool_view> pools_with_work() const noexcept = 0;
   // The live pool with this id, or null.
   virtual const pool_view* find(pool_id id) const noexcept = 0;
   virtual std::span<const core_view> cores() const noexcept = 0;
