@@ -3,6 +3,8 @@
 //   parallel_for(first, last, grain, body)        body(i) for every i in [first, last)
 //   parallel_for(index_range{first, last}, grain, body)
 //                                                 body(sub) for disjoint sub-ranges covering it
+//   parallel_for(index_box{rows, cols[, depth]}, grain, body)
+//                                                 body(tile) for disjoint tiles covering the box
 //   parallel_reduce(first, last, grain, identity, map, combine)
 //                                                 combine over i of map(i), identity if empty
 //
@@ -11,6 +13,10 @@
 // about 2 * size / grain nodes. Halving rather than TBB's auto-partitioning keeps the
 // cost model of Cilk's cilk_for: the caller chooses grain so that one piece's work dwarfs a
 // spawn (tens of nanoseconds here, see bench/results/core).
+//
+// A box (2D, 3D) is halved across its longest dimension until a tile holds at most `grain`
+// indices in all, so tiles stay close to square (cubic), which keeps a stencil's reads of
+// neighbouring rows in cache, as oneTBB's blocked_range2d does.
 //
 // Bounds may have different integral types (0 and v.size()): they meet in their common type,
 // which is the index type passed to the body; a bound it cannot represent throws
@@ -65,7 +71,28 @@ T reduce_range(I first, I last, std::size_t grain, const T& identity, Map& map, 
   return std::invoke(combine, std::move(a), std::move(b));
 }
 
+template <loop_index I, std::size_t N, class Body>
+void split_box(const index_box<I, N>& box, std::size_t grain, Body& body) {
+  if (box.size() <= grain) {
+    std::invoke(body, box);
+    return;
+  }
+  // size() > grain >= 1, so some extent is >= 2 and the longest one halves into two non-empty
+  // boxes.
+  const auto parts = box.halves(box.longest());
+  join([&] { split_box(parts.first, grain, body); }, [&] { split_box(parts.second, grain, body); });
+}
+
 }  // namespace detail
+
+// The multidimensional form: body(index_box<I, N>) on disjoint tiles of at most `grain` indices
+// in all whose union is the box.
+template <loop_index I, std::size_t N, class Body>
+  requires std::invocable<Body&, index_box<I, N>>
+void parallel_for(const index_box<I, N>& box, std::size_t grain, Body&& body) {
+  if (box.empty()) return;
+  detail::split_box(box, grain == 0 ? 1 : grain, body);
+}
 
 // The range form: body(index_range<I>) on disjoint sub-ranges of at most `grain` indices whose
 // union is r. The body runs its own loop, which the compiler can vectorize.

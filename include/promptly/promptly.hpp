@@ -2,6 +2,7 @@
 // Include this header for the whole public API.
 #pragma once
 
+#include "promptly/algorithm.hpp"
 #include "promptly/config.hpp"
 #include "promptly/errors.hpp"
 #include "promptly/fork_join.hpp"
