@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -435,4 +436,89 @@ TEST(AlgorithmsOutsideRuntime, RunSequentiallyOnTheCaller) {
   promptly::parallel_invoke([&] { first = order++; }, [&] { second = order++; });
   EXPECT_EQ(first, 0);
   EXPECT_EQ(second, 1);
+}
+
+// ---- the adaptive split (loops without a grain) ----
+
+namespace {
+
+// The pieces a range-form body received, in any order.
+struct pieces {
+  std::mutex m;
+  std::vector<std::pair<long, long>> seen;
+  void add(long a, long b) {
+    std::lock_guard<std::mutex> lock(m);
+    seen.emplace_back(a, b);
+  }
+  bool tile(long first, long last) {
+    std::sort(seen.begin(), seen.end());
+    long at = first;
+    for (auto [a, b] : seen) {
+      if (a != at || b <= a) return false;
+      at = b;
+    }
+    return at == last;
+  }
+};
+
+}  // namespace
+
+// With nothing stolen (one worker), a range splits into 8 pieces per worker: a budget of 4
+// splits halved at each level gives 2^3 leaves; small ranges stop at pieces of one index.
+TEST(AlgorithmsAdaptive, OneWorkerCutsARangeIntoEightPieces) {
+  promptly::runtime_config cfg;
+  cfg.workers = 1;
+  promptly::runtime rt(cfg);
+  pieces p;
+  rt.run([&] { promptly::parallel_for(promptly::index_range(0L, 1'000'000L), [&](promptly::index_range<long> r) { p.add(r.first(), r.last()); }); });
+  EXPECT_EQ(p.seen.size(), 8u);
+  EXPECT_TRUE(p.tile(0, 1'000'000));
+  pieces small;
+  rt.run([&] { promptly::parallel_for(promptly::index_range(0L, 3L), [&](promptly::index_range<long> r) { small.add(r.first(), r.last()); }); });
+  EXPECT_EQ(small.seen.size(), 3u);
+  EXPECT_TRUE(small.tile(0, 3));
+}
+
+TEST_P(Algorithms, LoopsWithoutAGrainCoverTheirRangeOnce) {
+  for (long n : {0L, 1L, 2L, 7L, 1000L, 100'003L}) {
+    std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
+    pieces p;
+    rt.run([&] {
+      promptly::parallel_for(0L, n, [&](long i) { seen[static_cast<std::size_t>(i)]++; });
+      promptly::parallel_for(promptly::index_range(0L, n), [&](promptly::index_range<long> r) { p.add(r.first(), r.last()); });
+    });
+    for (auto& s : seen) ASSERT_EQ(s, 1) << "n " << n;
+    if (n > 0) EXPECT_TRUE(p.tile(0, n)) << "n " << n;
+    // Index order is kept: a non-commutative combine.
+    const std::string digits = rt.run([&] {
+      return promptly::parallel_reduce(0L, std::min(n, 200L), std::string(), [](long i) { return std::to_string(i % 10); },
+                                       std::plus<>{});
+    });
+    std::string expected;
+    for (long i = 0; i < std::min(n, 200L); ++i) expected += std::to_string(i % 10);
+    EXPECT_EQ(digits, expected);
+  }
+  std::vector<std::atomic<int>> cells(100 * 37);
+  rt.run([&] {
+    promptly::parallel_for(promptly::index_box(promptly::index_range(0, 100), promptly::index_range(0, 37)),
+                           [&](const promptly::index_box<int, 2>& b) {
+                             for (int i : b[0])
+                               for (int j : b[1]) cells[static_cast<std::size_t>(i * 37 + j)]++;
+                           });
+  });
+  for (auto& c : cells) ASSERT_EQ(c, 1);
+}
+
+// A piece that a thief took gets a fresh budget of `workers` splits, however deep it is; an
+// undisturbed one halves its budget and stops at zero (Rayon's Splitter::try_split).
+TEST(AlgorithmsAdaptive, AStolenPieceGetsAFreshSplitBudget) {
+  promptly::detail::adaptive_splitter deep{0, 4};
+  EXPECT_FALSE(deep.try_split(false));
+  EXPECT_TRUE(deep.try_split(true));
+  EXPECT_EQ(deep.splits, 4u);
+  promptly::detail::adaptive_splitter shallow{16, 4};
+  EXPECT_TRUE(shallow.try_split(true));
+  EXPECT_EQ(shallow.splits, 8u);
+  EXPECT_TRUE(shallow.try_split(false));
+  EXPECT_EQ(shallow.splits, 4u);
 }

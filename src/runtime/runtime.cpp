@@ -3,6 +3,7 @@
 
 #include "../sched/scheduler.hpp"
 #include "promptly/ext/policy.hpp"
+#include "promptly/parallel.hpp"
 #include "promptly/typed/inversion_detector.hpp"
 
 namespace promptly {
@@ -44,6 +45,11 @@ std::size_t runtime::pool_count() const noexcept { return sched_->live_pool_coun
 runtime_stats runtime::stats() const { return sched_->stats(); }
 
 inversion_stats runtime::inversions() const { return detector_ ? detector_->snapshot() : inversion_stats{}; }
+
+unsigned detail::current_runtime_workers() noexcept {
+  const worker_view* w = current_worker();
+  return w != nullptr ? w->sched->worker_count() : 1;
+}
 
 bool runtime::on_own_worker() const noexcept { return sched_->owns(detail::reload_current_worker()); }
 
