@@ -1,15 +1,20 @@
 // Parallel algorithms (sort.hpp, scan.hpp, invoke.hpp, the multidimensional parallel_for):
 // results against std:: on random inputs at the sizes around each cutoff, stability,
 // projections, throwing comparators (the range stays a permutation), the caller's level kept by
-// every piece, and calls outside a runtime.
+// every piece, calls outside a runtime (the default runtime, its start-up and its shutdown at
+// exit, and the sequential_region opt-out).
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -20,6 +25,9 @@
 
 #include "promptly/promptly.hpp"
 #include "test_support.hpp"
+#include "watchdog.hpp"
+
+extern char** environ;
 
 namespace {
 
@@ -145,7 +153,10 @@ TEST_P(Algorithms, SortsTakeComparatorsProjectionsAndRanges) {
 
 TEST_P(Algorithms, AThrowingComparatorLeavesAPermutationAndRethrows) {
   const std::size_t n = big(60'000);
-  for (long limit : {0L, 5L, 1000L, 200'000L}) {
+  // Throws at the first comparison, early, midway and late (a sort of n keys compares about
+  // n log2 n times).
+  const long nl = static_cast<long>(n);
+  for (long limit : {0L, 5L, nl, 3 * nl}) {
     for (bool stable : {false, true}) {
       auto v = make_input(n, shape::uniform, static_cast<std::uint32_t>(limit));
       const auto original = v;
@@ -422,20 +433,97 @@ TEST(AlgorithmsLarge, SortAMillionKeys) {
 
 // ---- outside a runtime ----
 
-TEST(AlgorithmsOutsideRuntime, RunSequentiallyOnTheCaller) {
+// From a thread that is no worker, every call runs on the default runtime (started here if no
+// earlier test started it) and returns when it finished.
+TEST(AlgorithmsOutsideRuntime, RunOnTheDefaultRuntime) {
   auto v = make_input(20'000, shape::uniform, 11);
   auto expected = v;
   std::sort(expected.begin(), expected.end());
-  promptly::parallel_sort(v);
+  std::atomic<int> on_worker{0};
+  promptly::parallel_sort(v, [&](std::uint32_t a, std::uint32_t b) {
+    if (promptly::detail::current_worker() != nullptr) on_worker = 1;
+    return a < b;
+  });
   EXPECT_EQ(v, expected);
+  EXPECT_EQ(on_worker, 1);
   std::vector<std::uint32_t> out(v.size());
   promptly::parallel_exclusive_scan(v, out.begin(), 0u);
   EXPECT_EQ(out[1], v[0]);
-  int order = 0;
-  int first = -1, second = -1;
-  promptly::parallel_invoke([&] { first = order++; }, [&] { second = order++; });
-  EXPECT_EQ(first, 0);
-  EXPECT_EQ(second, 1);
+  std::atomic<int> off_worker{0};
+  promptly::parallel_for(0, 10'000, [&](int) {
+    if (promptly::detail::current_worker() == nullptr) off_worker++;
+  });
+  promptly::parallel_invoke([&] { off_worker += promptly::detail::current_worker() == nullptr; }, [] {});
+  EXPECT_EQ(off_worker, 0);
+  EXPECT_EQ(promptly::parallel_reduce(1, 11, 1L, [](int i) { return static_cast<long>(i); }, std::multiplies<>{}), 3'628'800L);
+  EXPECT_THROW(promptly::default_runtime_config({}), std::logic_error);  // it runs already
+  EXPECT_THROW(promptly::parallel_for(0, 100, 1, [](int i) {
+                 if (i == 42) throw std::out_of_range("42");
+               }),
+               std::out_of_range);
+}
+
+// The explicit opt-out: in a sequential_region, calls outside a runtime run on the calling
+// thread, in index order, as they all did before the default runtime.
+TEST(AlgorithmsOutsideRuntime, ASequentialRegionRunsThemOnTheCallerInOrder) {
+  promptly::sequential_region seq;
+  std::vector<int> order;  // no lock: one thread
+  promptly::parallel_for(0, 10, 2, [&](int i) { order.push_back(i); });
+  promptly::parallel_for(10, 20, [&](int i) { order.push_back(i); });
+  promptly::parallel_invoke([&] { order.push_back(20); }, [&] { order.push_back(21); });
+  std::vector<int> expected(22);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+  auto v = make_input(20'000, shape::uniform, 12);
+  promptly::parallel_stable_sort(v, [](std::uint32_t a, std::uint32_t b) {
+    if (promptly::detail::current_worker() != nullptr) throw std::logic_error("on a worker");
+    return a < b;
+  });
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+}
+
+// Runs in a child process started by the next test: configures the default runtime, uses it
+// from main, and returns; the process's exit must shut it down without a hang or a leak.
+TEST(DefaultRuntimeChild, ConfiguredUsedAndLeftForExit) {
+  if (std::getenv("PROMPTLY_ALGORITHMS_TEST_CHILD") == nullptr) GTEST_SKIP() << "run by DefaultRuntime.StartsOnFirstUseAndShutsDownAtExit";
+  promptly::runtime_config cfg;
+  EXPECT_THROW(promptly::default_runtime_config([] {
+                 promptly::runtime_config bad;
+                 bad.levels = 0;
+                 return bad;
+               }()),
+               std::invalid_argument);
+  cfg.workers = 3;
+  promptly::default_runtime_config(cfg);
+  auto v = make_input(big(100'000), shape::uniform, 13);
+  promptly::parallel_sort(v);
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+  EXPECT_EQ(promptly::default_runtime().workers(), 3u);
+  EXPECT_THROW(promptly::default_runtime_config(cfg), std::logic_error);
+  // Work still running when main returns: the exit waits for it (runtime::shutdown).
+  auto pending = std::make_shared<std::atomic<int>>(0);
+  (void)promptly::default_runtime().submit([pending] {
+    promptly::parallel_for(0, 1000, [&](int) { pending->fetch_add(1, std::memory_order_relaxed); });
+  });
+}
+
+TEST(DefaultRuntime, StartsOnFirstUseAndShutsDownAtExit) {
+  if (std::getenv("PROMPTLY_ALGORITHMS_TEST_CHILD") != nullptr) GTEST_SKIP();
+  watchdog guard(hang_guard, "a child process that used the default runtime and exited");
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.emplace_back("PROMPTLY_ALGORITHMS_TEST_CHILD=1");
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string self = "/proc/self/exe", filter = "--gtest_filter=DefaultRuntimeChild.*";
+  char* argv[] = {self.data(), filter.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of a signal: " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's test failed, or a sanitizer reported at its exit";
 }
 
 // ---- the adaptive split (loops without a grain) ----

@@ -29,6 +29,9 @@
 // which is the index type passed to the body; a bound it cannot represent throws
 // std::out_of_range (index_range.hpp). last <= first is an empty loop.
 //
+// Outside any runtime's worker, each call runs on the default runtime (default_runtime.hpp),
+// or sequentially on the caller in a sequential_region.
+//
 // Exceptions: as join(): every piece that started finishes; the first exception in split order
 // (the leftmost failing piece) propagates, the others are discarded.
 //
@@ -46,6 +49,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <optional>
+
+#include "promptly/default_runtime.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/index_range.hpp"
 
@@ -169,7 +175,7 @@ template <loop_index I, std::size_t N, class Body>
   requires std::invocable<Body&, index_box<I, N>>
 void parallel_for(const index_box<I, N>& box, std::size_t grain, Body&& body) {
   if (box.empty()) return;
-  detail::split_box(box, grain == 0 ? 1 : grain, body);
+  detail::run_data_parallel([&] { detail::split_box(box, grain == 0 ? 1 : grain, body); });
 }
 
 // The range form: body(index_range<I>) on disjoint sub-ranges of at most `grain` indices whose
@@ -179,7 +185,7 @@ template <loop_index I, class Body>
 void parallel_for(index_range<I> r, std::size_t grain, Body&& body) {
   if (r.empty()) return;
   auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
-  detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf);
+  detail::run_data_parallel([&] { detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf); });
 }
 
 // body(i) for every i in [first, last), i of the bounds' common type.
@@ -192,7 +198,7 @@ void parallel_for(A first, B last, std::size_t grain, Body&& body) {
   auto leaf = [&body](I lo, I hi) {
     for (I i = lo; i != hi; ++i) std::invoke(body, i);
   };
-  detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf);
+  detail::run_data_parallel([&] { detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf); });
 }
 
 // The combination, in index order, of map(i) for i in [first, last), each piece starting from
@@ -211,7 +217,10 @@ template <loop_index A, loop_index B, class T, class Map, class Combine>
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   const V init(std::forward<T>(identity));
   if (r.empty()) return init;
-  return detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine);
+  std::optional<V> result;
+  detail::run_data_parallel(
+      [&] { result.emplace(detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine)); });
+  return std::move(*result);
 }
 
 // ---- adaptive forms (no grain; see the top of this file) ----
@@ -221,7 +230,8 @@ template <loop_index I, class Body>
 void parallel_for(index_range<I> r, Body&& body) {
   if (r.empty()) return;
   auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
-  detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf);
+  detail::run_data_parallel(
+      [&] { detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf); });
 }
 
 template <loop_index A, loop_index B, class Body>
@@ -233,14 +243,15 @@ void parallel_for(A first, B last, Body&& body) {
   auto leaf = [&body](I lo, I hi) {
     for (I i = lo; i != hi; ++i) std::invoke(body, i);
   };
-  detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf);
+  detail::run_data_parallel(
+      [&] { detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf); });
 }
 
 template <loop_index I, std::size_t N, class Body>
   requires std::invocable<Body&, index_box<I, N>>
 void parallel_for(const index_box<I, N>& box, Body&& body) {
   if (box.empty()) return;
-  detail::split_box_adaptive(box, detail::adaptive_splitter::initial(), false, body);
+  detail::run_data_parallel([&] { detail::split_box_adaptive(box, detail::adaptive_splitter::initial(), false, body); });
 }
 
 template <loop_index A, loop_index B, class T, class Map, class Combine>
@@ -255,8 +266,12 @@ template <loop_index A, loop_index B, class T, class Map, class Combine>
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   const V init(std::forward<T>(identity));
   if (r.empty()) return init;
-  return detail::reduce_range_adaptive<V>(r.first(), r.last(), detail::adaptive_splitter::initial(), false, init, map,
-                                          combine);
+  std::optional<V> result;
+  detail::run_data_parallel([&] {
+    result.emplace(
+        detail::reduce_range_adaptive<V>(r.first(), r.last(), detail::adaptive_splitter::initial(), false, init, map, combine));
+  });
+  return std::move(*result);
 }
 
 }  // namespace promptly

@@ -4,6 +4,7 @@
 
 #include "promptly/algorithm.hpp"
 #include "promptly/config.hpp"
+#include "promptly/default_runtime.hpp"
 #include "promptly/errors.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/future.hpp"

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "promptly/default_runtime.hpp"
 #include "promptly/parallel.hpp"
 
 namespace promptly {
@@ -91,26 +92,28 @@ Out scan(In first, In last, Out out, std::optional<T> init, bool inclusive, Op& 
     else
       exclusive_block(b, e, o, *prefix, op, unary);
   };
-  if (blocks <= 1) {
+  if (blocks <= 1) {  // one block: sequential, on the caller
     run_block(0, init);
     return out + static_cast<E>(n);
   }
-  // prefix[j]: what block j starts from. Pass 1 leaves block j-1's sum there.
-  std::vector<std::optional<T>> prefix(blocks);
-  auto reduce_blocks = [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t j = lo; j != hi; ++j) {
-      const In b = first + static_cast<D>(j * block);
-      prefix[j + 1].emplace(fold_block<T>(b, b + static_cast<D>(block), op, unary));
-    }
-  };
-  split_range(std::size_t{0}, blocks - 1, 1, reduce_blocks);
-  prefix[0] = std::move(init);
-  for (std::size_t j = 1; j < blocks; ++j)
-    if (prefix[j - 1]) prefix[j] = T(std::invoke(op, std::as_const(*prefix[j - 1]), std::move(*prefix[j])));
-  auto scan_blocks = [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t j = lo; j != hi; ++j) run_block(j, prefix[j]);
-  };
-  split_range(std::size_t{0}, blocks, 1, scan_blocks);
+  run_data_parallel([&] {  // outside a runtime: on the default runtime
+    // prefix[j]: what block j starts from. Pass 1 leaves block j-1's sum there.
+    std::vector<std::optional<T>> prefix(blocks);
+    auto reduce_blocks = [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t j = lo; j != hi; ++j) {
+        const In b = first + static_cast<D>(j * block);
+        prefix[j + 1].emplace(fold_block<T>(b, b + static_cast<D>(block), op, unary));
+      }
+    };
+    split_range(std::size_t{0}, blocks - 1, 1, reduce_blocks);
+    prefix[0] = std::move(init);
+    for (std::size_t j = 1; j < blocks; ++j)
+      if (prefix[j - 1]) prefix[j] = T(std::invoke(op, std::as_const(*prefix[j - 1]), std::move(*prefix[j])));
+    auto scan_blocks = [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t j = lo; j != hi; ++j) run_block(j, prefix[j]);
+    };
+    split_range(std::size_t{0}, blocks, 1, scan_blocks);
+  });
   return out + static_cast<E>(n);
 }
 

@@ -7,8 +7,8 @@
 //
 // Random-access iterators (or a random-access range); comp and proj as std::ranges::sort's
 // (the default comp is std::ranges::less). Called from a task, the pieces are joined on the
-// caller's worker and stay in its pool (level); outside any runtime the sort runs sequentially
-// on the caller. The algorithms are in detail/sort_impl.hpp.
+// caller's worker and stay in its pool (level); outside any runtime the sort runs on the
+// default runtime (default_runtime.hpp). The algorithms are in detail/sort_impl.hpp.
 //
 // Exceptions: if a comparison (or projection) throws, the other pieces stop calling the
 // comparator, every piece finishes, the range holds a permutation of its input in unspecified
@@ -22,6 +22,7 @@
 #include <iterator>
 #include <ranges>
 
+#include "promptly/default_runtime.hpp"
 #include "promptly/detail/sort_impl.hpp"
 
 namespace promptly {
@@ -31,7 +32,8 @@ template <std::random_access_iterator I, std::sentinel_for<I> S, class Comp = st
   requires std::sortable<I, Comp, Proj>
 void parallel_sort(I first, S last, Comp comp = {}, Proj proj = {}) {
   const I end = std::ranges::next(first, last);
-  detail::with_sort_compare<I>(comp, proj, [&](auto less) { detail::parallel_quicksort(first, end, less); });
+  detail::run_data_parallel(
+      [&] { detail::with_sort_compare<I>(comp, proj, [&](auto less) { detail::parallel_quicksort(first, end, less); }); });
 }
 
 template <std::ranges::random_access_range R, class Comp = std::ranges::less, class Proj = std::identity>
@@ -45,7 +47,8 @@ template <std::random_access_iterator I, std::sentinel_for<I> S, class Comp = st
   requires std::sortable<I, Comp, Proj>
 void parallel_stable_sort(I first, S last, Comp comp = {}, Proj proj = {}) {
   const I end = std::ranges::next(first, last);
-  detail::with_sort_compare<I>(comp, proj, [&](auto less) { detail::parallel_merge_sort(first, end, less); });
+  detail::run_data_parallel(
+      [&] { detail::with_sort_compare<I>(comp, proj, [&](auto less) { detail::parallel_merge_sort(first, end, less); }); });
 }
 
 template <std::ranges::random_access_range R, class Comp = std::ranges::less, class Proj = std::identity>
