@@ -21,10 +21,13 @@
 //    on (all elements equivalent), every loop of the algorithms advances only while it answers
 //    true or is bounded by the range, so the remaining pieces finish quickly and in bounds,
 //    and the range stays a permutation; the caller rethrows once every piece has finished.
+//  * A partition returns a place inside its range and a parallel merge cuts both of its halves
+//    smaller (asserted in Debug builds), so the recursion ends.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <exception>
 #include <functional>
@@ -141,6 +144,7 @@ I partition_at_ninther(I first, I last, Less& less) {
     if (!(i < j)) break;
     std::ranges::iter_swap(i, j);
   }
+  assert(first <= j && j < last);  // the scans met inside the range
   std::ranges::iter_swap(first, j);
   return j;
 }
@@ -189,6 +193,7 @@ void parallel_merge(X a, std::ptrdiff_t na, X b, std::ptrdiff_t nb, Y out, Less&
     mb = nb / 2;
     ma = std::ranges::upper_bound(a, a + na, b[mb], less) - a;
   }
+  assert(0 <= ma && ma <= na && 0 <= mb && mb <= nb && ma + mb > 0 && ma + mb < na + nb);  // both halves shrink
   join([&] { parallel_merge(a, ma, b, mb, out, less); },
        [&] { parallel_merge(a + ma, na - ma, b + mb, nb - mb, out + (ma + mb), less); });
 }
