@@ -5,12 +5,18 @@
 // as a for loop over it would be. Its iterators hold the index itself (they do not refer to
 // the range). Not std::ranges::iota_view: clang 14 cannot compile libstdc++ 12's iota_view.
 //
+// index_box<I, N>: the product of N index_ranges (a 2D tile of rows x columns, a 3D block), the
+// piece the multidimensional parallel_for hands its body; box[d] is its range along dimension d.
+// size() is the product of the extents, saturated at SIZE_MAX.
+//
 // Bounds of different integral types (parallel_for(0, v.size(), ...)) meet in their common
 // type; a bound that common type cannot represent (a negative first with an unsigned last)
 // throws std::out_of_range instead of wrapping around into a huge loop.
 #pragma once
 
+#include <array>
 #include <concepts>
+#include <limits>
 #include <cstddef>
 #include <iterator>
 #include <stdexcept>
@@ -114,5 +120,56 @@ class index_range {
 
 template <loop_index A, loop_index B>
 index_range(A, B) -> index_range<detail::common_index_t<A, B>>;
+
+template <loop_index I, std::size_t N>
+  requires(N >= 1)
+class index_box {
+ public:
+  using value_type = I;
+  static constexpr std::size_t rank = N;
+
+  constexpr explicit index_box(const std::array<index_range<I>, N>& dims) noexcept : dims_(dims) {}
+  template <std::same_as<index_range<I>>... R>
+    requires(sizeof...(R) == N)
+  constexpr index_box(R... dims) noexcept : dims_{dims...} {}
+
+  [[nodiscard]] constexpr const index_range<I>& operator[](std::size_t d) const noexcept { return dims_[d]; }
+  [[nodiscard]] constexpr std::size_t size() const noexcept {
+    std::size_t n = 1;
+    for (const auto& r : dims_) {
+      if (r.empty()) return 0;
+      if (n > std::numeric_limits<std::size_t>::max() / r.size()) n = std::numeric_limits<std::size_t>::max();
+      else n *= r.size();
+    }
+    return n;
+  }
+  [[nodiscard]] constexpr bool empty() const noexcept { return size() == 0; }
+
+  // The dimension with the most indices (the first of equals).
+  [[nodiscard]] constexpr std::size_t longest() const noexcept {
+    std::size_t d = 0;
+    for (std::size_t k = 1; k < N; ++k)
+      if (dims_[k].size() > dims_[d].size()) d = k;
+    return d;
+  }
+  // The two halves of the box cut across dimension d at its middle.
+  [[nodiscard]] constexpr std::pair<index_box, index_box> halves(std::size_t d) const noexcept {
+    const index_range<I>& r = dims_[d];
+    const I mid = detail::index_advance(r.first(), static_cast<std::make_unsigned_t<I>>(r.size() / 2));
+    index_box lo = *this;
+    index_box hi = *this;
+    lo.dims_[d] = index_range<I>(r.first(), mid);
+    hi.dims_[d] = index_range<I>(mid, r.last());
+    return {lo, hi};
+  }
+
+  friend constexpr bool operator==(const index_box&, const index_box&) = default;
+
+ private:
+  std::array<index_range<I>, N> dims_;
+};
+
+template <loop_index I, std::same_as<index_range<I>>... R>
+index_box(index_range<I>, R...) -> index_box<I, 1 + sizeof...(R)>;
 
 }  // namespace promptly

@@ -3,18 +3,34 @@
 //   parallel_for(first, last, grain, body)        body(i) for every i in [first, last)
 //   parallel_for(index_range{first, last}, grain, body)
 //                                                 body(sub) for disjoint sub-ranges covering it
+//   parallel_for(index_box{rows, cols[, depth]}, grain, body)
+//                                                 body(tile) for disjoint tiles covering the box
 //   parallel_reduce(first, last, grain, identity, map, combine)
 //                                                 combine over i of map(i), identity if empty
 //
 // Every form halves the range with join() until a piece holds at most `grain` indices (grain 0
 // means 1), so a piece holds between grain/2 and grain indices and the split tree has
-// about 2 * size / grain nodes. Halving rather than TBB's auto-partitioning keeps the
-// cost model of Cilk's cilk_for: the caller chooses grain so that one piece's work dwarfs a
-// spawn (tens of nanoseconds here, see bench/results/core).
+// about 2 * size / grain nodes: the cost model of Cilk's cilk_for, where the caller chooses
+// grain so that one piece's work dwarfs a spawn (tens of nanoseconds here, bench/results/core).
+//
+// Without a grain (parallel_for(first, last, body), parallel_for(index_range, body),
+// parallel_for(index_box, body), parallel_reduce(first, last, identity, map, combine)) the
+// split is adaptive, as Rayon's (rayon-core's Splitter, "iter/plumbing/README.md") and
+// oneTBB's auto_partitioner: a range is cut into about 8 pieces per worker (a split budget of
+// 4 * workers, halved at each level), and a piece that was stolen (it runs on another worker
+// than the one that split it) gets a new budget of `workers` splits, so work spreads further
+// only where idle workers took it. A piece is never cut below one index.
+//
+// A box (2D, 3D) is halved across its longest dimension until a tile holds at most `grain`
+// indices in all, so tiles stay close to square (cubic), which keeps a stencil's reads of
+// neighbouring rows in cache, as oneTBB's blocked_range2d does.
 //
 // Bounds may have different integral types (0 and v.size()): they meet in their common type,
 // which is the index type passed to the body; a bound it cannot represent throws
 // std::out_of_range (index_range.hpp). last <= first is an empty loop.
+//
+// Outside any runtime's worker, each call runs on the default runtime (default_runtime.hpp),
+// or sequentially on the caller in a sequential_region.
 //
 // Exceptions: as join(): every piece that started finishes; the first exception in split order
 // (the leftmost failing piece) propagates, the others are discarded.
@@ -25,6 +41,7 @@
 // up to re-association. Each piece starts from a copy of `identity`.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -32,12 +49,46 @@
 #include <type_traits>
 #include <utility>
 
+#include <optional>
+
+#include "promptly/default_runtime.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/index_range.hpp"
 
 namespace promptly {
 
 namespace detail {
+
+// The number of workers of the runtime the caller runs on; 1 outside any runtime
+// (src/runtime/runtime.cpp).
+unsigned current_runtime_workers() noexcept;
+
+// Rayon's Splitter::try_split: a piece splits while its budget lasts, and a stolen piece gets
+// a fresh budget of `workers` splits.
+struct adaptive_splitter {
+  std::size_t splits;
+  std::size_t workers;
+  static adaptive_splitter initial() noexcept {
+    const std::size_t p = current_runtime_workers();
+    return {4 * p, p};
+  }
+  bool try_split(bool stolen) noexcept {
+    if (stolen) {
+      splits = std::max(workers, splits / 2);
+      return true;
+    }
+    if (splits == 0) return false;
+    splits /= 2;
+    return true;
+  }
+};
+
+// join(f(false), g(stolen)): g learns whether a thief ran it.
+template <class F, class G>
+auto join_noting_steals(F&& f, G&& g) {
+  worker_view* const splitter = current_worker();
+  return join([&] { return f(false); }, [&] { return g(current_worker() != splitter); });
+}
 
 // Calls leaf(first, last) on pieces of at most `grain` indices, in parallel.
 template <loop_index I, class Leaf>
@@ -65,7 +116,67 @@ T reduce_range(I first, I last, std::size_t grain, const T& identity, Map& map, 
   return std::invoke(combine, std::move(a), std::move(b));
 }
 
+template <loop_index I, std::size_t N, class Body>
+void split_box(const index_box<I, N>& box, std::size_t grain, Body& body) {
+  if (box.size() <= grain) {
+    std::invoke(body, box);
+    return;
+  }
+  // size() > grain >= 1, so some extent is >= 2 and the longest one halves into two non-empty
+  // boxes.
+  const auto parts = box.halves(box.longest());
+  join([&] { split_box(parts.first, grain, body); }, [&] { split_box(parts.second, grain, body); });
+}
+
+template <loop_index I, class Leaf>
+void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Leaf& leaf) {
+  const auto n = index_distance(first, last);
+  if (n < 2 || !s.try_split(stolen)) {
+    leaf(first, last);
+    return;
+  }
+  const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
+  join_noting_steals([&](bool st) { split_range_adaptive(first, mid, s, st, leaf); },
+                     [&](bool st) { split_range_adaptive(mid, last, s, st, leaf); });
+}
+
+template <class T, loop_index I, class Map, class Combine>
+T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const T& identity, Map& map,
+                        Combine& combine) {
+  const auto n = index_distance(first, last);
+  if (n < 2 || !s.try_split(stolen)) {
+    T acc = identity;
+    for (I i = first; i != last; ++i) acc = std::invoke(combine, std::move(acc), std::invoke(map, i));
+    return acc;
+  }
+  const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
+  auto [a, b] = join_noting_steals(
+      [&](bool st) { return reduce_range_adaptive(first, mid, s, st, identity, map, combine); },
+      [&](bool st) { return reduce_range_adaptive(mid, last, s, st, identity, map, combine); });
+  return std::invoke(combine, std::move(a), std::move(b));
+}
+
+template <loop_index I, std::size_t N, class Body>
+void split_box_adaptive(const index_box<I, N>& box, adaptive_splitter s, bool stolen, Body& body) {
+  if (box.size() < 2 || !s.try_split(stolen)) {
+    std::invoke(body, box);
+    return;
+  }
+  const auto parts = box.halves(box.longest());
+  join_noting_steals([&](bool st) { split_box_adaptive(parts.first, s, st, body); },
+                     [&](bool st) { split_box_adaptive(parts.second, s, st, body); });
+}
+
 }  // namespace detail
+
+// The multidimensional form: body(index_box<I, N>) on disjoint tiles of at most `grain` indices
+// in all whose union is the box.
+template <loop_index I, std::size_t N, class Body>
+  requires std::invocable<Body&, index_box<I, N>>
+void parallel_for(const index_box<I, N>& box, std::size_t grain, Body&& body) {
+  if (box.empty()) return;
+  detail::run_data_parallel([&] { detail::split_box(box, grain == 0 ? 1 : grain, body); });
+}
 
 // The range form: body(index_range<I>) on disjoint sub-ranges of at most `grain` indices whose
 // union is r. The body runs its own loop, which the compiler can vectorize.
@@ -74,7 +185,7 @@ template <loop_index I, class Body>
 void parallel_for(index_range<I> r, std::size_t grain, Body&& body) {
   if (r.empty()) return;
   auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
-  detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf);
+  detail::run_data_parallel([&] { detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf); });
 }
 
 // body(i) for every i in [first, last), i of the bounds' common type.
@@ -87,7 +198,7 @@ void parallel_for(A first, B last, std::size_t grain, Body&& body) {
   auto leaf = [&body](I lo, I hi) {
     for (I i = lo; i != hi; ++i) std::invoke(body, i);
   };
-  detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf);
+  detail::run_data_parallel([&] { detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf); });
 }
 
 // The combination, in index order, of map(i) for i in [first, last), each piece starting from
@@ -106,7 +217,61 @@ template <loop_index A, loop_index B, class T, class Map, class Combine>
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   const V init(std::forward<T>(identity));
   if (r.empty()) return init;
-  return detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine);
+  std::optional<V> result;
+  detail::run_data_parallel(
+      [&] { result.emplace(detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine)); });
+  return std::move(*result);
+}
+
+// ---- adaptive forms (no grain; see the top of this file) ----
+
+template <loop_index I, class Body>
+  requires std::invocable<Body&, index_range<I>>
+void parallel_for(index_range<I> r, Body&& body) {
+  if (r.empty()) return;
+  auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
+  detail::run_data_parallel(
+      [&] { detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf); });
+}
+
+template <loop_index A, loop_index B, class Body>
+  requires std::invocable<Body&, detail::common_index_t<A, B>>
+void parallel_for(A first, B last, Body&& body) {
+  using I = detail::common_index_t<A, B>;
+  const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
+  if (r.empty()) return;
+  auto leaf = [&body](I lo, I hi) {
+    for (I i = lo; i != hi; ++i) std::invoke(body, i);
+  };
+  detail::run_data_parallel(
+      [&] { detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf); });
+}
+
+template <loop_index I, std::size_t N, class Body>
+  requires std::invocable<Body&, index_box<I, N>>
+void parallel_for(const index_box<I, N>& box, Body&& body) {
+  if (box.empty()) return;
+  detail::run_data_parallel([&] { detail::split_box_adaptive(box, detail::adaptive_splitter::initial(), false, body); });
+}
+
+template <loop_index A, loop_index B, class T, class Map, class Combine>
+  requires std::invocable<Map&, detail::common_index_t<A, B>> &&
+           std::convertible_to<std::invoke_result_t<Map&, detail::common_index_t<A, B>>, std::decay_t<T>> &&
+           std::invocable<Combine&, std::decay_t<T>, std::decay_t<T>> &&
+           std::convertible_to<std::invoke_result_t<Combine&, std::decay_t<T>, std::decay_t<T>>, std::decay_t<T>> &&
+           std::copy_constructible<std::decay_t<T>>
+[[nodiscard]] std::decay_t<T> parallel_reduce(A first, B last, T&& identity, Map&& map, Combine&& combine) {
+  using I = detail::common_index_t<A, B>;
+  using V = std::decay_t<T>;
+  const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
+  const V init(std::forward<T>(identity));
+  if (r.empty()) return init;
+  std::optional<V> result;
+  detail::run_data_parallel([&] {
+    result.emplace(
+        detail::reduce_range_adaptive<V>(r.first(), r.last(), detail::adaptive_splitter::initial(), false, init, map, combine));
+  });
+  return std::move(*result);
 }
 
 }  // namespace promptly

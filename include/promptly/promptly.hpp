@@ -2,7 +2,9 @@
 // Include this header for the whole public API.
 #pragma once
 
+#include "promptly/algorithm.hpp"
 #include "promptly/config.hpp"
+#include "promptly/default_runtime.hpp"
 #include "promptly/errors.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/future.hpp"

@@ -33,6 +33,25 @@ int fork_join_and_loops() {
   return promptly::parallel_reduce(0, v.size(), 2, 0, [&](std::size_t i) { return v[i]; }, std::plus<>{});
 }
 
+int algorithms() {
+  std::vector<int> v{3, 1, 2};
+  promptly::parallel_sort(v);
+  promptly::parallel_sort(v.begin(), v.end(), std::greater<>{});
+  promptly::parallel_stable_sort(v, std::ranges::less{}, [](int x) { return -x; });
+  promptly::parallel_stable_sort(v.begin(), v.end(), [](int a, int b) { return a < b; });
+  std::vector<long> out(v.size());
+  promptly::parallel_inclusive_scan(v.begin(), v.end(), out.begin());
+  promptly::parallel_inclusive_scan(v.begin(), v.end(), out.begin(), std::plus<>{}, 1L);
+  promptly::parallel_exclusive_scan(v, out.begin(), 0L);
+  promptly::parallel_transform_inclusive_scan(v, out.begin(), std::plus<>{}, [](int x) { return long{x} * x; });
+  promptly::parallel_transform_exclusive_scan(v.begin(), v.end(), out.begin(), 0L, std::plus<>{}, [](int x) { return long{x}; });
+  int a = 0;
+  promptly::parallel_invoke([&] { a += 1; }, [] {}, [] {});
+  promptly::parallel_for(promptly::index_box(promptly::index_range(0, 4), promptly::index_range(0, 4)), 2,
+                         [&](const promptly::index_box<int, 2>& b) { a += static_cast<int>(b.size()); });
+  return a + static_cast<int>(out[0]);
+}
+
 int futures_and_groups() {
   promptly::task_group tg;
   tg.spawn([] {});

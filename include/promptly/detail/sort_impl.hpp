@@ -1,0 +1,267 @@
+// The sorting algorithms behind promptly/sort.hpp.
+//
+// Unstable: parallel quicksort (the structure of oneTBB's parallel_sort): a pseudo-median of
+// nine (Tukey's ninther, Bentley and McIlroy, "Engineering a Sort Function", Sec. 5) is the
+// pivot, a sequential Hoare partition splits the range, and join() sorts both sides; pieces of
+// at most sort_leaf elements, or below the depth limit, go to std::ranges::sort (introsort, so
+// the worst case stays O(n log n), as in Musser's introsort).
+//
+// Stable: parallel merge sort over a buffer of n elements, the two arrays swapping roles at each
+// level (ping-pong), with a parallel merge that splits the longer input at its middle and the
+// other at the matching binary-search point (the divide-and-conquer merge of Cormen et al.,
+// "Introduction to Algorithms", 3rd ed., Sec. 27.3); pieces of at most sort_leaf elements go to
+// std::ranges::stable_sort.
+//
+// Invariants
+//  * Elements move only by swaps (partition, std::ranges::sort) or whole-level moves (merge
+//    sort), so when every comparison returns, the range holds a permutation of its input.
+//  * A comparison that may throw runs inside guarded_less: the first exception is kept in
+//    sort_failure and every comparison from then on, in every piece, returns false without
+//    calling the user. A comparator that answers false for everything is consistent from then
+//    on (all elements equivalent), every loop of the algorithms advances only while it answers
+//    true or is bounded by the range, so the remaining pieces finish quickly and in bounds,
+//    and the range stays a permutation; the caller rethrows once every piece has finished.
+//  * A partition returns a place inside its range and a parallel merge cuts both of its halves
+//    smaller (asserted in Debug builds), so the recursion ends.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "promptly/fork_join.hpp"
+#include "promptly/parallel.hpp"
+
+namespace promptly::detail {
+
+// Pieces of at most this many elements are sorted sequentially: ~20 us of work for 4-byte keys,
+// which dwarfs a join (tens of ns, bench/results/core).
+inline constexpr std::ptrdiff_t sort_leaf = 2048;
+// Merges of at most this many elements run sequentially.
+inline constexpr std::ptrdiff_t merge_leaf = 8192;
+
+// comp(proj(a), proj(b)) on lvalues: an element is never handed to the user as an rvalue (a
+// comparator taking its arguments by value must not move from the elements being sorted).
+template <class Comp, class Proj>
+struct projected_less {
+  Comp* comp;
+  Proj* proj;
+  template <class A, class B>
+  bool operator()(A&& a, B&& b) const {
+    return static_cast<bool>(std::invoke(*comp, std::invoke(*proj, a), std::invoke(*proj, b)));
+  }
+};
+
+// Whether comparing two elements is declared noexcept (then no guard is needed).
+template <class I, class Comp, class Proj>
+inline constexpr bool nothrow_compare = requires(Comp& c, Proj& p, std::iter_value_t<I>& x) {
+  { std::invoke(c, std::invoke(p, x), std::invoke(p, x)) } noexcept;
+};
+
+// The first exception a comparison threw, in any piece.
+class sort_failure {
+ public:
+  bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+  void record(std::exception_ptr e) noexcept {
+    if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::move(e);
+  }
+  // Called after every piece finished (join ordered their writes before this).
+  void rethrow_if_failed() {
+    if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
+};
+
+// See the invariants at the top of this file.
+template <class Less>
+struct guarded_less {
+  Less less;
+  sort_failure* failure;
+  template <class A, class B>
+  bool operator()(A&& a, B&& b) const noexcept {
+    if (failure->failed()) return false;
+    try {
+      return less(a, b);
+    } catch (...) {
+      failure->record(std::current_exception());
+      return false;
+    }
+  }
+};
+
+// Calls run(less) with the comparison to sort with; rethrows the first exception a comparison
+// threw once run has returned.
+template <class I, class Comp, class Proj, class Run>
+void with_sort_compare(Comp& comp, Proj& proj, Run&& run) {
+  projected_less<Comp, Proj> less{&comp, &proj};
+  if constexpr (nothrow_compare<I, Comp, Proj>) {
+    run(less);
+  } else {
+    sort_failure failure;
+    run(guarded_less<projected_less<Comp, Proj>>{less, &failure});
+    failure.rethrow_if_failed();
+  }
+}
+
+// ---- unstable: parallel quicksort ----
+
+template <class I, class Less>
+I median_of_3(I a, I b, I c, Less& less) {
+  if (less(*a, *b)) return less(*b, *c) ? b : (less(*a, *c) ? c : a);
+  return less(*a, *c) ? a : (less(*b, *c) ? c : b);
+}
+
+// Moves the pseudo-median of nine to *first, partitions [first, last) around it with swaps and
+// returns the pivot's final place p: [first, p) holds no element greater than *p, (p, last) no
+// element less. Elements equal to the pivot stop both scans, so a range of equal keys splits
+// in the middle.
+template <class I, class Less>
+I partition_at_ninther(I first, I last, Less& less) {
+  const auto n = last - first;
+  const auto step = n / 8;
+  const I mid = first + n / 2;
+  const I m1 = median_of_3(first, first + step, first + 2 * step, less);
+  const I m2 = median_of_3(mid - step, mid, mid + step, less);
+  const I m3 = median_of_3(last - 1 - 2 * step, last - 1 - step, last - 1, less);
+  std::ranges::iter_swap(first, median_of_3(m1, m2, m3, less));
+  I i = first;
+  I j = last;
+  for (;;) {
+    do ++i;
+    while (i != last && less(*i, *first));
+    do --j;
+    while (j != first && less(*first, *j));
+    if (!(i < j)) break;
+    std::ranges::iter_swap(i, j);
+  }
+  assert(first <= j && j < last);  // the scans met inside the range
+  std::ranges::iter_swap(first, j);
+  return j;
+}
+
+template <class I, class Less>
+void quicksort(I first, I last, Less& less, int depth) {
+  if (last - first <= sort_leaf || depth == 0) {
+    std::ranges::sort(first, last, less);
+    return;
+  }
+  const I p = partition_at_ninther(first, last, less);
+  join([&] { quicksort(first, p, less, depth - 1); }, [&] { quicksort(p + 1, last, less, depth - 1); });
+}
+
+// 2 * floor(log2(n)): introsort's depth limit.
+inline int sort_depth_limit(std::ptrdiff_t n) noexcept {
+  int d = 0;
+  for (; n > 1; n >>= 1) d += 2;
+  return d;
+}
+
+template <class I, class Less>
+void parallel_quicksort(I first, I last, Less less) {
+  quicksort(first, last, less, sort_depth_limit(last - first));
+}
+
+// ---- stable: parallel merge sort ----
+
+// Moves the merge of sorted [a, a + na) and [b, b + nb) (a's elements first among equals)
+// to out.
+template <class X, class Y, class Less>
+void parallel_merge(X a, std::ptrdiff_t na, X b, std::ptrdiff_t nb, Y out, Less& less) {
+  if (na + nb <= merge_leaf) {
+    std::ranges::merge(std::make_move_iterator(a), std::make_move_iterator(a + na), std::make_move_iterator(b),
+                       std::make_move_iterator(b + nb), out, less);
+    return;
+  }
+  // Split the longer input at its middle (both halves shrink, since it holds >= 2 elements):
+  // elements of a before everything equal in b, as a sequential merge orders them.
+  std::ptrdiff_t ma;
+  std::ptrdiff_t mb;
+  if (na >= nb) {
+    ma = na / 2;
+    mb = std::ranges::lower_bound(b, b + nb, a[ma], less) - b;
+  } else {
+    mb = nb / 2;
+    ma = std::ranges::upper_bound(a, a + na, b[mb], less) - a;
+  }
+  assert(0 <= ma && ma <= na && 0 <= mb && mb <= nb && ma + mb > 0 && ma + mb < na + nb);  // both halves shrink
+  join([&] { parallel_merge(a, ma, b, mb, out, less); },
+       [&] { parallel_merge(a + ma, na - ma, b + mb, nb - mb, out + (ma + mb), less); });
+}
+
+// Sorts the n elements at src; they end at dst if into_dst, else at src.
+template <class X, class Y, class Less>
+void merge_sort(X src, Y dst, std::ptrdiff_t n, bool into_dst, Less& less) {
+  if (n <= sort_leaf) {
+    std::ranges::stable_sort(src, src + n, less);
+    if (into_dst) std::ranges::move(src, src + n, dst);
+    return;
+  }
+  const std::ptrdiff_t h = n / 2;
+  join([&] { merge_sort(src, dst, h, !into_dst, less); }, [&] { merge_sort(src + h, dst + h, n - h, !into_dst, less); });
+  if (into_dst)
+    parallel_merge(src, h, src + h, n - h, dst, less);  // the halves are at src
+  else
+    parallel_merge(dst, h, dst + h, n - h, src, less);  // the halves are at dst
+}
+
+// n elements of raw storage, destroyed (if constructed) and freed on every path.
+template <class T>
+class sort_buffer {
+ public:
+  explicit sort_buffer(std::size_t n) : n_(n), p_(std::allocator<T>().allocate(n)) {}
+  ~sort_buffer() {
+    if (constructed_) std::destroy(p_, p_ + n_);
+    std::allocator<T>().deallocate(p_, n_);
+  }
+  sort_buffer(const sort_buffer&) = delete;
+  sort_buffer& operator=(const sort_buffer&) = delete;
+  T* data() const noexcept { return p_; }
+  void mark_constructed() noexcept { constructed_ = true; }
+
+ private:
+  std::size_t n_;
+  T* p_;
+  bool constructed_ = false;
+};
+
+template <class I, class Less>
+void parallel_merge_sort(I first, I last, Less less) {
+  using T = std::iter_value_t<I>;
+  const std::ptrdiff_t n = last - first;
+  if (n <= sort_leaf) {
+    std::ranges::stable_sort(first, last, less);
+    return;
+  }
+  if constexpr (!std::is_nothrow_move_constructible_v<T> || !std::is_nothrow_move_assignable_v<T>) {
+    // A move that throws halfway through a level would lose elements: sort sequentially,
+    // with std::ranges::stable_sort's guarantees.
+    std::ranges::stable_sort(first, last, less);
+  } else {
+    sort_buffer<T> buf(static_cast<std::size_t>(n));  // may throw before any element moved
+    if constexpr (std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>) {
+      // The allocation created the objects (implicit-lifetime types): sort in place, the
+      // buffer as scratch.
+      merge_sort(first, buf.data(), n, false, less);
+    } else {
+      // Move every element into the buffer (in parallel: it is a memory pass), then sort from
+      // there back into the range.
+      T* b = buf.data();
+      auto move_piece = [&](std::ptrdiff_t lo, std::ptrdiff_t hi) { std::uninitialized_move(first + lo, first + hi, b + lo); };
+      split_range(std::ptrdiff_t{0}, n, static_cast<std::size_t>(merge_leaf), move_piece);
+      buf.mark_constructed();
+      merge_sort(b, first, n, true, less);
+    }
+  }
+}
+
+}  // namespace promptly::detail

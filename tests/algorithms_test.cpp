@@ -1,0 +1,612 @@
+// Parallel algorithms (sort.hpp, scan.hpp, invoke.hpp, the multidimensional parallel_for):
+// results against std:: on random inputs at the sizes around each cutoff, stability,
+// projections, throwing comparators (the range stays a permutation), the caller's level kept by
+// every piece, calls outside a runtime (the default runtime, its start-up and its shutdown at
+// exit, and the sequential_region opt-out).
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "promptly/promptly.hpp"
+#include "test_support.hpp"
+#include "watchdog.hpp"
+
+extern char** environ;
+
+namespace {
+
+// Sizes scale down in the sanitizer builds (10x slower or more).
+std::size_t big(std::size_t n) { return under_tsan || under_asan ? n / 10 : n; }
+
+enum class shape { uniform, sorted, reversed, few_unique, equal };
+
+std::vector<std::uint32_t> make_input(std::size_t n, shape s, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint32_t> v(n);
+  for (auto& x : v) x = static_cast<std::uint32_t>(gen());
+  switch (s) {
+    case shape::uniform:
+      break;
+    case shape::sorted:
+      std::sort(v.begin(), v.end());
+      break;
+    case shape::reversed:
+      std::sort(v.begin(), v.end(), std::greater<>{});
+      break;
+    case shape::few_unique:
+      for (auto& x : v) x %= 7;
+      break;
+    case shape::equal:
+      std::fill(v.begin(), v.end(), 42u);
+      break;
+  }
+  return v;
+}
+
+constexpr std::array all_shapes{shape::uniform, shape::sorted, shape::reversed, shape::few_unique, shape::equal};
+
+// Every size at which the algorithms change course: empty, one, both sides of the sequential
+// cutoffs, a few leaves, many leaves.
+std::vector<std::size_t> edge_sizes() {
+  const auto leaf = static_cast<std::size_t>(promptly::detail::sort_leaf);
+  const auto merge = static_cast<std::size_t>(promptly::detail::merge_leaf);
+  return {0, 1, 2, 9, leaf - 1, leaf, leaf + 1, merge - 1, merge + 1, 3 * merge + 7, big(200'000)};
+}
+
+// A key with its original position: stability is visible.
+struct keyed {
+  std::uint32_t key;
+  std::uint32_t pos;
+  friend bool operator==(const keyed&, const keyed&) = default;
+};
+
+std::vector<keyed> make_keyed(std::size_t n, std::uint32_t modulus, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<keyed> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = {static_cast<std::uint32_t>(gen() % modulus), static_cast<std::uint32_t>(i)};
+  return v;
+}
+
+// A comparator that throws at its `limit`-th call (counted over all threads).
+struct throwing_less {
+  std::atomic<long>* calls;
+  long limit;
+  bool operator()(std::uint32_t a, std::uint32_t b) const {
+    if (calls->fetch_add(1, std::memory_order_relaxed) == limit) throw std::runtime_error("comparator");
+    return a < b;
+  }
+};
+
+}  // namespace
+
+class Algorithms : public ::testing::TestWithParam<unsigned> {
+ protected:
+  static promptly::runtime_config with_workers(unsigned n) {
+    promptly::runtime_config c;
+    c.workers = n;
+    return c;
+  }
+  promptly::runtime rt{with_workers(GetParam())};
+};
+
+// ---- sorting ----
+
+TEST_P(Algorithms, SortMatchesStdSortForEveryShapeAndSize) {
+  for (shape s : all_shapes) {
+    for (std::size_t n : edge_sizes()) {
+      auto v = make_input(n, s, static_cast<std::uint32_t>(n));
+      auto expected = v;
+      std::sort(expected.begin(), expected.end());
+      rt.run([&] { promptly::parallel_sort(v.begin(), v.end()); });
+      ASSERT_EQ(v, expected) << "shape " << static_cast<int>(s) << ", n " << n;
+    }
+  }
+}
+
+TEST_P(Algorithms, StableSortKeepsTheOrderOfEqualKeys) {
+  for (std::uint32_t modulus : {1u, 3u, 1000u, 0xffffffffu}) {
+    for (std::size_t n : edge_sizes()) {
+      auto v = make_keyed(n, modulus, modulus + static_cast<std::uint32_t>(n));
+      auto expected = v;
+      std::stable_sort(expected.begin(), expected.end(), [](const keyed& a, const keyed& b) { return a.key < b.key; });
+      rt.run([&] { promptly::parallel_stable_sort(v.begin(), v.end(), std::ranges::less{}, &keyed::key); });
+      ASSERT_EQ(v, expected) << "modulus " << modulus << ", n " << n;
+    }
+  }
+}
+
+TEST_P(Algorithms, SortsTakeComparatorsProjectionsAndRanges) {
+  const std::size_t n = 3 * static_cast<std::size_t>(promptly::detail::merge_leaf) + 11;
+  auto v = make_input(n, shape::uniform, 1);
+  std::deque<std::uint32_t> d(v.begin(), v.end());
+  rt.run([&] {
+    promptly::parallel_sort(v, std::greater<>{});
+    promptly::parallel_sort(d);  // a deque: random access, not contiguous
+  });
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end(), std::greater<>{}));
+  EXPECT_TRUE(std::is_sorted(d.begin(), d.end()));
+  // Strings go through the buffer's constructed path (not trivially constructible).
+  std::vector<std::string> s(n);
+  for (std::size_t i = 0; i < n; ++i) s[i] = std::to_string(v[i] % 5000) + "/" + std::to_string(i);
+  auto expected = s;
+  auto prefix = [](const std::string& x) { return std::stoi(x.substr(0, x.find('/'))); };
+  std::stable_sort(expected.begin(), expected.end(), [&](const auto& a, const auto& b) { return prefix(a) < prefix(b); });
+  rt.run([&] { promptly::parallel_stable_sort(s, std::ranges::less{}, prefix); });
+  EXPECT_EQ(s, expected);
+}
+
+TEST_P(Algorithms, AThrowingComparatorLeavesAPermutationAndRethrows) {
+  const std::size_t n = big(60'000);
+  // Throws at the first comparison, early, midway and late (a sort of n keys compares about
+  // n log2 n times).
+  const long nl = static_cast<long>(n);
+  for (long limit : {0L, 5L, nl, 3 * nl}) {
+    for (bool stable : {false, true}) {
+      auto v = make_input(n, shape::uniform, static_cast<std::uint32_t>(limit));
+      const auto original = v;
+      std::atomic<long> calls{0};
+      const std::string what = what_of<std::runtime_error>([&] {
+        rt.run([&] {
+          if (stable)
+            promptly::parallel_stable_sort(v, throwing_less{&calls, limit});
+          else
+            promptly::parallel_sort(v, throwing_less{&calls, limit});
+        });
+      });
+      EXPECT_EQ(what, "comparator") << "limit " << limit << ", stable " << stable;
+      std::sort(v.begin(), v.end());
+      auto sorted_original = original;
+      std::sort(sorted_original.begin(), sorted_original.end());
+      ASSERT_EQ(v, sorted_original) << "not a permutation: limit " << limit << ", stable " << stable;
+    }
+  }
+}
+
+TEST_P(Algorithms, AThrowingProjectionOfStringsLeavesAPermutation) {
+  const std::size_t n = big(50'000);
+  std::vector<std::string> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = std::to_string((i * 7919) % n);
+  const auto original = v;
+  std::atomic<long> calls{0};
+  auto proj = [&](const std::string& s) -> const std::string& {
+    if (calls.fetch_add(1, std::memory_order_relaxed) == 30'000) throw std::length_error("projection");
+    return s;
+  };
+  for (bool stable : {false, true}) {
+    calls = 0;
+    v = original;
+    EXPECT_EQ(what_of<std::length_error>([&] {
+                rt.run([&] {
+                  if (stable)
+                    promptly::parallel_stable_sort(v, std::ranges::less{}, proj);
+                  else
+                    promptly::parallel_sort(v, std::ranges::less{}, proj);
+                });
+              }),
+              "projection");
+    std::sort(v.begin(), v.end());
+    auto sorted_original = original;
+    std::sort(sorted_original.begin(), sorted_original.end());
+    ASSERT_EQ(v, sorted_original) << "stable " << stable;
+  }
+}
+
+// ---- scans ----
+
+namespace {
+
+// x -> a * x + b mod 2^32, composed left to right: associative, not commutative.
+struct affine {
+  std::uint32_t a = 1;
+  std::uint32_t b = 0;
+  friend bool operator==(const affine&, const affine&) = default;
+};
+affine then(const affine& f, const affine& g) { return {g.a * f.a, g.a * f.b + g.b}; }
+
+std::vector<std::size_t> scan_sizes() {
+  const std::size_t block = promptly::detail::scan_min_block;
+  return {0, 1, 2, block - 1, block, block + 1, 2 * block + 3, big(1'000'000)};
+}
+
+}  // namespace
+
+TEST_P(Algorithms, ScansMatchStdScansForEverySize) {
+  for (std::size_t n : scan_sizes()) {
+    auto in = make_input(n, shape::uniform, static_cast<std::uint32_t>(n));
+    std::vector<std::uint64_t> got(n), expected(n);
+    auto widen = [](std::uint32_t x) { return static_cast<std::uint64_t>(x); };
+
+    std::inclusive_scan(in.begin(), in.end(), expected.begin(), std::plus<std::uint64_t>{}, std::uint64_t{0});
+    rt.run([&] { promptly::parallel_inclusive_scan(in.begin(), in.end(), got.begin(), std::plus<>{}, std::uint64_t{0}); });
+    ASSERT_EQ(got, expected) << "inclusive, n " << n;
+
+    std::exclusive_scan(in.begin(), in.end(), expected.begin(), std::uint64_t{5});
+    auto end = rt.run([&] { return promptly::parallel_exclusive_scan(in, got.begin(), std::uint64_t{5}); });
+    ASSERT_EQ(got, expected) << "exclusive, n " << n;
+    ASSERT_EQ(end, got.end());
+
+    std::transform_inclusive_scan(in.begin(), in.end(), expected.begin(), std::plus<>{}, widen);
+    rt.run([&] { promptly::parallel_transform_inclusive_scan(in, got.begin(), std::plus<>{}, widen); });
+    ASSERT_EQ(got, expected) << "transform inclusive, n " << n;
+
+    std::transform_exclusive_scan(in.begin(), in.end(), expected.begin(), std::uint64_t{1}, std::plus<>{}, widen);
+    rt.run([&] {
+      promptly::parallel_transform_exclusive_scan(in.begin(), in.end(), got.begin(), std::uint64_t{1}, std::plus<>{}, widen);
+    });
+    ASSERT_EQ(got, expected) << "transform exclusive, n " << n;
+
+    // In place, with a plain value type.
+    auto inplace = in;
+    std::vector<std::uint32_t> expected32(n);
+    std::inclusive_scan(in.begin(), in.end(), expected32.begin());
+    rt.run([&] { promptly::parallel_inclusive_scan(inplace.begin(), inplace.end(), inplace.begin()); });
+    ASSERT_EQ(inplace, expected32) << "in place, n " << n;
+    inplace = in;
+    std::exclusive_scan(in.begin(), in.end(), expected32.begin(), 3u);
+    rt.run([&] { promptly::parallel_exclusive_scan(inplace.begin(), inplace.end(), inplace.begin(), 3u); });
+    ASSERT_EQ(inplace, expected32) << "exclusive in place, n " << n;
+  }
+}
+
+TEST_P(Algorithms, ScansKeepTheOperandOrder) {
+  const std::size_t n = 5 * promptly::detail::scan_min_block + 17;
+  std::mt19937 gen(3);
+  std::vector<affine> in(n);
+  for (auto& f : in) f = {static_cast<std::uint32_t>(gen()) | 1u, static_cast<std::uint32_t>(gen())};
+  std::vector<affine> expected(n), got(n);
+  std::inclusive_scan(in.begin(), in.end(), expected.begin(), then);
+  rt.run([&] { promptly::parallel_inclusive_scan(in.begin(), in.end(), got.begin(), then); });
+  EXPECT_EQ(got, expected);
+  std::exclusive_scan(in.begin(), in.end(), expected.begin(), affine{3, 4}, then);
+  rt.run([&] { promptly::parallel_exclusive_scan(in.begin(), in.end(), got.begin(), affine{3, 4}, then); });
+  EXPECT_EQ(got, expected);
+}
+
+TEST_P(Algorithms, AScanRethrowsWhatItsOperationThrew) {
+  const std::size_t n = 4 * promptly::detail::scan_min_block;
+  std::vector<int> in(n, 1), out(n);
+  auto op = [](int a, int b) {
+    if (a == 2 * static_cast<int>(promptly::detail::scan_min_block) + 5) throw std::domain_error("op");
+    return a + b;
+  };
+  EXPECT_EQ(what_of<std::domain_error>([&] { rt.run([&] { promptly::parallel_inclusive_scan(in.begin(), in.end(), out.begin(), op); }); }),
+            "op");
+}
+
+// ---- parallel_invoke ----
+
+TEST_P(Algorithms, InvokeRunsEveryCallableOnceAndRethrowsTheLeftmostException) {
+  std::array<std::atomic<int>, 7> ran{};
+  rt.run([&] {
+    promptly::parallel_invoke([&] { ran[0]++; }, [&] { ran[1]++; }, [&] { ran[2]++; }, [&] { ran[3]++; },
+                              [&] { ran[4]++; }, [&] { ran[5]++; }, [&] { ran[6]++; });
+    promptly::parallel_invoke([&] { ran[0]++; });
+  });
+  EXPECT_EQ(ran[0], 2);
+  for (std::size_t i = 1; i < ran.size(); ++i) EXPECT_EQ(ran[i], 1) << i;
+  std::atomic<int> finished{0};
+  EXPECT_EQ(what_of<std::runtime_error>([&] {
+              rt.run([&] {
+                promptly::parallel_invoke([&] { finished++; }, [&] { finished++; throw std::runtime_error("second"); },
+                                          [&] { finished++; }, [&] { finished++; throw std::runtime_error("fourth"); });
+              });
+            }),
+            "second");
+  EXPECT_EQ(finished, 4);
+}
+
+// ---- multidimensional loops ----
+
+TEST_P(Algorithms, ABoxBlurOverTilesMatchesTheSerialOne) {
+  const std::size_t h = 301, w = 517;
+  std::vector<float> img(h * w), serial(h * w), parallel(h * w);
+  std::mt19937 gen(5);
+  for (auto& p : img) p = static_cast<float>(gen() % 256);
+  auto blur = [&](std::size_t y, std::size_t x) {
+    float sum = 0;
+    int count = 0;
+    for (std::size_t yy = y > 0 ? y - 1 : 0; yy <= std::min(h - 1, y + 1); ++yy)
+      for (std::size_t xx = x > 0 ? x - 1 : 0; xx <= std::min(w - 1, x + 1); ++xx, ++count) sum += img[yy * w + xx];
+    return sum / static_cast<float>(count);
+  };
+  for (std::size_t y = 0; y < h; ++y)
+    for (std::size_t x = 0; x < w; ++x) serial[y * w + x] = blur(y, x);
+  std::atomic<std::size_t> tiles{0}, covered{0};
+  std::atomic<bool> too_big{false};
+  const std::size_t grain = 1000;
+  rt.run([&] {
+    promptly::parallel_for(promptly::index_box(promptly::index_range<std::size_t>(0, h), promptly::index_range<std::size_t>(0, w)),
+                           grain, [&](const promptly::index_box<std::size_t, 2>& tile) {
+                             if (tile.size() > grain) too_big = true;
+                             tiles++;
+                             covered += tile.size();
+                             for (std::size_t y : tile[0])
+                               for (std::size_t x : tile[1]) parallel[y * w + x] = blur(y, x);
+                           });
+  });
+  EXPECT_EQ(parallel, serial);
+  EXPECT_FALSE(too_big);
+  EXPECT_EQ(covered, h * w);
+  EXPECT_GE(tiles, h * w / grain);
+}
+
+TEST_P(Algorithms, A3DBoxIsCoveredOnceAndTilesStayCubic) {
+  const int n0 = 37, n1 = 5, n2 = 64;
+  std::vector<std::atomic<int>> seen(n0 * n1 * n2);
+  std::atomic<bool> flat{false};
+  rt.run([&] {
+    promptly::parallel_for(promptly::index_box(promptly::index_range(0, n0), promptly::index_range(0, n1), promptly::index_range(0, n2)), 64,
+                           [&](const promptly::index_box<int, 3>& b) {
+                             // Halving the longest side keeps every side within 2x of the others,
+                             // or at its full (short) extent.
+                             for (std::size_t d = 0; d < 3; ++d)
+                               for (std::size_t e = 0; e < 3; ++e)
+                                 if (b[d].size() > 2 * b[e].size() + 1 && b[e].size() != static_cast<std::size_t>(std::array{n0, n1, n2}[e]))
+                                   flat = true;
+                             for (int i : b[0])
+                               for (int j : b[1])
+                                 for (int k : b[2]) seen[static_cast<std::size_t>((i * n1 + j) * n2 + k)]++;
+                           });
+    // Empty boxes run nothing.
+    promptly::parallel_for(promptly::index_box(promptly::index_range(0, 0), promptly::index_range(0, 9)), 1,
+                           [&](const promptly::index_box<int, 2>&) { flat = true; });
+  });
+  for (auto& s : seen) ASSERT_EQ(s, 1);
+  EXPECT_FALSE(flat);
+}
+
+// ---- levels ----
+
+// Work of an algorithm called from a task stays at the task's level: every comparison, scan
+// operation and invoked callable of a task at level 1 and of one at level 5 sees its own level.
+TEST_P(Algorithms, NestedAlgorithmsKeepTheirCallersLevel) {
+  std::atomic<int> wrong{0};
+  auto work = [&](unsigned lvl) {
+    auto check = [&wrong, lvl] {
+      if (promptly::current_level() != lvl) wrong++;
+    };
+    auto v = make_input(big(60'000), shape::uniform, lvl);
+    promptly::parallel_sort(v, [&](std::uint32_t a, std::uint32_t b) {
+      check();
+      return a < b;
+    });
+    promptly::parallel_stable_sort(v, [&](std::uint32_t a, std::uint32_t b) noexcept {
+      if (promptly::current_level() != lvl) wrong++;
+      return a > b;
+    });
+    std::vector<std::uint32_t> out(v.size());
+    promptly::parallel_inclusive_scan(v.begin(), v.end(), out.begin(), [&](std::uint32_t a, std::uint32_t b) {
+      check();
+      return a + b;
+    });
+    promptly::parallel_invoke(check, check, check);
+    promptly::parallel_for(promptly::index_box(promptly::index_range(0, 64), promptly::index_range(0, 64)), 16,
+                           [&](const promptly::index_box<int, 2>&) { check(); });
+    return std::is_sorted(v.begin(), v.end(), std::greater<>{});
+  };
+  const bool sorted = rt.run([&] {
+    promptly::task_group tg;
+    std::atomic<bool> ok1{false}, ok5{false};
+    tg.spawn(promptly::level{1}, [&] { ok1 = work(1); });
+    tg.spawn(promptly::level{5}, [&] { ok5 = work(5); });
+    tg.wait();
+    return ok1 && ok5;
+  });
+  EXPECT_TRUE(sorted);
+  EXPECT_EQ(wrong, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, Algorithms, ::testing::Values(1u, 2u, 4u));
+
+// Once, at two workers: the size at which most leaves run as stolen work.
+TEST(AlgorithmsLarge, SortAMillionKeys) {
+  promptly::runtime_config cfg;
+  cfg.workers = 2;
+  promptly::runtime rt(cfg);
+  auto v = make_input(big(1'000'000), shape::uniform, 7);
+  auto expected = v;
+  std::sort(expected.begin(), expected.end());
+  rt.run([&] { promptly::parallel_sort(v); });
+  EXPECT_EQ(v, expected);
+  auto w = make_keyed(big(1'000'000), 1000, 8);
+  auto stable_expected = w;
+  std::stable_sort(stable_expected.begin(), stable_expected.end(), [](const keyed& a, const keyed& b) { return a.key < b.key; });
+  rt.run([&] { promptly::parallel_stable_sort(w, {}, &keyed::key); });
+  EXPECT_EQ(w, stable_expected);
+}
+
+// ---- outside a runtime ----
+
+// From a thread that is no worker, every call runs on the default runtime (started here if no
+// earlier test started it) and returns when it finished.
+TEST(AlgorithmsOutsideRuntime, RunOnTheDefaultRuntime) {
+  auto v = make_input(20'000, shape::uniform, 11);
+  auto expected = v;
+  std::sort(expected.begin(), expected.end());
+  std::atomic<int> on_worker{0};
+  promptly::parallel_sort(v, [&](std::uint32_t a, std::uint32_t b) {
+    if (promptly::detail::current_worker() != nullptr) on_worker = 1;
+    return a < b;
+  });
+  EXPECT_EQ(v, expected);
+  EXPECT_EQ(on_worker, 1);
+  std::vector<std::uint32_t> out(v.size());
+  promptly::parallel_exclusive_scan(v, out.begin(), 0u);
+  EXPECT_EQ(out[1], v[0]);
+  std::atomic<int> off_worker{0};
+  promptly::parallel_for(0, 10'000, [&](int) {
+    if (promptly::detail::current_worker() == nullptr) off_worker++;
+  });
+  promptly::parallel_invoke([&] { off_worker += promptly::detail::current_worker() == nullptr; }, [] {});
+  EXPECT_EQ(off_worker, 0);
+  EXPECT_EQ(promptly::parallel_reduce(1, 11, 1L, [](int i) { return static_cast<long>(i); }, std::multiplies<>{}), 3'628'800L);
+  EXPECT_THROW(promptly::default_runtime_config({}), std::logic_error);  // it runs already
+  EXPECT_THROW(promptly::parallel_for(0, 100, 1, [](int i) {
+                 if (i == 42) throw std::out_of_range("42");
+               }),
+               std::out_of_range);
+}
+
+// The explicit opt-out: in a sequential_region, calls outside a runtime run on the calling
+// thread, in index order, as they all did before the default runtime.
+TEST(AlgorithmsOutsideRuntime, ASequentialRegionRunsThemOnTheCallerInOrder) {
+  promptly::sequential_region seq;
+  std::vector<int> order;  // no lock: one thread
+  promptly::parallel_for(0, 10, 2, [&](int i) { order.push_back(i); });
+  promptly::parallel_for(10, 20, [&](int i) { order.push_back(i); });
+  promptly::parallel_invoke([&] { order.push_back(20); }, [&] { order.push_back(21); });
+  std::vector<int> expected(22);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+  auto v = make_input(20'000, shape::uniform, 12);
+  promptly::parallel_stable_sort(v, [](std::uint32_t a, std::uint32_t b) {
+    if (promptly::detail::current_worker() != nullptr) throw std::logic_error("on a worker");
+    return a < b;
+  });
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+}
+
+// Runs in a child process started by the next test: configures the default runtime, uses it
+// from main, and returns; the process's exit must shut it down without a hang or a leak.
+TEST(DefaultRuntimeChild, ConfiguredUsedAndLeftForExit) {
+  if (std::getenv("PROMPTLY_ALGORITHMS_TEST_CHILD") == nullptr) GTEST_SKIP() << "run by DefaultRuntime.StartsOnFirstUseAndShutsDownAtExit";
+  promptly::runtime_config cfg;
+  EXPECT_THROW(promptly::default_runtime_config([] {
+                 promptly::runtime_config bad;
+                 bad.levels = 0;
+                 return bad;
+               }()),
+               std::invalid_argument);
+  cfg.workers = 3;
+  promptly::default_runtime_config(cfg);
+  auto v = make_input(big(100'000), shape::uniform, 13);
+  promptly::parallel_sort(v);
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+  EXPECT_EQ(promptly::default_runtime().workers(), 3u);
+  EXPECT_THROW(promptly::default_runtime_config(cfg), std::logic_error);
+  // Work still running when main returns: the exit waits for it (runtime::shutdown).
+  auto pending = std::make_shared<std::atomic<int>>(0);
+  (void)promptly::default_runtime().submit([pending] {
+    promptly::parallel_for(0, 1000, [&](int) { pending->fetch_add(1, std::memory_order_relaxed); });
+  });
+}
+
+TEST(DefaultRuntime, StartsOnFirstUseAndShutsDownAtExit) {
+  if (std::getenv("PROMPTLY_ALGORITHMS_TEST_CHILD") != nullptr) GTEST_SKIP();
+  watchdog guard(hang_guard, "a child process that used the default runtime and exited");
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.emplace_back("PROMPTLY_ALGORITHMS_TEST_CHILD=1");
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string self = "/proc/self/exe", filter = "--gtest_filter=DefaultRuntimeChild.*";
+  char* argv[] = {self.data(), filter.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of a signal: " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's test failed, or a sanitizer reported at its exit";
+}
+
+// ---- the adaptive split (loops without a grain) ----
+
+namespace {
+
+// The pieces a range-form body received, in any order.
+struct pieces {
+  std::mutex m;
+  std::vector<std::pair<long, long>> seen;
+  void add(long a, long b) {
+    std::lock_guard<std::mutex> lock(m);
+    seen.emplace_back(a, b);
+  }
+  bool tile(long first, long last) {
+    std::sort(seen.begin(), seen.end());
+    long at = first;
+    for (auto [a, b] : seen) {
+      if (a != at || b <= a) return false;
+      at = b;
+    }
+    return at == last;
+  }
+};
+
+}  // namespace
+
+// With nothing stolen (one worker), a range splits into 8 pieces per worker: a budget of 4
+// splits halved at each level gives 2^3 leaves; small ranges stop at pieces of one index.
+TEST(AlgorithmsAdaptive, OneWorkerCutsARangeIntoEightPieces) {
+  promptly::runtime_config cfg;
+  cfg.workers = 1;
+  promptly::runtime rt(cfg);
+  pieces p;
+  rt.run([&] { promptly::parallel_for(promptly::index_range(0L, 1'000'000L), [&](promptly::index_range<long> r) { p.add(r.first(), r.last()); }); });
+  EXPECT_EQ(p.seen.size(), 8u);
+  EXPECT_TRUE(p.tile(0, 1'000'000));
+  pieces small;
+  rt.run([&] { promptly::parallel_for(promptly::index_range(0L, 3L), [&](promptly::index_range<long> r) { small.add(r.first(), r.last()); }); });
+  EXPECT_EQ(small.seen.size(), 3u);
+  EXPECT_TRUE(small.tile(0, 3));
+}
+
+TEST_P(Algorithms, LoopsWithoutAGrainCoverTheirRangeOnce) {
+  for (long n : {0L, 1L, 2L, 7L, 1000L, 100'003L}) {
+    std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
+    pieces p;
+    rt.run([&] {
+      promptly::parallel_for(0L, n, [&](long i) { seen[static_cast<std::size_t>(i)]++; });
+      promptly::parallel_for(promptly::index_range(0L, n), [&](promptly::index_range<long> r) { p.add(r.first(), r.last()); });
+    });
+    for (auto& s : seen) ASSERT_EQ(s, 1) << "n " << n;
+    if (n > 0) EXPECT_TRUE(p.tile(0, n)) << "n " << n;
+    // Index order is kept: a non-commutative combine.
+    const std::string digits = rt.run([&] {
+      return promptly::parallel_reduce(0L, std::min(n, 200L), std::string(), [](long i) { return std::to_string(i % 10); },
+                                       std::plus<>{});
+    });
+    std::string expected;
+    for (long i = 0; i < std::min(n, 200L); ++i) expected += std::to_string(i % 10);
+    EXPECT_EQ(digits, expected);
+  }
+  std::vector<std::atomic<int>> cells(100 * 37);
+  rt.run([&] {
+    promptly::parallel_for(promptly::index_box(promptly::index_range(0, 100), promptly::index_range(0, 37)),
+                           [&](const promptly::index_box<int, 2>& b) {
+                             for (int i : b[0])
+                               for (int j : b[1]) cells[static_cast<std::size_t>(i * 37 + j)]++;
+                           });
+  });
+  for (auto& c : cells) ASSERT_EQ(c, 1);
+}
+
+// A piece that a thief took gets a fresh budget of `workers` splits, however deep it is; an
+// undisturbed one halves its budget and stops at zero (Rayon's Splitter::try_split).
+TEST(AlgorithmsAdaptive, AStolenPieceGetsAFreshSplitBudget) {
+  promptly::detail::adaptive_splitter deep{0, 4};
+  EXPECT_FALSE(deep.try_split(false));
+  EXPECT_TRUE(deep.try_split(true));
+  EXPECT_EQ(deep.splits, 4u);
+  promptly::detail::adaptive_splitter shallow{16, 4};
+  EXPECT_TRUE(shallow.try_split(true));
+  EXPECT_EQ(shallow.splits, 8u);
+  EXPECT_TRUE(shallow.try_split(false));
+  EXPECT_EQ(shallow.splits, 4u);
+}
