@@ -171,8 +171,9 @@ int serve(const options& o, const partitioning& parts) {
   fo.auth_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.auth_timeout_s * 1000));
   daemon::front_end fe(svc, fo);
   std::vector<std::string> lines;
+  daemon::socket_file_id socket_file;
   if (!o.no_socket) {
-    fe.add_listener(daemon::listen_unix(o.socket), std::nullopt);
+    fe.add_listener(daemon::listen_unix(o.socket, &socket_file), std::nullopt);
     lines.push_back("listening unix " + o.socket);
   }
   if (!o.tcp.empty()) {
@@ -224,7 +225,10 @@ int serve(const options& o, const partitioning& parts) {
                static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
                static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
                static_cast<unsigned long long>(st.rejected), unsent);
-  if (!o.no_socket) ::unlink(o.socket.c_str());
+  // Only our own socket file: a daemon started since our listener closed
+  // has bound a new one at the same path.
+  if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
+    std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
   return 0;
 }
 
