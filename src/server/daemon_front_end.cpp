@@ -156,6 +156,11 @@ struct front_end::loop {
       svc.connections_reading_paused.fetch_add(paused ? 1 : -1, std::memory_order_relaxed);
     c.counted_paused = paused;
   }
+  // Every connection closed: nothing of them is left in the gauges.
+  void gauges_settled() const {
+    assert(svc.buffered_bytes.load(std::memory_order_relaxed) == 0 && "buffered_bytes sums open connections");
+    assert(svc.connections_reading_paused.load(std::memory_order_relaxed) == 0 && "paused counts open connections");
+  }
   void uncount(connection& c) {
     svc.buffered_bytes.fetch_sub(c.counted_bytes, std::memory_order_relaxed);
     if (c.counted_paused) svc.connections_reading_paused.fetch_sub(1, std::memory_order_relaxed);
@@ -486,14 +491,14 @@ struct front_end::loop {
         for (const auto id : ids) linger(id);
       }
       if (finish_seen) {
-        if (conns.empty()) return;
+        if (conns.empty()) return gauges_settled();
         if (now >= finish_deadline) {
           for (auto& [id, c] : conns)
             if (!c.unsent.empty() || c.s->pending_replies() > 0) ++unsent_at_close;
           std::vector<std::uint64_t> ids;
           for (auto& [id, c] : conns) ids.push_back(id);
           for (const auto id : ids) close_connection(id);
-          return;
+          return gauges_settled();
         }
       }
     }
