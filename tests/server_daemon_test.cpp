@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon_support.hpp"
 #include "server/daemon_client.hpp"
 #include "sched/os_time_slice.hpp"
 #include "sched/toolchain.hpp"
@@ -44,97 +45,7 @@ constexpr bool sanitized = PROMPTLY_UNDER_ASAN || PROMPTLY_UNDER_TSAN;
 // Release does the full counts; the sanitizer builds a tenth.
 constexpr int scaled(int n) { return sanitized ? n / 10 : n; }
 
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    char tmpl[] = "/tmp/promptlyd-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
-
-// The daemon as a child process; its stdout lines up to "ready" are kept.
-class daemon_process {
- public:
-  explicit daemon_process(std::vector<std::string> args) {
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
-      ::dup2(out[1], STDOUT_FILENO);
-      std::vector<char*> argv;
-      static std::string exe = PROMPTLYD_PATH;
-      argv.push_back(exe.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(exe.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    out_ = ::fdopen(out[0], "r");
-    char line[4096];
-    while (std::fgets(line, sizeof line, out_) != nullptr) {
-      std::string l(line);
-      if (!l.empty() && l.back() == '\n') l.pop_back();
-      lines_.push_back(l);
-      if (l == "ready") return;
-    }
-    exit_status_ = wait_exit();  // it stopped before "ready"
-  }
-  ~daemon_process() {
-    if (pid_ > 0 && !exit_status_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (out_) std::fclose(out_);
-  }
-  [[nodiscard]] bool ready() const { return !exit_status_.has_value(); }
-  // The value after "<prefix> " in a start-up line, e.g. "listening tcp".
-  [[nodiscard]] std::string line_value(const std::string& prefix) const {
-    for (const auto& l : lines_)
-      if (l.rfind(prefix + " ", 0) == 0) return l.substr(prefix.size() + 1);
-    return "";
-  }
-  void signal(int sig) const { ::kill(pid_, sig); }
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  // The exit status (or 128 + signal), waiting for it.
-  int wait_exit() {
-    if (exit_status_) return *exit_status_;
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return *exit_status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-  std::vector<std::string> lines_;
-  std::optional<int> exit_status_;
-};
-
-std::string code_of(const json& r) { return r.at("error").at("code").get<std::string>(); }
-
 long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-
-// A raw HTTP GET (status line and body) on loopback.
-std::pair<int, std::string> http_get(const std::string& host_port, const std::string& path) {
-  const auto hp = promptly::server::daemon::parse_host_port(host_port);
-  client c(promptly::server::daemon::connect_tcp(hp.host, hp.port));
-  c.send_raw("GET " + path + " HTTP/1.1\r\nHost: " + host_port + "\r\nConnection: close\r\n\r\n");
-  std::string all;
-  while (auto l = c.receive_line()) all += *l + "\n";
-  const int status = std::stoi(all.substr(9, 3));
-  const auto body = all.find("\r\n\r\n");
-  return {status, body == std::string::npos ? "" : all.substr(body + 4)};
-}
-
-// The value of an unlabelled sample in a Prometheus text exposition, or -1.
-double metric(const std::string& text, const std::string& name) {
-  const auto at = text.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
-}
 
 class Daemon : public ::testing::Test {
  protected:

@@ -2,8 +2,10 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,6 +73,12 @@ struct connection {
   std::string unsent;
   std::size_t off = 0;
   std::uint32_t events = 0;
+  // Written all and shut down for writing at the drain; read (and
+  // discarded) until the peer's end of stream, so that closing resets nothing.
+  bool closing = false;
+  // What this connection adds to the service's gauges now.
+  std::int64_t counted_bytes = 0;
+  bool counted_paused = false;
 };
 
 // Tags in epoll's data: listeners and the eventfd below this, connections above.
@@ -87,6 +95,7 @@ struct front_end::loop {
   std::vector<listener> listeners;
   std::unordered_map<std::uint64_t, connection> conns;
   std::set<std::uint64_t> streaming;
+  std::set<std::uint64_t> lingering;  // closing connections
   // Connections to token listeners, with the time they must have shown the
   // token by; in accept order, so deadlines only grow (the invariants above).
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> auth_due;
@@ -127,12 +136,96 @@ struct front_end::loop {
     if (it == conns.end()) return;
     ::epoll_ctl(ep, EPOLL_CTL_DEL, it->second.fd, nullptr);
     ::close(it->second.fd);
+    uncount(it->second);
     conns.erase(it);
     streaming.erase(id);
+    lingering.erase(id);
     svc.connections.fetch_sub(1, std::memory_order_relaxed);  // statistics only
   }
 
   std::size_t unsent_bytes(const connection& c) const { return c.unsent.size() - c.off; }
+
+  // The connection's share of the service's gauges (statistics only:
+  // relaxed), updated after every change of its output or input state.
+  void count(connection& c) {
+    const auto bytes = static_cast<std::int64_t>(unsent_bytes(c) + c.s->buffered_bytes());
+    const bool paused = !finish_seen && !c.closing && !c.s->input_ended() && !c.s->wants_input(unsent_bytes(c));
+    svc.buffered_bytes.fetch_add(bytes - c.counted_bytes, std::memory_order_relaxed);
+    c.counted_bytes = bytes;
+    if (paused != c.counted_paused)
+      svc.connections_reading_paused.fetch_add(paused ? 1 : -1, std::memory_order_relaxed);
+    c.counted_paused = paused;
+  }
+  // Every connection closed: nothing of them is left in the gauges.
+  void gauges_settled() const {
+    assert(svc.buffered_bytes.load(std::memory_order_relaxed) == 0 && "buffered_bytes sums open connections");
+    assert(svc.connections_reading_paused.load(std::memory_order_relaxed) == 0 && "paused counts open connections");
+  }
+  void uncount(connection& c) {
+    svc.buffered_bytes.fetch_sub(c.counted_bytes, std::memory_order_relaxed);
+    if (c.counted_paused) svc.connections_reading_paused.fetch_sub(1, std::memory_order_relaxed);
+    c.counted_bytes = 0;
+    c.counted_paused = false;
+  }
+
+  // Drain, last step for a connection whose replies are all written: end of
+  // stream to the peer (shutdown SHUT_WR), then close once nothing is left
+  // to read. A close with unread input would reset the connection, and a
+  // reset makes the peer's kernel drop replies it has not delivered yet.
+  void close_gracefully(std::uint64_t id, connection& c) {
+    c.closing = true;
+    ::shutdown(c.fd, SHUT_WR);
+    uncount(c);
+    set_events(id, c, EPOLLIN | EPOLLRDHUP);
+    streaming.erase(id);
+    lingering.insert(id);
+    linger(id);
+  }
+
+  // Reads and discards what a closing connection's peer sent; closes it at
+  // the peer's end of stream, or as soon as its receive queue is empty and
+  // the peer has taken every byte written (SIOCOUTQ 0: consumed on a Unix
+  // socket, acknowledged on TCP), so idle peers never hold up the exit.
+  // Bounded by the flush deadline.
+  void linger(std::uint64_t id) {
+    const auto it = conns.find(id);
+    if (it == conns.end()) return;
+    char buf[64 * 1024];
+    for (int round = 0; round < 16; ++round) {
+      const ssize_t n = ::recv(it->second.fd, buf, sizeof buf, 0);
+      if (n > 0) continue;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        int outq = 0;
+        if (::ioctl(it->second.fd, SIOCOUTQ, &outq) != 0 || outq == 0) close_connection(id);
+        return;
+      }
+      close_connection(id);  // end of stream, or the peer is gone
+      return;
+    }
+  }
+
+  // Drain, final step: reads what the kernel holds for the connection
+  // (until it would block, its end of stream, or max_output_bytes, a bound
+  // against a peer that never stops sending) and answers it whatever the
+  // connection's bounds: every job is terminal by now, so every reply is
+  // ready at once and the input is what the socket buffers held.
+  void read_remaining_input(std::uint64_t id) {
+    const auto it = conns.find(id);
+    if (it == conns.end() || it->second.closing || it->second.s->input_ended()) return;
+    connection& c = it->second;
+    char buf[64 * 1024];
+    for (std::size_t total = 0; total < opts.max_output_bytes;) {
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        c.s->feed(std::string_view(buf, static_cast<std::size_t>(n)));
+        total += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      break;  // would block, end of stream or an error: end_input follows
+    }
+  }
 
   // Moves the session's output to the socket; updates interest and the
   // streaming set; closes the connection once it is finished. Returns false
@@ -141,6 +234,7 @@ struct front_end::loop {
     const auto it = conns.find(id);
     if (it == conns.end()) return false;
     connection& c = it->second;
+    if (c.closing) return true;
     if (std::string more = c.s->take_output(); !more.empty()) {
       if (c.off == c.unsent.size()) {
         c.unsent = std::move(more);
@@ -165,20 +259,21 @@ struct front_end::loop {
       c.off = 0;
       if (c.unsent.capacity() > (std::size_t{1} << 20)) c.unsent.shrink_to_fit();
     }
-    if (c.s->finished() && c.unsent.empty()) {
-      close_connection(id);
-      return false;
-    }
     if (finish_seen && c.s->pending_replies() == 0 && c.unsent.empty()) {
-      close_connection(id);
+      close_gracefully(id, c);
+      return conns.count(id) != 0;
+    }
+    if (c.s->finished() && c.unsent.empty()) {
+      close_connection(id);  // the peer ended its input: nothing unread can reset it
       return false;
     }
     std::uint32_t events = 0;
-    if (!finish_seen && c.s->wants_input() && unsent_bytes(c) < opts.max_output_bytes) events |= EPOLLIN;
+    if (!finish_seen && c.s->wants_input(unsent_bytes(c))) events |= EPOLLIN;
     if (!c.unsent.empty()) events |= EPOLLOUT;
     set_events(id, c, events);
     if (c.s->next_stream_at()) streaming.insert(id);
     else streaming.erase(id);
+    count(c);
     return true;
   }
 
@@ -186,11 +281,18 @@ struct front_end::loop {
     const auto it = conns.find(id);
     if (it == conns.end()) return;
     connection& c = it->second;
+    if (c.closing) {
+      linger(id);
+      return;
+    }
+    if (finish_seen) return;  // the drain read the rest already
     char buf[64 * 1024];
     // A bounded number of reads per event keeps one fast client from
     // starving the others (level-triggered epoll reports the rest).
+    // Checked before every read: a connection passes its bounds by at most
+    // the replies to one read.
     for (int round = 0; round < 16; ++round) {
-      if (!c.s->wants_input() || unsent_bytes(c) >= opts.max_output_bytes) break;
+      if (!c.s->wants_input(unsent_bytes(c))) break;
       const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       if (n > 0) {
         c.s->feed(std::string_view(buf, static_cast<std::size_t>(n)));
@@ -237,6 +339,7 @@ struct front_end::loop {
       protocol::session_options so;
       so.token = l.token;
       so.max_pending_replies = opts.max_pending_replies;
+      so.max_buffered_bytes = opts.max_output_bytes;
       auto s = protocol::session::create(svc, std::move(so), [w = wake, id] { w->mark(id); });
       connection& c = conns[id];
       c.fd = fd;
@@ -265,20 +368,26 @@ struct front_end::loop {
     }
   }
 
+  // The drain's final step: every request the kernel holds, in the listen
+  // backlog or in a connection's receive buffer, is read and answered
+  // before the connections close (gracefully: close_gracefully).
   void begin_finish() {
-    finish_seen = true;
     for (auto& l : listeners) {
+      if (l.fd < 0) continue;
+      accept_from(l);
       ::epoll_ctl(ep, EPOLL_CTL_DEL, l.fd, nullptr);
       ::close(l.fd);
       l.fd = -1;
     }
+    finish_seen = true;
     streaming.clear();
     std::vector<std::uint64_t> ids;
     ids.reserve(conns.size());
     for (auto& [id, c] : conns) ids.push_back(id);
     for (const auto id : ids) {
+      read_remaining_input(id);
       // No more requests: a partial line gets its truncated-request reply.
-      if (auto it = conns.find(id); it != conns.end()) it->second.s->end_input();
+      if (auto it = conns.find(id); it != conns.end() && !it->second.closing) it->second.s->end_input();
       flush(id);
     }
   }
@@ -310,6 +419,10 @@ struct front_end::loop {
     if (accept_paused_until != std::chrono::steady_clock::time_point{} && (!next || accept_paused_until < *next))
       next = accept_paused_until;
     if (finish_seen && (!next || finish_deadline < *next)) next = finish_deadline;
+    // A lingering peer may take our last bytes without sending anything:
+    // SIOCOUTQ reaching 0 wakes no epoll, so look again every 10 ms.
+    if (const auto soon = now + std::chrono::milliseconds(10); !lingering.empty() && (!next || soon < *next))
+      next = soon;
     if (!auth_due.empty() && (!next || auth_due.front().first < *next)) next = auth_due.front().first;
     if (!next) return -1;
     if (*next <= now) return 0;
@@ -335,6 +448,10 @@ struct front_end::loop {
           if (!finish_seen && tag < listeners.size()) accept_from(listeners[tag]);
         } else {
           const std::uint32_t e = events[i].events;
+          if (const auto it = conns.find(tag); it != conns.end() && it->second.closing) {
+            linger(tag);
+            continue;
+          }
           if (e & EPOLLERR) {
             close_connection(tag);
             continue;
@@ -369,15 +486,19 @@ struct front_end::loop {
         std::lock_guard lock(finish_mu);
         if (finishing && !finish_seen) begin_finish();
       }
+      if (!lingering.empty()) {
+        const std::vector<std::uint64_t> ids(lingering.begin(), lingering.end());
+        for (const auto id : ids) linger(id);
+      }
       if (finish_seen) {
-        if (conns.empty()) return;
+        if (conns.empty()) return gauges_settled();
         if (now >= finish_deadline) {
           for (auto& [id, c] : conns)
             if (!c.unsent.empty() || c.s->pending_replies() > 0) ++unsent_at_close;
           std::vector<std::uint64_t> ids;
           for (auto& [id, c] : conns) ids.push_back(id);
           for (const auto id : ids) close_connection(id);
-          return;
+          return gauges_settled();
         }
       }
     }

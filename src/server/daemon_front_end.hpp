@@ -9,9 +9,12 @@
 // * Only the loop thread touches connections; other threads (job
 //   completions) reach it through the wakeup object: a dirty list and an
 //   eventfd, never a connection directly.
-// * Bounded memory per connection: reading stops while the unsent output
-//   exceeds max_output_bytes or the session has too many pending replies;
-//   it resumes when they drain (backpressure, never an error).
+// * Bounded memory per connection: reading stops while the reply bytes the
+//   connection holds (unsent output plus replies the session holds behind a
+//   waiting one) reach max_output_bytes or the session has
+//   max_pending_replies pending (waiting or held); it resumes when they
+//   drain (backpressure, never an error). Checked before every read, so
+//   a connection passes a bound by at most the replies to one read.
 // * At most max_connections connections; one more gets a `rejected` error
 //   line and is closed.
 // * A connection to a listener with a token that has sent no request with
@@ -19,8 +22,17 @@
 //   error line and is closed (OpenSSH's LoginGraceTime): without the token
 //   nobody can hold connection slots for long. auth_due holds such
 //   connections in accept order, which is deadline order.
-// * finish() returns after every connection's replies are written (or the
-//   flush timeout passed) and all descriptors are closed.
+// * finish() answers every request that reached the kernel before it: it
+//   accepts the listen backlog, reads each connection until it would block
+//   (at most max_output_bytes), then ends its input. A connection whose
+//   replies are all written is shut down for writing and closed once the
+//   peer has taken every byte (SIOCOUTQ 0) with nothing unread, or sent its
+//   end of stream (input in between is discarded): a close with unread
+//   input would reset the connection and drop replies in flight.
+// * finish() returns after that (or when the flush timeout passed) with all
+//   descriptors closed.
+// * svc.buffered_bytes and svc.connections_reading_paused are the sums of
+//   the connections' counted_bytes and counted_paused.
 #pragma once
 
 #include <chrono>
@@ -54,10 +66,12 @@ class front_end {
   // Before start() only.
   void add_listener(int fd, std::optional<std::string> token);
   void start();
-  // Stops accepting, closes idle connections, writes every reply still due
-  // (jobs must be terminal by now: the daemon drains the job server first),
-  // waits at most flush_timeout for slow readers, closes everything and
-  // joins the thread. Returns the connections closed with output unsent.
+  // Stops accepting (after taking the listen backlog), reads and answers
+  // what the kernel holds for every connection, writes every reply still
+  // due (jobs must be terminal by now: the daemon drains the job server
+  // first), waits at most flush_timeout for slow readers, closes everything
+  // gracefully and joins the thread. Returns the connections closed with
+  // output unsent.
   std::size_t finish(std::chrono::milliseconds flush_timeout);
 
   struct loop;

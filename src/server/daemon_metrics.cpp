@@ -127,6 +127,12 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
   w.one("promptly_connections_unauthenticated_total", "counter",
         "Connections closed for showing no token within --auth-timeout.",
         double(svc.connections_timed_out.load(std::memory_order_relaxed)));
+  w.one("promptly_connection_buffered_bytes", "gauge",
+        "Reply bytes held for protocol connections: held behind a waiting reply, or not yet written.",
+        double(svc.buffered_bytes.load(std::memory_order_relaxed)));
+  w.one("promptly_connections_reading_paused", "gauge",
+        "Connections not read because they reached a bound on pending replies or buffered bytes.",
+        double(svc.connections_reading_paused.load(std::memory_order_relaxed)));
   return w.out.str();
 }
 

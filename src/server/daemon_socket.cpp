@@ -78,7 +78,7 @@ std::string default_socket_path() {
   return "/tmp/promptly-" + std::to_string(::getuid()) + "/promptlyd.sock";
 }
 
-int listen_unix(const std::string& path) {
+int listen_unix(const std::string& path, socket_file_id* created) {
   const sockaddr_un addr = unix_address(path);
   check_private_dir(parent_dir(path));
   struct stat st{};
@@ -101,8 +101,18 @@ int listen_unix(const std::string& path) {
   ::umask(old);
   if (rc != 0) fail("cannot bind '" + path + "'", bind_errno);
   if (::chmod(path.c_str(), 0600) != 0) fail("chmod '" + path + "'", errno);
+  if (created != nullptr) {
+    if (::lstat(path.c_str(), &st) != 0) fail("socket '" + path + "'", errno);
+    *created = {st.st_dev, st.st_ino};
+  }
   if (::listen(fd.fd, 1024) != 0) fail("listen on '" + path + "'", errno);
   return fd.release();
+}
+
+bool remove_socket_file(const std::string& path, socket_file_id created) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0 || st.st_dev != created.dev || st.st_ino != created.ino) return false;
+  return ::unlink(path.c_str()) == 0;
 }
 
 bool is_loopback(const std::string& host) {

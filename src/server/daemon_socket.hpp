@@ -7,6 +7,8 @@
 // the system error; no function leaves a descriptor open on failure.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -15,11 +17,25 @@ namespace promptly::server::daemon {
 // $XDG_RUNTIME_DIR/promptly/promptlyd.sock, or /tmp/promptly-<uid>/promptlyd.sock.
 [[nodiscard]] std::string default_socket_path();
 
+// Which file a socket path named when it was bound (lstat's st_dev, st_ino).
+struct socket_file_id {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
 // Creates the socket's directory if missing (mode 0700), refuses a
 // directory owned by another user or writable by group or others, removes a
 // stale socket file (one nobody listens on; a live one is an error: another
-// daemon serves it), binds with mode 0600 and listens. Non-blocking.
-[[nodiscard]] int listen_unix(const std::string& path);
+// daemon serves it), binds with mode 0600 and listens. Non-blocking. If
+// created is given, it receives the identity of the socket file bound.
+[[nodiscard]] int listen_unix(const std::string& path, socket_file_id* created = nullptr);
+
+// Removes the socket file at path only if it is still the one bound
+// (created by listen_unix): a successor daemon may have replaced it since
+// this one closed its listener, and its socket must stay. Returns whether it
+// removed the file. (Between the check and the unlink a replacement can
+// still slip in; the window is two system calls instead of a whole drain.)
+bool remove_socket_file(const std::string& path, socket_file_id created);
 
 // host must be a loopback address (127.0.0.0/8, ::1 or "localhost");
 // port 0 picks a free port (see bound_port). Non-blocking.

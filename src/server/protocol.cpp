@@ -3,6 +3,7 @@
 #include "server/protocol.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include "server/protocol_reply.hpp"
 
@@ -90,9 +91,12 @@ void session::complete(std::uint64_t seq, std::string line, std::int64_t subscri
     s.line = std::move(line);
     s.subscribe_ms = subscribe_ms;
     --unready_;
+    held_bytes_ += s.line.size() + 1;
     // Replies leave in request order: emit the ready prefix only.
     while (!slots_.empty() && slots_.front().ready) {
       slot& head = slots_.front();
+      assert(held_bytes_ >= head.line.size() + 1 && "held_bytes_ counts every ready slot");
+      held_bytes_ -= head.line.size() + 1;
       out_ += head.line;
       out_ += '\n';
       if (head.subscribe_ms > 0) {
@@ -105,6 +109,7 @@ void session::complete(std::uint64_t seq, std::string line, std::int64_t subscri
       ++base_;
       emitted = true;
     }
+    assert((!slots_.empty() || held_bytes_ == 0) && "no held bytes without held slots");
   }
   if (emitted) notify_();
 }
@@ -115,10 +120,18 @@ void session::fail(std::uint64_t seq, error_code code, std::string_view message,
   complete(seq, error_line(c, message, tag));
 }
 
-bool session::wants_input() const {
+bool session::wants_input(std::size_t unsent_elsewhere) const {
   if (input_ended_) return false;
   std::lock_guard lock(mu_);
-  return unready_ < opts_.max_pending_replies;
+  // Ready replies held behind a waiting one count too: they are memory the
+  // client makes the server keep as surely as the waiting ones.
+  return slots_.size() < opts_.max_pending_replies &&
+         held_bytes_ + out_.size() + unsent_elsewhere < opts_.max_buffered_bytes;
+}
+
+std::size_t session::buffered_bytes() const {
+  std::lock_guard lock(mu_);
+  return held_bytes_ + out_.size();
 }
 
 std::string session::take_output() {

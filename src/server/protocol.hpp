@@ -9,6 +9,10 @@
 // * Every request line gets exactly one reply line; replies leave in the
 //   order their requests arrived, whatever order they complete in (a waiting
 //   reply holds back the replies behind it on the same connection).
+// * Every reply held for ordering counts toward the session's bounds
+//   (max_pending_replies, max_buffered_bytes): held_bytes_ is the size of
+//   the ready slots' lines, so a client cannot grow the server's memory by
+//   pipelining behind a wait (asserted in Debug).
 // * A line longer than max_line_bytes gets one bad_request reply and is
 //   skipped up to its newline; the connection goes on.
 // * Nothing a client sends can throw out of feed()/end_input(): every error
@@ -49,9 +53,12 @@ struct session_options {
   // If set, every request must carry this token ("token" field) unless the
   // connection sent a successful {"op":"auth"} first; else not_allowed.
   std::optional<std::string> token;
-  // Backpressure: wants_input() turns false while this many replies wait
-  // for their jobs (the front end then stops reading the connection).
+  // Backpressure: wants_input() turns false while this many replies are
+  // pending (waiting for their jobs, or ready but held behind a waiting one
+  // for ordering), or while the reply bytes buffered reach
+  // max_buffered_bytes; the front end then stops reading the connection.
   std::size_t max_pending_replies = 1 << 16;
+  std::size_t max_buffered_bytes = std::size_t{8} << 20;
 };
 
 class session : public std::enable_shared_from_this<session> {
@@ -70,8 +77,13 @@ class session : public std::enable_shared_from_this<session> {
   // request (bad_request); replies still pending are delivered.
   void end_input();
   [[nodiscard]] bool input_ended() const noexcept { return input_ended_; }
-  // False while too many replies wait (backpressure) or after end_input().
-  [[nodiscard]] bool wants_input() const;
+  // False after end_input() and while a bound of session_options is
+  // reached (backpressure): pending replies, or buffered_bytes() plus
+  // unsent_elsewhere (output the caller took but has not written yet).
+  [[nodiscard]] bool wants_input(std::size_t unsent_elsewhere = 0) const;
+  // Reply bytes the session holds: ready replies held behind a waiting one,
+  // plus output not taken yet.
+  [[nodiscard]] std::size_t buffered_bytes() const;
   // The listener needs a token and no request of this connection has
   // carried the right one yet (auth op or per-request token): what the
   // front end's authentication grace period looks at.
@@ -130,6 +142,7 @@ class session : public std::enable_shared_from_this<session> {
   std::deque<slot> slots_;  // slots_[i] is request base_ + i
   std::uint64_t base_ = 0;
   std::size_t unready_ = 0;
+  std::size_t held_bytes_ = 0;  // lines (with newline) of ready slots not yet emitted
   std::string out_;
   std::int64_t stream_ms_ = 0;
   std::uint64_t stream_seq_ = 0;

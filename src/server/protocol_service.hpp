@@ -82,6 +82,11 @@ class service {
   std::atomic<std::uint64_t> connections_total{0};
   std::atomic<std::uint64_t> connections_refused{0};
   std::atomic<std::uint64_t> connections_timed_out{0};  // no token within the grace period
+  // Gauges the front end keeps: reply bytes it holds for connections
+  // (held for ordering, not taken, or not yet written) and connections it
+  // does not read because they reached a bound (backpressure).
+  std::atomic<std::int64_t> buffered_bytes{0};
+  std::atomic<std::int64_t> connections_reading_paused{0};
 
  private:
   job_server& srv_;

@@ -3,10 +3,11 @@
 // Sec. 3-4) behind protocol version 1 (docs/server.md).
 //
 // Threads: the runtime's workers run jobs only; the front end's epoll thread
-// serves every connection; cpp-httplib's two threads serve /metrics,
-// /healthz and /readyz; with --partition, the partition thread moves the
-// cores the jobs hold between resctrl groups (src/server/daemon_partition);
-// the main thread waits for SIGTERM/SIGINT and drains.
+// serves every connection; the metrics endpoint's threads
+// (metrics_http.hpp) serve /metrics, /healthz and /readyz; with --partition,
+// the partition thread moves the cores the jobs hold between resctrl groups
+// (src/server/daemon_partition); the main thread waits for SIGTERM/SIGINT
+// and drains.
 // Exit status: 0 after a drain, 1 if start-up failed, 2 for bad options
 // (and for --partition on a machine without resctrl).
 #include <signal.h>
@@ -21,7 +22,6 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <httplib.h>
 
 #include <promptly/promptly.hpp>
 #include <promptly/server/builtin_programs.hpp>
@@ -29,6 +29,7 @@
 #include <promptly/server/plugin.hpp>
 #include <promptly/version.hpp>
 
+#include "metrics_http.hpp"
 #include "server/daemon_front_end.hpp"
 #include "server/daemon_metrics.hpp"
 #include "server/daemon_partition.hpp"
@@ -80,48 +81,6 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
-// The metrics endpoint: its own two threads, loopback only.
-class metrics_server {
- public:
-  metrics_server(protocol::service& svc, unsigned workers, const std::string& spec) {
-    const auto hp = daemon::parse_host_port(spec);
-    if (!daemon::is_loopback(hp.host))
-      throw std::runtime_error("--metrics " + spec + " refused: the metrics endpoint listens on loopback only");
-    http_.new_task_queue = [] { return new httplib::ThreadPool(2); };
-    http_.Get("/metrics", [&svc, workers](const httplib::Request&, httplib::Response& res) {
-      res.set_content(daemon::render_metrics(svc, workers), "text/plain; version=0.0.4; charset=utf-8");
-    });
-    http_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-    http_.Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {
-      const auto r = daemon::check_ready(svc);
-      res.status = r.ready ? 200 : 503;
-      res.set_content(r.reason + "\n", "text/plain");
-    });
-    const std::string host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
-    if (hp.port == 0) {
-      const int p = http_.bind_to_any_port(host);
-      if (p < 0) throw std::runtime_error("cannot bind the metrics endpoint to " + spec);
-      port_ = static_cast<std::uint16_t>(p);
-    } else {
-      if (!http_.bind_to_port(host, hp.port)) throw std::runtime_error("cannot bind the metrics endpoint to " + spec);
-      port_ = hp.port;
-    }
-    host_ = host;
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-  }
-  ~metrics_server() {
-    http_.stop();
-    thread_.join();
-  }
-  [[nodiscard]] std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
-
- private:
-  httplib::Server http_;
-  std::string host_;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
-};
-
 int serve(const options& o, const partitioning& parts) {
   // Block the stop signals before any thread exists, so every thread
   // inherits the mask and only sigwait below sees them; a closed peer must
@@ -171,8 +130,9 @@ int serve(const options& o, const partitioning& parts) {
   fo.auth_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.auth_timeout_s * 1000));
   daemon::front_end fe(svc, fo);
   std::vector<std::string> lines;
+  daemon::socket_file_id socket_file;
   if (!o.no_socket) {
-    fe.add_listener(daemon::listen_unix(o.socket), std::nullopt);
+    fe.add_listener(daemon::listen_unix(o.socket, &socket_file), std::nullopt);
     lines.push_back("listening unix " + o.socket);
   }
   if (!o.tcp.empty()) {
@@ -183,7 +143,7 @@ int serve(const options& o, const partitioning& parts) {
     fe.add_listener(fd, std::move(token));
     lines.push_back("listening tcp " + (hp.host == "::1" ? "[::1]" : hp.host) + ":" + std::to_string(port));
   }
-  std::optional<metrics_server> metrics;
+  std::optional<daemon::metrics_http> metrics;
   if (!o.metrics.empty()) {
     metrics.emplace(svc, rt.workers(), o.metrics);
     lines.push_back("metrics " + metrics->url() + "/metrics");
@@ -224,7 +184,10 @@ int serve(const options& o, const partitioning& parts) {
                static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
                static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
                static_cast<unsigned long long>(st.rejected), unsent);
-  if (!o.no_socket) ::unlink(o.socket.c_str());
+  // Only our own socket file: a daemon started since our listener closed
+  // has bound a new one at the same path.
+  if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
+    std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
   return 0;
 }
 

@@ -1,0 +1,241 @@
+#include "metrics_http.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include <httplib.h>
+
+#include "server/daemon_metrics.hpp"
+#include "server/daemon_socket.hpp"
+
+namespace promptly::server::daemon {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// Connections waiting for a thread at most; one more is closed unread, so a
+// flood costs descriptors, never memory.
+constexpr std::size_t max_queued_connections = 1024;
+
+// Set by the task queue while it runs a connection it closes unread
+// (httplib's task is an opaque closure: this is how the decision reaches
+// process_and_close_socket).
+thread_local bool drop_current_connection = false;
+
+// httplib's task queue: a thread per connection being served, started on
+// demand up to max_threads and kept; beyond, connections wait first come
+// first served, at most max_queued_connections of them.
+class growing_pool final : public httplib::TaskQueue {
+ public:
+  explicit growing_pool(unsigned max_threads) : max_threads_(max_threads) {}
+  ~growing_pool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard lock(mu_);
+      tasks_.push_back({std::move(fn), tasks_.size() >= max_queued_connections});
+      if (idle_ < tasks_.size() && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
+    }
+    cv_.notify_one();
+  }
+  void shutdown() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    cv_.notify_all();
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  struct task {
+    std::function<void()> fn;
+    bool drop;
+  };
+  void work() {
+    for (;;) {
+      task t;
+      {
+        std::unique_lock lock(mu_);
+        ++idle_;
+        cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+        --idle_;
+        if (tasks_.empty()) return;  // stopping, nothing left
+        t = std::move(tasks_.front());
+        tasks_.pop_front();
+        // Stopping: what still waits for a thread is closed unread, so the
+        // daemon's exit waits only for the connections being served.
+        t.drop = t.drop || stopping_;
+      }
+      drop_current_connection = t.drop;
+      t.fn();
+    }
+  }
+
+  const unsigned max_threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_ (threads_ is only joined after stopping_ is set):
+  std::deque<task> tasks_;
+  std::size_t idle_ = 0;  // threads waiting for a task
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// A socket stream whose reads end at one deadline and writes at another,
+// however the peer paces its bytes (httplib's own timeouts are per read, so
+// a byte every few seconds would keep a connection forever).
+class deadline_stream final : public httplib::Stream {
+ public:
+  deadline_stream(int fd, steady::time_point read_by, steady::time_point write_by)
+      : fd_(fd), read_by_(read_by), write_by_(write_by) {}
+
+  bool is_readable() const override { return off_ < len_ || wait(POLLIN, read_by_); }
+  bool is_writable() const override { return wait(POLLOUT, write_by_); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    // Buffered: httplib reads its request line and headers a byte at a time.
+    if (off_ == len_) {
+      if (!wait(POLLIN, read_by_)) return -1;
+      ssize_t n;
+      do n = ::recv(fd_, buf_, sizeof buf_, 0);
+      while (n < 0 && errno == EINTR);
+      if (n <= 0) return n;
+      off_ = 0;
+      len_ = static_cast<std::size_t>(n);
+    }
+    const std::size_t k = std::min(size, len_ - off_);
+    std::memcpy(ptr, buf_ + off_, k);
+    off_ += k;
+    return static_cast<ssize_t>(k);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!wait(POLLOUT, write_by_)) return -1;
+    ssize_t n;
+    do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  // Whether the socket is ready for `events` before `by`.
+  bool wait(short events, steady::time_point by) const {
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(by - steady::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, events, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 60'000)));
+      if (r > 0) return (p.revents & (events | POLLHUP)) != 0;
+      if (r < 0 && errno != EINTR) return false;
+    }
+  }
+  void address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ip.clear();
+    port = 0;
+    if (get(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (ss.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+      port = ntohs(a->sin6_port);
+    }
+    ip = text;
+  }
+
+  int fd_;
+  steady::time_point read_by_, write_by_;
+  char buf_[4096];
+  std::size_t off_ = 0, len_ = 0;
+};
+
+}  // namespace
+
+// httplib's server with the deadlines above: one request per connection,
+// read through a deadline_stream.
+class metrics_http::server final : public httplib::Server {
+ public:
+  explicit server(metrics_http_options opts) : opts_(opts) {}
+  // httplib listens with a backlog of 5: connections beyond it wait for a
+  // SYN retransmission (1 s and more), probes included. Linux takes a new
+  // backlog from a second listen().
+  void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    bool ok = false;
+    if (!drop_current_connection) {
+      const auto read_by = steady::now() + opts_.request_timeout;
+      deadline_stream strm(sock, read_by, read_by + opts_.response_timeout);
+      bool closed = false;
+      ok = process_request(strm, /*close_connection=*/true, closed, [](httplib::Request&) {});
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+
+  const metrics_http_options opts_;
+};
+
+metrics_http::metrics_http(protocol::service& svc, unsigned workers, const std::string& spec, metrics_http_options opts)
+    : http_(std::make_unique<server>(opts)) {
+  const auto hp = parse_host_port(spec);
+  if (!is_loopback(hp.host))
+    throw std::runtime_error("--metrics " + spec + " refused: the metrics endpoint listens on loopback only");
+  http_->new_task_queue = [opts] { return new growing_pool(opts.max_threads); };
+  http_->Get("/metrics", [&svc, workers](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_metrics(svc, workers), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  http_->Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {
+    const auto r = check_ready(svc);
+    res.status = r.ready ? 200 : 503;
+    res.set_content(r.reason + "\n", "text/plain");
+  });
+  const std::string host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
+  if (hp.port == 0) {
+    const int p = http_->bind_to_any_port(host);
+    if (p < 0) throw std::runtime_error("cannot bind the metrics endpoint to " + spec);
+    port_ = static_cast<std::uint16_t>(p);
+  } else {
+    if (!http_->bind_to_port(host, hp.port)) throw std::runtime_error("cannot bind the metrics endpoint to " + spec);
+    port_ = hp.port;
+  }
+  http_->widen_backlog();
+  host_ = host;
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+}
+
+metrics_http::~metrics_http() {
+  http_->stop();
+  thread_.join();
+}
+
+std::string metrics_http::url() const { return "http://" + host_ + ":" + std::to_string(port_); }
+
+}  // namespace promptly::server::daemon
