@@ -536,6 +536,11 @@ TEST_F(Daemon, ProgramPluginsFromTheOperatorsDirectory) {
   EXPECT_EQ(r["result"]["sum"], 499500);
   EXPECT_EQ(r["result"]["in_pool"], true);
   EXPECT_EQ(code_of(cl.call({{"op", "submit"}, {"program", "plugin_square"}, {"args", {{"x", "two"}}}})), "bad_args");
+  // The plugin uses I/O timers and futures the daemon itself never calls:
+  // it loaded, so the daemon exports the whole public API.
+  const json io = cl.call({{"op", "submit"}, {"program", "plugin_io"}, {"args", {{"us", 200}}}, {"wait", true}});
+  ASSERT_EQ(io["state"], "done") << io;
+  EXPECT_EQ(io["result"]["sum"], 42);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0);
   // A directory that does not exist is refused as an option.
