@@ -733,3 +733,62 @@ TEST(JobServer, AnIdleQueuedJobCostsAtMostTwoKibibytes) {
   for (auto& h : hs) EXPECT_EQ(h.wait().state, job_state::done);
   EXPECT_EQ(first.wait().state, job_state::done);
 }
+
+namespace {
+
+// The timing fields of one job (docs/server.md, "The job object"): four
+// instants, accepted <= root started <= root returned <= terminal, and the
+// fields are the spans between them, so they add up to the flow time.
+void expect_consistent_timing(const srv::job_info& i) {
+  const srv::job_timing& t = i.timing;
+  SCOPED_TRACE("job " + std::to_string(i.id) + " " + std::string(srv::to_string(i.state)) + ": " +
+               srv::to_json(i)["timing"].dump());
+  for (const double f : {t.queued_us, t.run_us, t.flow_us, t.start_us, t.setup_us, t.remove_us, t.end_us}) EXPECT_GE(f, 0);
+  const double eps = 1e-6 * t.flow_us + 1e-3;  // the double rounding of three nanosecond spans
+  EXPECT_NEAR(t.queued_us + t.run_us + t.end_us, t.flow_us, eps);
+  EXPECT_LE(t.queued_us + t.run_us, t.flow_us + eps);
+  EXPECT_LE(t.end_us, t.flow_us + eps);
+  if (!srv::is_terminal(i.state)) EXPECT_EQ(t.end_us, 0) << "end_us is measured at the end";
+  if (t.start_us > 0) {  // the root started: the overheads are parts of the spans
+    EXPECT_LE(t.start_us, t.queued_us + eps) << "the start decision comes after the acceptance";
+    EXPECT_LE(t.setup_us, t.start_us);
+    EXPECT_LE(t.remove_us, t.end_us);
+  } else if (srv::is_terminal(i.state)) {
+    EXPECT_EQ(t.run_us, 0);
+    EXPECT_EQ(t.end_us, 0);
+    EXPECT_NEAR(t.queued_us, t.flow_us, eps) << "a job that never started was queued all its life";
+  }
+}
+
+}  // namespace
+
+TEST(JobServer, TimingFieldsAddUpToTheFlowTimeOfEveryJob) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 2, .max_queued = 1024});
+  s.register_program("fib", fib_job, n_schema());
+  s.register_program("boom", [](srv::job_context&) -> json { throw std::runtime_error("boom"); });
+  // A job that leaves detached work behind: its end (root returned ->
+  // terminal) includes the wait for that work.
+  s.register_program("detach", [](srv::job_context&) -> json {
+    (void)promptly::async([] { return fib(16); });
+    return 0;
+  });
+  std::vector<srv::job_handle> hs;
+  const int jobs = 300;
+  for (int i = 0; i < jobs; ++i) {
+    const char* program = i % 10 == 9 ? "boom" : i % 10 == 8 ? "detach" : "fib";
+    hs.push_back(s.submit(program, i % 10 >= 8 ? json::object() : json{{"n", i % 14}}));
+    if (i % 4 == 1) (void)hs.back().cancel();  // queued (cancelled at once) or running
+  }
+  for (const srv::job_info& live : s.jobs()) expect_consistent_timing(live);
+  int started = 0, never_started = 0;
+  for (auto& h : hs) {
+    const srv::job_info i = h.wait();
+    expect_consistent_timing(i);
+    (i.timing.start_us > 0 ? started : never_started) += 1;
+    const srv::job_info again = s.status(h.id());
+    EXPECT_EQ(again.timing.flow_us, i.timing.flow_us) << "a terminal job's timing does not change";
+  }
+  EXPECT_GT(started, 0);
+  std::cout << "[ measured ] " << started << " jobs started, " << never_started << " cancelled while queued\n";
+}

@@ -82,21 +82,29 @@ job_info job_server::state::info_locked(const job_record& r, clock_type::time_po
     const std::uint32_t p = r.context.pool.load(std::memory_order_acquire);  // acquire: see start()'s store
     if (p != detail::no_pool_id) i.pool = p;
   }
+  // The spans between a job's instants (job_timing): accepted <= root
+  // started <= root returned <= terminal; a job that has not reached an
+  // instant yet is measured up to `now`, one that never started was queued
+  // all its life. The spans add up to flow_us exactly (in nanoseconds).
   const std::int64_t started_ns = r.started_ns.load(std::memory_order_relaxed);  // relaxed: a timestamp, read alone
   const clock_type::time_point started{std::chrono::nanoseconds(started_ns)};
-  if (started_ns != 0) i.timing.queued_us = us_between(r.accepted, started);
-  if (is_terminal(r.state)) {
+  const bool terminal = is_terminal(r.state);
+  const clock_type::time_point end = terminal ? r.terminal : now;
+  i.timing.flow_us = us_between(r.accepted, end);
+  if (started_ns == 0) {
+    i.timing.queued_us = i.timing.flow_us;
+  } else {
+    i.timing.queued_us = us_between(r.accepted, started);
+    // The root's return (`finished`) is read only once terminal: the root task writes it.
+    i.timing.run_us = us_between(started, terminal ? r.finished : now);
+    if (terminal) i.timing.end_us = us_between(r.finished, r.terminal);
+  }
+  if (terminal) {
     if (r.state == job_state::done) i.result = r.result;
     else i.error = r.error;
-    if (started_ns != 0) i.timing.run_us = us_between(started, r.finished);
-    i.timing.flow_us = us_between(r.accepted, r.finished);
     i.timing.start_us = r.start_us;
     i.timing.setup_us = r.setup_us;
     i.timing.remove_us = r.remove_us;
-    i.timing.end_us = r.end_us;
-  } else {
-    if (started_ns != 0) i.timing.run_us = us_between(started, now);
-    i.timing.flow_us = us_between(r.accepted, now);
   }
   return i;
 }

@@ -113,7 +113,9 @@ struct job_record {
   root_outcome outcome = root_outcome::none;
   json result;
   std::string error;
-  clock_type::time_point accepted, start_decision, finished;
+  // accepted: submit() began; finished: the root returned (or the job was
+  // ended before it ran); terminal: finish_locked. accepted <= finished <= terminal.
+  clock_type::time_point accepted, start_decision, finished, terminal;
   // Root task start, ns since the clock's epoch; 0 = not started. Atomic:
   // status readers of a running job read it while the root task writes it.
   std::atomic<std::int64_t> started_ns{0};

@@ -146,26 +146,34 @@ struct program_info {
   json schema;  // arg_schema::describe()
 };
 
+// A job's timing, in microseconds. Four instants: accepted (submit()
+// called), root started (the root task's first instruction), root returned,
+// terminal (the state decided). The first three fields are the spans
+// between consecutive instants, so queued_us + run_us + end_us == flow_us
+// (up to double rounding); a job not yet at an instant is measured up to
+// now, one that never started (cancelled while queued) has run_us = end_us
+// = 0 and queued_us = flow_us.
 struct job_timing {
-  double queued_us = 0;  // accepted -> root task started
-  double run_us = 0;     // root task started -> finished
-  double flow_us = 0;    // accepted -> finished (terminal)
+  double queued_us = 0;  // accepted -> root started (-> terminal or now if it never started)
+  double run_us = 0;     // root started -> root returned (or now)
+  double flow_us = 0;    // accepted -> terminal (or now): AMCilk's flow time
   // The server's own overheads (AMCilk Sec. 5.1, "starting a job" and
-  // "removing a job"): start_us from the start decision (the submit() call
-  // for a job admitted at once, the dequeue for a queued one) to the first
-  // instruction of the root task; remove_us the runtime::remove_pool call
-  // after the root returned. 0 until measured. setup_us is the part of
-  // start_us until the root task is submitted (the job's pool created); the
-  // rest, start_us - setup_us, is the submission and the wait for the
-  // policy to give the pool a core and for that core to take the root,
-  // which under load is mostly queueing, not overhead.
+  // "removing a job"), parts of the spans above, 0 until the job is
+  // terminal: start_us from the start decision (the submit() call for a job
+  // admitted at once, the dequeue for a queued one) to the root started, so
+  // start_us <= queued_us; setup_us is the part of start_us until the root
+  // task is submitted (the job's pool created); the rest, start_us -
+  // setup_us, is the submission and the wait for the policy to give the pool
+  // a core and for that core to take the root, which under load is mostly
+  // queueing, not overhead. remove_us is the runtime::remove_pool call
+  // after the root returned (remove_us <= end_us).
   double start_us = 0;
   double setup_us = 0;
   double remove_us = 0;
-  // The root's return to the job's terminal state: the wait for the job's
-  // detached work and its last worker to leave the pool, the reaper's
-  // wake-up, remove_us and the terminal transition. remove_us alone can be
-  // made small by waiting before it; this is what a caller waits.
+  // Root returned -> terminal: the wait for the job's detached work and its
+  // last worker to leave the pool, the reaper's wake-up, remove_us and the
+  // terminal transition. remove_us alone can be made small by waiting
+  // before it; this is what a caller waits.
   double end_us = 0;
 };
 
