@@ -2,7 +2,9 @@
 // that use the public API beyond what the host happens to call itself, so
 // loading them checks that the host exports all of it: fork-join
 // (parallel_reduce, its tasks must run on the host's workers, in the job's
-// pool), futures (async / get) and I/O futures (io::sleep_for).
+// pool), futures (async / get) and I/O futures (io::sleep_for); and two
+// programs for the cancellation and drain tests: one parked in a
+// cancellable wait of its job_context, one that ignores cancellation.
 #include <chrono>
 
 #include <promptly/io/timers.hpp>
@@ -56,4 +58,18 @@ PROMPTLY_SERVER_PROGRAMS(srv) {
       },
       promptly::server::arg_schema{}.integer("us", {.min = 0, .max = 1000000}),
       "two tasks that sleep `us` microseconds on I/O timers and add their results");
+  srv.register_program(
+      "plugin_park",
+      [](promptly::server::job_context& ctx) -> promptly::server::json {
+        ctx.sleep_for(std::chrono::hours(1));  // parked until cancelled
+        return "slept an hour";
+      },
+      {}, "parks in job_context::sleep_for for an hour; ends when cancelled");
+  srv.register_program(
+      "plugin_stubborn",
+      [](promptly::server::job_context&) -> promptly::server::json {
+        // Ignores cancellation: an I/O sleep without the job's stop token, for ever.
+        for (;;) promptly::io::sleep_for(std::chrono::milliseconds(1)).get();
+      },
+      {}, "never ends, ignores cancellation");
 }
