@@ -75,15 +75,22 @@ job_info job_server::state::info_locked(const job_record& r, clock_type::time_po
   const std::int64_t started_ns = r.started_ns.load(std::memory_order_relaxed);  // relaxed: a timestamp, read alone
   const clock_type::time_point started{std::chrono::nanoseconds(started_ns)};
   const bool terminal = is_terminal(r.state);
-  const clock_type::time_point end = terminal ? r.terminal : now;
+  // The root task sets started without the mutex, so it may be later than
+  // a `now` read before: a live job is measured up to the later of the two.
+  const clock_type::time_point end = terminal ? r.terminal : std::max(now, started);
   i.timing.flow_us = us_between(r.accepted, end);
   if (started_ns == 0) {
     i.timing.queued_us = i.timing.flow_us;
   } else {
     i.timing.queued_us = us_between(r.accepted, started);
-    // The root's return (`finished`) is read only once terminal: the root task writes it.
-    i.timing.run_us = us_between(started, terminal ? r.finished : now);
-    if (terminal) i.timing.end_us = us_between(r.finished, r.terminal);
+    // The root's return (`finished`) is read only once terminal: the root
+    // task writes it (a branch, not a select the compiler could load early).
+    if (terminal) {
+      i.timing.run_us = us_between(started, r.finished);
+      i.timing.end_us = us_between(r.finished, r.terminal);
+    } else {
+      i.timing.run_us = us_between(started, now);
+    }
   }
   if (terminal) {
     if (r.state == job_state::done) i.result = r.result;
