@@ -35,13 +35,18 @@ struct temp_dir {
 // The daemon as a child process; its stdout lines up to "ready" are kept.
 class daemon_process {
  public:
-  explicit daemon_process(std::vector<std::string> args) {
+  // stderr_path: where the child's stderr goes ("" = the test's stderr).
+  explicit daemon_process(std::vector<std::string> args, const std::string& stderr_path = "") {
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
     pid_ = ::fork();
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
       ::dup2(out[1], STDOUT_FILENO);
+      if (!stderr_path.empty()) {
+        const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (err >= 0) ::dup2(err, STDERR_FILENO);
+      }
       std::vector<char*> argv;
       static std::string exe = PROMPTLYD_PATH;
       argv.push_back(exe.data());

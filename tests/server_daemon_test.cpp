@@ -447,10 +447,61 @@ TEST_F(Daemon, ProgramPluginsFromTheOperatorsDirectory) {
   EXPECT_EQ(r["result"]["sum"], 499500);
   EXPECT_EQ(r["result"]["in_pool"], true);
   EXPECT_EQ(code_of(cl.call({{"op", "submit"}, {"program", "plugin_square"}, {"args", {{"x", "two"}}}})), "bad_args");
+  // The plugin uses I/O timers and futures the daemon itself never calls:
+  // it loaded, so the daemon exports the whole public API.
+  const json io = cl.call({{"op", "submit"}, {"program", "plugin_io"}, {"args", {{"us", 200}}}, {"wait", true}});
+  ASSERT_EQ(io["state"], "done") << io;
+  EXPECT_EQ(io["result"]["sum"], 42);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0);
   // A directory that does not exist is refused as an option.
   EXPECT_EQ(daemon_process(base_args({"--programs", dir_.path + "/none"})).wait_exit(), 2);
+}
+
+TEST_F(Daemon, CancelStopsParkedJobsAndTheDrainDeadlineAbandonsTheRest) {
+  const std::string err_path = dir_.path + "/stderr";
+  daemon_process d(base_args({"--programs", PROMPTLYD_TEST_PLUGIN_DIR, "--drain-timeout", "1"}), err_path);
+  ASSERT_TRUE(d.ready());
+  client cl(ep());
+  // A job parked in its context's sleep: cancel wakes it, it ends cancelled.
+  const std::uint64_t parked = cl.call({{"op", "submit"}, {"program", "plugin_park"}})["id"].get<std::uint64_t>();
+  const json c = cl.call({{"op", "cancel"}, {"id", parked}});
+  EXPECT_TRUE(c["cancelled"].get<bool>()) << c;
+  EXPECT_TRUE(c["state"] == "cancelled" || (c["state"] == "running" && c["cancel_requested"] == true)) << c;
+  {
+    watchdog dog(std::chrono::seconds(10), "wait for a cancelled parked job");
+    const json w = cl.call({{"op", "wait"}, {"id", parked}});
+    EXPECT_EQ(w["state"], "cancelled") << w;
+  }
+  // A job that ignores cancellation: still running, the request reported.
+  const std::uint64_t stubborn = cl.call({{"op", "submit"}, {"program", "plugin_stubborn"}})["id"].get<std::uint64_t>();
+  // Its program must have started: a job cancelled before its root runs
+  // ends cancelled without running it. run_us > 0 once the root started.
+  {
+    watchdog dog(std::chrono::seconds(10), "the stubborn job's start");
+    while (cl.call({{"op", "status"}, {"id", stubborn}})["timing"]["run_us"].get<double>() <= 0) {
+    }
+  }
+  const json sc = cl.call({{"op", "cancel"}, {"id", stubborn}});
+  EXPECT_EQ(sc["state"], "running") << sc;
+  EXPECT_EQ(sc["cancel_requested"], true) << sc;
+  const json st = cl.call({{"op", "status"}, {"id", stubborn}});
+  EXPECT_EQ(st["state"], "running") << st;
+  EXPECT_EQ(st["cancel_requested"], true) << st;
+  // SIGTERM: past --drain-timeout (and the cancellation grace) the daemon
+  // exits with status 3 and names the job it abandoned.
+  const auto t0 = std::chrono::steady_clock::now();
+  d.signal(SIGTERM);
+  {
+    watchdog dog(std::chrono::seconds(20), "promptlyd exit after the drain deadline");
+    EXPECT_EQ(d.wait_exit(), 3);
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 10.0) << "drain 1 s + grace 1 s, then exit";
+  std::ifstream in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("abandoned job " + std::to_string(stubborn) + " (plugin_stubborn)"), std::string::npos) << err;
+  EXPECT_EQ(::access(sock_.c_str(), F_OK), -1) << "the socket is removed on this exit too";
 }
 
 TEST_F(Daemon, ConnectionLimit) {

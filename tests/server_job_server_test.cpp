@@ -19,10 +19,13 @@
 #include <thread>
 
 #include "promptly/ext/policy.hpp"
+#include "promptly/io/error.hpp"
+#include "promptly/io/timers.hpp"
 #include "promptly/promptly.hpp"
 #include "runtime_support.hpp"
 #include "sched/toolchain.hpp"
 #include "test_support.hpp"
+#include "watchdog.hpp"
 
 // Bytes allocated and not yet freed, by this process: the memory a queued
 // job costs is the growth of this while jobs queue. Under a sanitizer its
@@ -732,4 +735,193 @@ TEST(JobServer, AnIdleQueuedJobCostsAtMostTwoKibibytes) {
   g.open();
   for (auto& h : hs) EXPECT_EQ(h.wait().state, job_state::done);
   EXPECT_EQ(first.wait().state, job_state::done);
+}
+
+namespace {
+
+// The timing fields of one job (docs/server.md, "The job object"): four
+// instants, accepted <= root started <= root returned <= terminal, and the
+// fields are the spans between them, so they add up to the flow time.
+void expect_consistent_timing(const srv::job_info& i) {
+  const srv::job_timing& t = i.timing;
+  SCOPED_TRACE("job " + std::to_string(i.id) + " " + std::string(srv::to_string(i.state)) + ": " +
+               srv::to_json(i)["timing"].dump());
+  for (const double f : {t.queued_us, t.run_us, t.flow_us, t.start_us, t.setup_us, t.remove_us, t.end_us}) EXPECT_GE(f, 0);
+  const double eps = 1e-6 * t.flow_us + 1e-3;  // the double rounding of three nanosecond spans
+  EXPECT_NEAR(t.queued_us + t.run_us + t.end_us, t.flow_us, eps);
+  EXPECT_LE(t.queued_us + t.run_us, t.flow_us + eps);
+  EXPECT_LE(t.end_us, t.flow_us + eps);
+  if (!srv::is_terminal(i.state)) EXPECT_EQ(t.end_us, 0) << "end_us is measured at the end";
+  if (t.start_us > 0) {  // the root started: the overheads are parts of the spans
+    EXPECT_LE(t.start_us, t.queued_us + eps) << "the start decision comes after the acceptance";
+    EXPECT_LE(t.setup_us, t.start_us);
+    EXPECT_LE(t.remove_us, t.end_us);
+  } else if (srv::is_terminal(i.state)) {
+    EXPECT_EQ(t.run_us, 0);
+    EXPECT_EQ(t.end_us, 0);
+    EXPECT_NEAR(t.queued_us, t.flow_us, eps) << "a job that never started was queued all its life";
+  }
+}
+
+}  // namespace
+
+TEST(JobServer, TimingFieldsAddUpToTheFlowTimeOfEveryJob) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt, {.max_running = 2, .max_queued = 1024});
+  s.register_program("fib", fib_job, n_schema());
+  s.register_program("boom", [](srv::job_context&) -> json { throw std::runtime_error("boom"); });
+  // A job that leaves detached work behind: its end (root returned ->
+  // terminal) includes the wait for that work.
+  s.register_program("detach", [](srv::job_context&) -> json {
+    (void)promptly::async([] { return fib(16); });
+    return 0;
+  });
+  std::vector<srv::job_handle> hs;
+  const int jobs = 300;
+  for (int i = 0; i < jobs; ++i) {
+    const char* program = i % 10 == 9 ? "boom" : i % 10 == 8 ? "detach" : "fib";
+    hs.push_back(s.submit(program, i % 10 >= 8 ? json::object() : json{{"n", i % 14}}));
+    if (i % 4 == 1) (void)hs.back().cancel();  // queued (cancelled at once) or running
+  }
+  for (const srv::job_info& live : s.jobs()) expect_consistent_timing(live);
+  int started = 0, never_started = 0;
+  for (auto& h : hs) {
+    const srv::job_info i = h.wait();
+    expect_consistent_timing(i);
+    (i.timing.start_us > 0 ? started : never_started) += 1;
+    const srv::job_info again = s.status(h.id());
+    EXPECT_EQ(again.timing.flow_us, i.timing.flow_us) << "a terminal job's timing does not change";
+  }
+  EXPECT_GT(started, 0);
+  std::cout << "[ measured ] " << started << " jobs started, " << never_started << " cancelled while queued\n";
+}
+
+namespace {
+
+// Registers `name`: it signals `entered` (returned), then runs `body`.
+std::future<void> register_signalling(srv::job_server& s, const std::string& name, std::function<json(srv::job_context&)> body) {
+  auto entered = std::make_shared<std::promise<void>>();
+  std::future<void> f = entered->get_future();
+  s.register_program(name, [entered, body = std::move(body)](srv::job_context& ctx) -> json {
+    entered->set_value();
+    return body(ctx);
+  });
+  return f;
+}
+
+}  // namespace
+
+TEST(JobServer, CancelWakesAJobParkedInItsCancellableWaits) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  gate never;  // a future nobody completes until the end of the test
+  const std::vector<std::pair<std::string, std::function<json(srv::job_context&)>>> parks{
+      {"sleep_for", [](srv::job_context& ctx) -> json { ctx.sleep_for(std::chrono::hours(1)); return 0; }},
+      {"wait", [&](srv::job_context& ctx) -> json { ctx.wait(never.f); return 0; }},
+      {"wait_for", [&](srv::job_context& ctx) -> json { return ctx.wait_for(never.f, std::chrono::hours(1)); }},
+      {"io_with_the_stop_token", [](srv::job_context& ctx) -> json {
+         promptly::io::sleep_for(std::chrono::hours(1), ctx.stop_token()).get();
+         return 0;
+       }},
+  };
+  for (const auto& [name, park] : parks) {
+    std::future<void> entered = register_signalling(s, name, park);
+    auto h = s.submit(name, {});
+    ASSERT_EQ(entered.wait_for(hang_guard), std::future_status::ready) << name;
+    EXPECT_TRUE(h.cancel()) << name;
+    watchdog dog(std::chrono::seconds(10), "a job parked in " + name + " after its cancel");
+    const srv::job_info i = h.wait();
+    EXPECT_EQ(i.state, job_state::cancelled) << name << ": " << i.error;
+    EXPECT_NE(i.error.find("cancelled"), std::string::npos) << name << ": " << i.error;
+    EXPECT_FALSE(i.cancel_requested) << "stopped: no longer a request";
+  }
+  never.open();
+  EXPECT_EQ(s.stats().cancelled, parks.size());
+}
+
+TEST(JobServer, ContextWaitsReturnWhenTheJobIsNotCancelled) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  gate never;
+  s.register_program("waits", [&](srv::job_context& ctx) -> json {
+    const bool timed_out = !ctx.wait_for(never.f, std::chrono::milliseconds(2));
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx.sleep_for(std::chrono::microseconds(300));
+    const bool slept = std::chrono::steady_clock::now() - t0 >= std::chrono::microseconds(300);
+    const int value = ctx.wait(promptly::async([] { return 7; }));
+    const bool ready = ctx.wait_for(promptly::async([] { return 8; }), std::chrono::hours(1));
+    promptly::future<int> empty;
+    bool empty_throws = false;
+    try {
+      (void)ctx.wait(empty);
+    } catch (const promptly::future_empty&) {
+      empty_throws = true;
+    }
+    return {{"timed_out", timed_out}, {"slept", slept}, {"value", value}, {"ready", ready}, {"empty_throws", empty_throws}};
+  });
+  const srv::job_info i = s.submit("waits", {}).wait();
+  ASSERT_EQ(i.state, job_state::done) << i.error;
+  EXPECT_EQ(i.result, (json{{"timed_out", true}, {"slept", true}, {"value", 7}, {"ready", true}, {"empty_throws", true}}));
+  never.open();
+}
+
+TEST(JobServer, AJobThatIgnoresCancellationStaysRunningWithCancelRequested) {
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  std::atomic<bool> release{false};
+  std::future<void> entered = register_signalling(s, "stubborn", [&](srv::job_context&) -> json {
+    while (!release.load()) std::this_thread::yield();
+    return 1;
+  });
+  auto h = s.submit("stubborn", {});
+  ASSERT_EQ(entered.wait_for(hang_guard), std::future_status::ready);
+  EXPECT_TRUE(h.cancel());
+  const srv::job_info running = h.status();
+  EXPECT_EQ(running.state, job_state::running) << "it has not stopped";
+  EXPECT_TRUE(running.cancel_requested);
+  EXPECT_EQ(srv::to_json(running)["cancel_requested"], true);
+  EXPECT_EQ(s.jobs().at(0).cancel_requested, true);
+  EXPECT_TRUE(h.cancel()) << "it will still end cancelled";
+  release.store(true);
+  const srv::job_info end = h.wait();
+  EXPECT_EQ(end.state, job_state::cancelled);
+  EXPECT_FALSE(end.cancel_requested);
+  EXPECT_FALSE(srv::to_json(end).contains("cancel_requested"));
+}
+
+TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
+  // equi: a core for each of the three running jobs (under prompt the
+  // spinning oldest job would hold both cores and the others never start).
+  promptly::runtime rt(config(3, "equi"));
+  std::atomic<bool> release{false};
+  srv::job_server s(rt, {.max_running = 3});
+  std::future<void> entered = register_signalling(s, "stubborn", [&](srv::job_context&) -> json {
+    while (!release.load()) std::this_thread::yield();
+    return 1;
+  });
+  s.register_program("sleeper", [](srv::job_context& ctx) -> json {
+    ctx.sleep_for(std::chrono::hours(1));
+    return 0;
+  });
+  s.register_program("spin", until_cancelled);
+  auto stubborn = s.submit("stubborn", {});
+  auto sleeper = s.submit("sleeper", {});
+  auto spin = s.submit("spin", {});
+  auto queued = s.submit("spin", {});
+  ASSERT_EQ(entered.wait_for(hang_guard), std::future_status::ready);
+  srv::job_server::drain_report r;
+  {
+    watchdog dog(std::chrono::seconds(10), "drain_within with a job that ignores cancellation");
+    // The grace always runs out (the stubborn job never stops): long enough
+    // for the others to notice their cancellation on a loaded machine.
+    r = s.drain_within(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
+  }
+  EXPECT_EQ(r.cancelled, 4u);
+  ASSERT_EQ(r.abandoned.size(), 1u);
+  EXPECT_EQ(r.abandoned[0].id, stubborn.id());
+  EXPECT_EQ(r.abandoned[0].state, job_state::running);
+  EXPECT_TRUE(r.abandoned[0].cancel_requested);
+  for (auto* h : {&sleeper, &spin, &queued}) EXPECT_EQ(h->status().state, job_state::cancelled) << h->id();
+  release.store(true);  // else the server's destructor would wait for it
+  EXPECT_EQ(stubborn.wait().state, job_state::cancelled);
 }

@@ -56,6 +56,18 @@ TEST(ServerPlugins, LoadsAPluginAndRunsItsPrograms) {
   }
 }
 
+TEST(ServerPlugins, APluginGetsTheWholePublicApiFuturesAndIoTimersIncluded) {
+  // good.so calls io::sleep_for and async, which this executable does not
+  // call itself: it loads only if the host exports every public symbol.
+  promptly::runtime rt(config(2, "prompt"));
+  srv::job_server s(rt);
+  ASSERT_EQ(srv::load_program_plugins(s, plugins / "good"), 1u);
+  const srv::job_info io = s.submit("plugin_io", {{"us", 200}}).wait();
+  ASSERT_EQ(io.state, srv::job_state::done) << io.error;
+  EXPECT_EQ(io.result["sum"].get<long>(), 42);
+  EXPECT_TRUE(io.result["slept_enough"].get<bool>()) << io.result;
+}
+
 TEST(ServerPlugins, RefusesALibraryWithoutTheEntryPoint) {
   promptly::runtime rt(config(1, "prompt"));
   srv::job_server s(rt);

@@ -31,21 +31,6 @@ bool on_a_worker() noexcept { return promptly::detail::current_worker() != nullp
 
 }  // namespace
 
-// ---- job_context ----
-
-const json& job_context::args() const noexcept { return impl_->args; }
-job_id job_context::id() const noexcept { return impl_->id; }
-promptly::pool job_context::pool() const noexcept {
-  return promptly::pool(impl_->pool.load(std::memory_order_acquire));  // acquire: see start()'s store
-}
-promptly::runtime& job_context::runtime() const noexcept { return *impl_->rt; }
-bool job_context::cancelled() const noexcept {
-  return impl_->cancel_requested.load(std::memory_order_acquire);  // acquire: pairs with cancel()'s release
-}
-void job_context::throw_if_cancelled() const {
-  if (cancelled()) throw job_cancelled("job " + std::to_string(impl_->id) + " was cancelled");
-}
-
 // ---- job_handle ----
 
 job_info job_handle::status() const { return server_->status(id_); }
@@ -81,22 +66,38 @@ job_info job_server::state::info_locked(const job_record& r, clock_type::time_po
   if (r.state == job_state::running) {
     const std::uint32_t p = r.context.pool.load(std::memory_order_acquire);  // acquire: see start()'s store
     if (p != detail::no_pool_id) i.pool = p;
+    i.cancel_requested = r.context.cancel_requested.load(std::memory_order_relaxed);  // relaxed: written under mu, held
   }
+  // The spans between a job's instants (job_timing): accepted <= root
+  // started <= root returned <= terminal; a job that has not reached an
+  // instant yet is measured up to `now`, one that never started was queued
+  // all its life. The spans add up to flow_us exactly (in nanoseconds).
   const std::int64_t started_ns = r.started_ns.load(std::memory_order_relaxed);  // relaxed: a timestamp, read alone
   const clock_type::time_point started{std::chrono::nanoseconds(started_ns)};
-  if (started_ns != 0) i.timing.queued_us = us_between(r.accepted, started);
-  if (is_terminal(r.state)) {
+  const bool terminal = is_terminal(r.state);
+  // The root task sets started without the mutex, so it may be later than
+  // a `now` read before: a live job is measured up to the later of the two.
+  const clock_type::time_point end = terminal ? r.terminal : std::max(now, started);
+  i.timing.flow_us = us_between(r.accepted, end);
+  if (started_ns == 0) {
+    i.timing.queued_us = i.timing.flow_us;
+  } else {
+    i.timing.queued_us = us_between(r.accepted, started);
+    // The root's return (`finished`) is read only once terminal: the root
+    // task writes it (a branch, not a select the compiler could load early).
+    if (terminal) {
+      i.timing.run_us = us_between(started, r.finished);
+      i.timing.end_us = us_between(r.finished, r.terminal);
+    } else {
+      i.timing.run_us = us_between(started, now);
+    }
+  }
+  if (terminal) {
     if (r.state == job_state::done) i.result = r.result;
     else i.error = r.error;
-    if (started_ns != 0) i.timing.run_us = us_between(started, r.finished);
-    i.timing.flow_us = us_between(r.accepted, r.finished);
     i.timing.start_us = r.start_us;
     i.timing.setup_us = r.setup_us;
     i.timing.remove_us = r.remove_us;
-    i.timing.end_us = r.end_us;
-  } else {
-    if (started_ns != 0) i.timing.run_us = us_between(started, now);
-    i.timing.flow_us = us_between(r.accepted, now);
   }
   return i;
 }
@@ -289,6 +290,7 @@ bool job_server::wait_for(job_id id, std::chrono::nanoseconds d) const {
 bool job_server::cancel(job_id id) {
   const auto now = clock_type::now();
   detail::delivery d;
+  std::shared_ptr<job_record> running;
   {
     std::lock_guard lock(s_->mu);
     auto r = s_->find_locked(id, now);
@@ -297,12 +299,19 @@ bool job_server::cancel(job_id id) {
     r->reason = "cancelled by request";
     // Release: a program that sees the flag sees the reason (and all before).
     r->context.cancel_requested.store(true, std::memory_order_release);
-    if (r->state == job_state::running) return true;  // ends cancelled when its root returns (reap)
-    // Queued: cancelled at once; it never had a pool.
-    s_->queue.erase(std::find(s_->queue.begin(), s_->queue.end(), r));
-    r->error = r->reason;
-    d = s_->finish_locked(*r, job_state::cancelled, now);
-    s_->publish_counts_locked();
+    if (r->state == job_state::running) {
+      running = std::move(r);  // ends cancelled when its root returns (reap)
+    } else {
+      // Queued: cancelled at once; it never had a pool.
+      s_->queue.erase(std::find(s_->queue.begin(), s_->queue.end(), r));
+      r->error = r->reason;
+      d = s_->finish_locked(*r, job_state::cancelled, now);
+      s_->publish_counts_locked();
+    }
+  }
+  if (running) {
+    s_->request_stop(*running);
+    return true;
   }
   d.run();
   return true;
@@ -347,31 +356,66 @@ bool job_server::ready() const noexcept {
 
 std::size_t job_server::drain(std::chrono::milliseconds timeout) {
   stop_accepting();
-  std::unique_lock lock(s_->mu);
-  const auto idle = [&] { return s_->idle_locked(); };
-  if (s_->idle_cv.wait_for(lock, timeout, idle)) return 0;
+  return s_->drain(timeout, std::nullopt).cancelled;
+}
+
+job_server::drain_report job_server::drain_within(std::chrono::milliseconds timeout, std::chrono::milliseconds cancel_grace) {
+  stop_accepting();
+  return s_->drain(timeout, cancel_grace);
+}
+
+void job_server::state::request_stop(detail::job_record& r) noexcept {
+  // Outside mu: the stop callbacks run here, on this thread (they wake the
+  // job's parked waits and cancel its io:: operations), and must not run
+  // under the server's lock.
+  r.context.stop.request_stop();
+}
+
+job_server::drain_report job_server::state::drain(std::chrono::milliseconds timeout,
+                                                  std::optional<std::chrono::milliseconds> cancel_grace) {
+  // The server's stop_accepting() ran before (it also ends the periodic tasks).
+  drain_report report;
+  std::unique_lock lock(mu);
+  const auto idle = [&] { return idle_locked(); };
+  if (idle_cv.wait_for(lock, timeout, idle)) return report;
   // Time is up: queued jobs are cancelled at once, running ones are told to stop.
   const auto now = clock_type::now();
-  std::size_t n = 0;
+  std::vector<std::shared_ptr<job_record>> to_stop;
   std::vector<detail::delivery> ds;
-  for (auto& [id, r] : s_->jobs) {
+  for (auto& [id, r] : jobs) {
     if (is_terminal(r->state) || r->context.cancel_requested.load(std::memory_order_relaxed)) continue;  // relaxed: under mu
     r->reason = "cancelled: the server drained and the job did not finish within " + std::to_string(timeout.count()) + " ms";
     r->context.cancel_requested.store(true, std::memory_order_release);  // release: as in cancel()
-    ++n;
+    if (r->state == job_state::running) to_stop.push_back(r);
+    ++report.cancelled;
   }
-  while (!s_->queue.empty()) {
-    auto r = std::move(s_->queue.front());
-    s_->queue.pop_front();
+  while (!queue.empty()) {
+    auto r = std::move(queue.front());
+    queue.pop_front();
     r->error = r->reason;
-    ds.push_back(s_->finish_locked(*r, job_state::cancelled, now));
+    ds.push_back(finish_locked(*r, job_state::cancelled, now));
   }
-  s_->publish_counts_locked();
+  publish_counts_locked();
   lock.unlock();
+  for (auto& r : to_stop) request_stop(*r);
+  to_stop.clear();
   for (auto& d : ds) d.run();
   lock.lock();
-  s_->idle_cv.wait(lock, idle);
-  return n;
+  if (!cancel_grace) {
+    idle_cv.wait(lock, idle);
+    return report;
+  }
+  if (idle_cv.wait_for(lock, *cancel_grace, idle)) return report;
+  // The grace is over: what still runs ignores its cancellation. Queued
+  // jobs cannot be left (admission stopped when draining began; a job
+  // ending now starts no queued one, the queue is empty), deliveries in
+  // flight end on their own (they never wait for jobs).
+  const auto t = clock_type::now();
+  for (auto& [id, r] : jobs)
+    if (r->state == job_state::running) report.abandoned.push_back(info_locked(*r, t));
+  std::sort(report.abandoned.begin(), report.abandoned.end(),
+            [](const job_info& a, const job_info& b) { return a.id < b.id; });
+  return report;
 }
 
 }  // namespace promptly::server

@@ -45,6 +45,7 @@ json to_json(const job_info& j) {
                  {"remove_us", j.timing.remove_us},
                  {"end_us", j.timing.end_us}};
   if (j.pool) o["pool"] = *j.pool;
+  if (j.cancel_requested) o["cancel_requested"] = true;
   if (j.state == job_state::running) {
     o["cores"] = j.cores;
     o["work_s"] = j.work_s;

@@ -253,7 +253,9 @@ detail::delivery job_server::state::finish_locked(job_record& r, job_state s, cl
   assert(!is_terminal(r.state) && is_terminal(s));
   r.state = s;
   if (r.finished == clock_type::time_point{}) r.finished = now;
-  const double flow_us = us_between(r.accepted, r.finished);
+  r.terminal = now;
+  assert(r.accepted <= r.finished && r.finished <= r.terminal);
+  const double flow_us = us_between(r.accepted, r.terminal);  // flow time: accepted -> terminal (AMCilk Sec. 6.1)
   auto it = per_program.find(r.program->name);
   if (it == per_program.end()) it = per_program.emplace(r.program->name, detail::program_counts(opts.window)).first;
   switch (s) {

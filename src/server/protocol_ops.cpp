@@ -231,7 +231,10 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
         only_fields(req, op_name, {"id"});
         const job_id id = unsigned_field(field(req, "id"), "id");
         const bool cancelled = srv.cancel(id);
-        json r{{"id", id}, {"cancelled", cancelled}, {"state", to_string(srv.status(id).state)}};
+        const job_info now = srv.status(id);
+        // `cancelled`: the job is or will be cancelled; `state` is now: a
+        // running job stays running (cancel_requested) until it stops.
+        json r{{"id", id}, {"cancelled", cancelled}, {"state", to_string(now.state)}, {"cancel_requested", now.cancel_requested}};
         complete(seq, ok_line(std::move(r), tag));
         return;
       }

@@ -19,7 +19,10 @@
 //    must not hold a worker).
 //  * cancel_requested is only set under `mu` while the record is not
 //    terminal; the reaper decides the terminal state under `mu`, so
-//    cancel() returns true exactly for the jobs that end cancelled.
+//    cancel() returns true exactly for the jobs that end cancelled. The
+//    job's stop token is requested after cancel_requested was set, outside
+//    `mu` (its callbacks wake the job's parked waits), so a program that
+//    sees the token requested sees cancelled() too.
 //  * deliveries counts finish_locked's results whose run() has not ended;
 //    idle (drain's condition) = nothing running, queued or being delivered.
 //  * Fields the root task writes (outcome, result, error, finished) are
@@ -43,6 +46,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -93,6 +98,9 @@ struct job_context::impl {
   // Set (under the server's mutex) by cancel(); read by the program at its
   // cutoffs. Release/acquire: a program that sees it sees the reason.
   std::atomic<bool> cancel_requested{false};
+  // Requested after cancel_requested is set (outside the mutex): wakes the
+  // job's cancellable waits and io:: operations (job_context::stop_token).
+  std::stop_source stop;
 };
 
 namespace detail {
@@ -113,7 +121,9 @@ struct job_record {
   root_outcome outcome = root_outcome::none;
   json result;
   std::string error;
-  clock_type::time_point accepted, start_decision, finished;
+  // accepted: submit() began; finished: the root returned (or the job was
+  // ended before it ran); terminal: finish_locked. accepted <= finished <= terminal.
+  clock_type::time_point accepted, start_decision, finished, terminal;
   // Root task start, ns since the clock's epoch; 0 = not started. Atomic:
   // status readers of a running job read it while the root task writes it.
   std::atomic<std::int64_t> started_ns{0};
@@ -216,6 +226,12 @@ struct job_server::state {
   // Pops queued jobs into free running slots (under mu); the caller starts them.
   std::vector<std::shared_ptr<detail::job_record>> admit_queued_locked(clock_type::time_point now);
   void start_all(const std::vector<std::shared_ptr<detail::job_record>>& rs);
+
+  // --- cancellation and draining (job_server.cpp) ---
+  // Requests r's stop token; never under mu.
+  void request_stop(detail::job_record& r) noexcept;
+  // drain(timeout) without a grace; drain_within(timeout, grace) with one.
+  job_server::drain_report drain(std::chrono::milliseconds timeout, std::optional<std::chrono::milliseconds> cancel_grace);
 
   // --- table (job_server.cpp) ---
   std::shared_ptr<detail::job_record> find_locked(job_id id, clock_type::time_point now);

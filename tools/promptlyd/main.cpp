@@ -9,12 +9,14 @@
 // (src/server/daemon_partition); the main thread waits for SIGTERM/SIGINT
 // and drains.
 // Exit status: 0 after a drain, 1 if start-up failed, 2 for bad options
-// (and for --partition on a machine without resctrl).
+// (and for --partition on a machine without resctrl), 3 after a drain that
+// abandoned jobs still running past the deadline.
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -80,6 +82,11 @@ void say(const std::string& line) {
   std::fputs((line + "\n").c_str(), stdout);
   std::fflush(stdout);
 }
+
+// After --drain-timeout, how long cancelled jobs may take to stop before the
+// daemon abandons them, and the exit status when it did (docs/server.md).
+constexpr std::chrono::milliseconds cancel_grace{1000};
+constexpr int exit_abandoned = 3;
 
 int serve(const options& o, const partitioning& parts) {
   // Block the stop signals before any thread exists, so every thread
@@ -165,8 +172,11 @@ int serve(const options& o, const partitioning& parts) {
                o.drain_timeout_s);
   srv.stop_accepting();
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t cancelled =
-      srv.drain(std::chrono::milliseconds(static_cast<std::int64_t>(o.drain_timeout_s * 1000)));
+  // The deadline is real: jobs cancelled at it get cancel_grace to stop;
+  // one that ignores cancellation is abandoned, and the daemon exits anyway.
+  const auto drained = srv.drain_within(std::chrono::milliseconds(static_cast<std::int64_t>(o.drain_timeout_s * 1000)),
+                                        cancel_grace);
+  const std::size_t cancelled = drained.cancelled;
   const std::size_t unsent =
       fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
   metrics.reset();
@@ -188,6 +198,18 @@ int serve(const options& o, const partitioning& parts) {
   // has bound a new one at the same path.
   if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
     std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
+  if (!drained.abandoned.empty()) {
+    // Their tasks still run on the runtime's workers: destroying the server
+    // and the runtime would wait for them, so exit without destroying them.
+    for (const auto& j : drained.abandoned)
+      std::fprintf(stderr, "promptlyd: abandoned job %llu (%s), running %.3f s, still running %.1f s after its cancellation\n",
+                   static_cast<unsigned long long>(j.id), j.program.c_str(), j.timing.run_us / 1e6,
+                   std::chrono::duration<double>(cancel_grace).count());
+    std::fprintf(stderr, "promptlyd: exit status %d: %zu job(s) abandoned at the drain deadline\n", exit_abandoned,
+                 drained.abandoned.size());
+    std::fflush(nullptr);
+    std::_Exit(exit_abandoned);
+  }
   return 0;
 }
 

@@ -23,12 +23,14 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "promptly/future.hpp"
 #include "promptly/pool.hpp"
 
 namespace promptly {
@@ -111,6 +113,15 @@ class arg_schema {
 };
 
 // What a running job sees: its validated args, its pool, cooperative cancel.
+//
+// Cancellation (job_server::cancel, drain's deadline) sets cancelled() and
+// requests the job's stop token. A program stops at its cancellation
+// points: throw_if_cancelled() at its cutoffs, and the waits below, which
+// park the job's fiber (its worker runs other work) and wake with
+// job_cancelled as soon as the job is cancelled; io:: operations given
+// stop_token() complete with io::cancelled. A job parked anywhere else (a
+// plain future::get, io::sleep_for without the token) stays running until
+// that wait ends on its own.
 class job_context {
  public:
   [[nodiscard]] const json& args() const noexcept;
@@ -121,11 +132,42 @@ class job_context {
   [[nodiscard]] bool cancelled() const noexcept;
   // Throws job_cancelled if cancelled() (the job then ends as cancelled).
   void throw_if_cancelled() const;
+  // Requested when the job is cancelled: for io:: operations
+  // (io::read(fd, buf, deadline, ctx.stop_token())) and std::stop_callback.
+  [[nodiscard]] std::stop_token stop_token() const noexcept;
+
+  // Sleeps d on the runtime's I/O timers (io::sleep_for); throws
+  // job_cancelled when the job is cancelled before or during the sleep.
+  void sleep_for(std::chrono::nanoseconds d) const;
+  // f.get(), parking until f is ready; throws job_cancelled if the job is
+  // cancelled first (f's task runs on; it is not run inline, as get() may).
+  template <class T>
+  decltype(auto) wait(const promptly::future<T>& f) const {
+    if (park_until(promptly::detail::future_access::state(f), nullptr) == wake_reason::cancelled) throw_cancelled();
+    return f.get();
+  }
+  // As wait, for at most d: true if f is ready (f.get() will not wait),
+  // false if d passed first. Each call that parks leaves a small record
+  // (tens of bytes) on f until f completes.
+  template <class T>
+  [[nodiscard]] bool wait_for(const promptly::future<T>& f, std::chrono::nanoseconds d) const {
+    using clock = std::chrono::steady_clock;
+    const auto now = clock::now();
+    const auto deadline = d >= clock::time_point::max() - now ? clock::time_point::max() : now + d;  // no overflow
+    const wake_reason w = park_until(promptly::detail::future_access::state(f), &deadline);
+    if (w == wake_reason::cancelled) throw_cancelled();
+    return w == wake_reason::ready;
+  }
 
   struct impl;
   explicit job_context(impl* i) noexcept : impl_(i) {}
 
  private:
+  enum class wake_reason { ready, cancelled, timed_out };
+  // Parks until s is ready, the job is cancelled or *deadline (if given)
+  // passes; a null s (an empty future) is "ready": get() then throws future_empty.
+  wake_reason park_until(promptly::detail::future_state_base* s, const std::chrono::steady_clock::time_point* deadline) const;
+  [[noreturn]] void throw_cancelled() const;
   impl* impl_;
 };
 
@@ -146,26 +188,34 @@ struct program_info {
   json schema;  // arg_schema::describe()
 };
 
+// A job's timing, in microseconds. Four instants: accepted (submit()
+// called), root started (the root task's first instruction), root returned,
+// terminal (the state decided). The first three fields are the spans
+// between consecutive instants, so queued_us + run_us + end_us == flow_us
+// (up to double rounding); a job not yet at an instant is measured up to
+// now, one that never started (cancelled while queued) has run_us = end_us
+// = 0 and queued_us = flow_us.
 struct job_timing {
-  double queued_us = 0;  // accepted -> root task started
-  double run_us = 0;     // root task started -> finished
-  double flow_us = 0;    // accepted -> finished (terminal)
+  double queued_us = 0;  // accepted -> root started (-> terminal or now if it never started)
+  double run_us = 0;     // root started -> root returned (or now)
+  double flow_us = 0;    // accepted -> terminal (or now): AMCilk's flow time
   // The server's own overheads (AMCilk Sec. 5.1, "starting a job" and
-  // "removing a job"): start_us from the start decision (the submit() call
-  // for a job admitted at once, the dequeue for a queued one) to the first
-  // instruction of the root task; remove_us the runtime::remove_pool call
-  // after the root returned. 0 until measured. setup_us is the part of
-  // start_us until the root task is submitted (the job's pool created); the
-  // rest, start_us - setup_us, is the submission and the wait for the
-  // policy to give the pool a core and for that core to take the root,
-  // which under load is mostly queueing, not overhead.
+  // "removing a job"), parts of the spans above, 0 until the job is
+  // terminal: start_us from the start decision (the submit() call for a job
+  // admitted at once, the dequeue for a queued one) to the root started, so
+  // start_us <= queued_us; setup_us is the part of start_us until the root
+  // task is submitted (the job's pool created); the rest, start_us -
+  // setup_us, is the submission and the wait for the policy to give the pool
+  // a core and for that core to take the root, which under load is mostly
+  // queueing, not overhead. remove_us is the runtime::remove_pool call
+  // after the root returned (remove_us <= end_us).
   double start_us = 0;
   double setup_us = 0;
   double remove_us = 0;
-  // The root's return to the job's terminal state: the wait for the job's
-  // detached work and its last worker to leave the pool, the reaper's
-  // wake-up, remove_us and the terminal transition. remove_us alone can be
-  // made small by waiting before it; this is what a caller waits.
+  // Root returned -> terminal: the wait for the job's detached work and its
+  // last worker to leave the pool, the reaper's wake-up, remove_us and the
+  // terminal transition. remove_us alone can be made small by waiting
+  // before it; this is what a caller waits.
   double end_us = 0;
 };
 
@@ -178,6 +228,9 @@ struct job_info {
   std::string error;  // failed: the exception's message; cancelled/rejected: why
   job_timing timing;  // filled in as far as the job got
   std::optional<std::uint32_t> pool;  // the job's pool while it runs (runtime_stats' pool ids)
+  // Running, and told to stop (cancel, drain's deadline): it ends cancelled
+  // once its program returns or throws; until then its state stays running.
+  bool cancel_requested = false;
   unsigned cores = 0;  // cores serving the job's pool now (running jobs)
   double work_s = 0;   // worker-seconds working in the job's pool so far
   double look_s = 0;   // worker-seconds stealing/idle in the job's pool so far
@@ -352,6 +405,19 @@ class job_server {
   // every on_terminal callback has run. Call it from a plain thread.
   void stop_accepting();
   std::size_t drain(std::chrono::milliseconds timeout);
+  // drain with a real deadline: as drain(timeout), but the jobs cancelled at
+  // the timeout get at most `cancel_grace` to stop; the ones still running
+  // then (programs that ignore cancellation) are abandoned: reported, not
+  // waited for. Every other job is terminal and its callbacks have run when
+  // it returns. A server that abandoned jobs cannot be destroyed before they
+  // end (its destructor waits for them, as the runtime's does for their
+  // pools): a process in that state exits without destroying them
+  // (promptlyd: docs/server.md, "SIGTERM").
+  struct drain_report {
+    std::size_t cancelled = 0;       // as drain(timeout) returns
+    std::vector<job_info> abandoned;  // running after the grace, by id
+  };
+  drain_report drain_within(std::chrono::milliseconds timeout, std::chrono::milliseconds cancel_grace);
   [[nodiscard]] bool accepting() const noexcept;
   // Whether a submit now would be admitted (running or queue space left and
   // not draining): /readyz.

@@ -2,8 +2,9 @@
 // MODULE) that registers programs with a job_server when the server loads
 // it. It is compiled against the installed package's headers and links none
 // of Promptly's code (target promptly::server_plugin): its tasks run on the
-// host's scheduler, through the host's exported symbols (promptlyd is linked
-// with them exported).
+// host's scheduler, through the host's exported symbols. The host links all
+// of libpromptly and promptly_server and exports it (promptlyd does), so a
+// plugin may use any public API, io:: and futures included.
 //
 //   #include <promptly/server/plugin.hpp>
 //
