@@ -1,8 +1,10 @@
-// Coroutine tasks (promptly/co/task.hpp): results and exceptions reach the
+// Coroutine tasks (promptly/co/task.hpp, promptly/co/typed.hpp): results and exceptions reach the
 // spawned future, children run by co_await, futures, promises, I/O and
 // timers resume the coroutine in its own pool, co::yield lets the pool's
 // other work run, shutdown waits for suspended coroutines, an unawaited task
-// is destroyed unrun, and many waiting coroutines hold no fiber stack.
+// is destroyed unrun, many waiting coroutines hold no fiber stack, and typed
+// coroutines touch typed futures under rule TOUCH (the compile-time side:
+// tests/compile_fail/co_touch_less_urgent.cpp).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +17,9 @@
 
 #include "io_test_support.hpp"
 #include "promptly/co/task.hpp"
+#include "promptly/co/typed.hpp"
+#include "promptly/typed.hpp"
+#include "promptly/typed/io.hpp"
 
 using namespace io_test;
 namespace co = promptly::co;
@@ -268,17 +273,17 @@ TEST_F(Coroutines, ShutdownAndRemovePoolWaitForSuspendedCoroutines) {
 // Many coroutines waiting at once on timers and on one future: each holds
 // its frame only. The runtime maps no fiber per waiter (stats().fibers and
 // /proc/self/maps stay flat), where as many waiting fibers would need two
-// mappings each and pass Linux's default vm.max_map_count (65530).
+// mappings each and pass Linux's default vm.max_map_count (65530). A
+// coroutine spawns them and releases them, so that spawning and waking go
+// through its worker's deque.
 TEST_F(Coroutines, ManyWaitingCoroutinesHoldNoFiberStack) {
   const std::size_t n = scaled(100000, 10);
   within(120s, "many waiting coroutines", [n] {
     promptly::runtime rt{workers(2)};
-    std::stop_source stop;
-    promptly::promise<int> gate;
-    promptly::future<int> opened = gate.get_future();
     std::atomic<std::size_t> waiting{0};
+    promptly::promise<void> checked;
     auto on_timer = [](std::stop_token t, std::atomic<std::size_t>& w) -> co::task<int> {
-      w.fetch_add(1);
+      w.fetch_add(1, std::memory_order_relaxed);
       try {
         co_await io::sleep_for(1h, t);
       } catch (const io::cancelled&) {
@@ -287,25 +292,71 @@ TEST_F(Coroutines, ManyWaitingCoroutinesHoldNoFiberStack) {
       co_return 0;
     };
     auto on_future = [](promptly::future<int> f, std::atomic<std::size_t>& w) -> co::task<int> {
-      w.fetch_add(1);
+      w.fetch_add(1, std::memory_order_relaxed);
       co_return co_await f;
     };
+    auto spawner = [&](promptly::future<void> go) -> co::task<long> {
+      std::stop_source stop;
+      promptly::promise<int> gate;
+      promptly::future<int> opened = gate.get_future();
+      std::vector<promptly::future<int>> results;
+      results.reserve(n);
+      for (std::size_t i = 0; i < n; ++i)
+        results.push_back(i % 2 == 0 ? co::spawn(on_timer(stop.get_token(), waiting))
+                                     : co::spawn(on_future(opened, waiting)));
+      co_await go;  // the test thread has counted the waiters
+      stop.request_stop();
+      gate.set_value(1);
+      long sum = 0;
+      for (auto& r : results) sum += co_await r;
+      co_return sum;
+    };
     const std::size_t maps_before = mappings();
-    std::vector<promptly::future<int>> results;
-    results.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-      results.push_back(i % 2 == 0 ? co::spawn(rt, on_timer(stop.get_token(), waiting))
-                                   : co::spawn(rt, on_future(opened, waiting)));
+    auto total = co::spawn(rt, spawner(checked.get_future()));
     ASSERT_TRUE(wait_until([&] { return waiting.load() == n; }));
     ASSERT_TRUE(wait_until([&] { return io::stats().pending_operations >= n / 2; }));
     const auto stats = rt.stats();
     EXPECT_LT(stats.fibers, 64u);
     EXPECT_EQ(stats.blocked_waits, 0u);
     EXPECT_LT(mappings(), maps_before + 200);
-    stop.request_stop();
-    gate.set_value(1);
-    long sum = 0;
-    for (auto& r : results) sum += r.get();
-    EXPECT_EQ(sum, static_cast<long>(n));
+    checked.set_value();
+    EXPECT_EQ(total.get(), static_cast<long>(n));
+  });
+}
+
+namespace {
+struct ui {};
+struct batch {};
+using order = promptly::priority_order<promptly::chain<ui, batch>>;  // ui > batch
+template <class P>
+using typed_ctx = promptly::typed::ctx<order, P>;
+namespace pt = promptly::typed;
+
+// A batch coroutine touches an I/O future at ui and one at its own priority.
+co::task<std::string> typed_echo(typed_ctx<batch> c, io::descriptor& a, io::descriptor& b) {
+  co_await co::touch(c, pt::io::write<ui>(c, a, std::string_view("typed")));
+  std::string buf(5, '\0');
+  auto n = pt::io::read(c, b, std::span<char>(buf));
+  buf.resize(co_await co::touch(c, n));
+  co_return buf + std::to_string(level_here());
+}
+}  // namespace
+
+static_assert(std::is_same_v<decltype(co::spawn(std::declval<const typed_ctx<batch>&>(), std::declval<co::task<int>>())),
+                             pt::future<int, batch>>);
+static_assert(std::is_same_v<decltype(co::spawn<ui>(std::declval<const typed_ctx<batch>&>(), std::declval<co::task<int>>())),
+                             pt::future<int, ui>>);
+
+TEST_F(Coroutines, TypedCoroutinesTouchUnderRuleTouch) {
+  within(60s, "typed coroutines", [] {
+    promptly::runtime_config cfg = workers(2);
+    cfg.levels = 2;
+    promptly::runtime rt{cfg};
+    auto [a, b] = io::make_socket_pair();
+    const std::string got = pt::run<order, batch>(rt, [&](typed_ctx<batch> c) {
+      pt::future<std::string, batch> f = co::spawn(c, typed_echo(c, a, b));
+      return c.touch(std::move(f));
+    });
+    EXPECT_EQ(got, "typed1");
   });
 }
