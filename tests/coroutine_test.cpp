@@ -352,7 +352,9 @@ TEST_F(Coroutines, TypedCoroutinesTouchUnderRuleTouch) {
     promptly::runtime_config cfg = workers(2);
     cfg.levels = 2;
     promptly::runtime rt{cfg};
-    auto [a, b] = io::make_socket_pair();
+    auto sockets = io::make_socket_pair();
+    io::descriptor& a = sockets.first;
+    io::descriptor& b = sockets.second;
     const std::string got = pt::run<order, batch>(rt, [&](typed_ctx<batch> c) {
       pt::future<std::string, batch> f = co::spawn(c, typed_echo(c, a, b));
       return c.touch(std::move(f));
