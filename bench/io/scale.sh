@@ -19,13 +19,16 @@ driver="$build/bench/bench_io_driver"
 [ -x "$driver" ] || driver=$(find "$build" -name bench_io_driver -type f | head -1)
 for k in "${conns[@]}"; do
   for r in $(seq 1 "$rounds"); do
-    for rt in promptly-fiber promptly-coroutine go; do
+    for rt in promptly-fiber promptly-coroutine-epoll promptly-coroutine-io_uring go; do
+      backend=auto
       case $rt in
         promptly-fiber) spec=cmake:bench_io_echo_promptly extra=(--policy oblivious --server-args "--handler fiber") ;;
-        promptly-coroutine) spec=cmake:bench_io_echo_promptly extra=(--policy oblivious --server-args "--handler coroutine") ;;
+        promptly-coroutine-*) spec=cmake:bench_io_echo_promptly backend=${rt#promptly-coroutine-}
+                              extra=(--policy oblivious --server-args "--handler coroutine") ;;
         go) spec=go:echo extra=() ;;
       esac
-      line=$(cd "$build" && "$driver" --server "$spec" --mode idle --idle-conns "$k" --idle-ms 2000 "${extra[@]}" 2>&1 | grep RESULT || echo "RESULT failed")
+      line=$(cd "$build" && PROMPTLY_IO_BACKEND=$backend "$driver" --server "$spec" --mode idle --idle-conns "$k" \
+               --idle-ms 2000 "${extra[@]}" 2>&1 | grep RESULT || echo "RESULT failed")
       echo "conns=$k round=$r runtime=$rt $line" | tee -a "$out/raw.txt"
     done
   done

@@ -90,8 +90,9 @@ struct runtime_config {
   // "Backends"): "auto", "epoll" or "io_uring". The reactor is per process
   // and starts with the first I/O operation that waits; a runtime built
   // before then with "epoll" or "io_uring" decides it (else the environment
-  // variable PROMPTLY_IO_BACKEND, else auto: io_uring when the kernel allows
-  // a ring, epoll otherwise). io::stats().backend says which one runs.
+  // variable PROMPTLY_IO_BACKEND, else auto, which is epoll; io_uring falls
+  // back to epoll when the kernel refuses a ring). io::stats().backend says
+  // which one runs.
   std::string io_backend = "auto";
 };
 

@@ -6,11 +6,13 @@
 // wait, or the first timer): runtime_config::io_backend of the runtimes
 // constructed before then ("auto", "epoll" or "io_uring"; the last one
 // that is not "auto" wins), else the environment variable
-// PROMPTLY_IO_BACKEND, else auto. auto and io_uring use io_uring when a
-// ring can be made (io_uring_queue_init fails with ENOSYS on old kernels and
-// EPERM under seccomp profiles that forbid it) and fall back to epoll
-// otherwise; io_uring says so once on stderr. A request after the reactor
-// started changes nothing (io::stats().backend tells what runs).
+// PROMPTLY_IO_BACKEND, else auto. auto is epoll (io_uring is opt-in: see
+// src/io/README.md, "Backends", for what it does not do yet). io_uring uses
+// io_uring when a ring can be made and falls back to epoll otherwise
+// (io_uring_queue_init fails with ENOSYS on old kernels and EPERM under
+// seccomp profiles that forbid it), saying so once on stderr. A request
+// after the reactor started changes nothing (io::stats().backend tells what
+// runs).
 #pragma once
 
 #include <string_view>

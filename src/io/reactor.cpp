@@ -149,7 +149,9 @@ reactor::reactor()
       timers_(timer_fd_) {
   const backend_choice choice = chosen_backend();
 #if PROMPTLY_HAVE_LIBURING
-  if (choice != backend_choice::epoll) {
+  // auto means epoll: the io_uring backend is opt-in until a closed descriptor's file is
+  // released as promptly as with epoll (src/io/README.md, "Backends").
+  if (choice == backend_choice::io_uring) {
     auto* r = new uring;
     if (const int err = r->init(); err == 0) {
       if (const int arm = r->arm_poll(reinterpret_cast<std::uintptr_t>(&timer_fd_), timer_fd_); arm != 0) {
@@ -160,8 +162,7 @@ reactor::reactor()
       ring_ = r;
     } else {
       delete r;
-      if (choice == backend_choice::io_uring)
-        std::fprintf(stderr, "promptly::io: io_uring_queue_init failed (%s); the reactor uses epoll\n",
+      std::fprintf(stderr, "promptly::io: io_uring_queue_init failed (%s); the reactor uses epoll\n",
                      std::strerror(-err));
     }
   }
@@ -287,13 +288,23 @@ void reactor::run_uring() noexcept {
       die("io_uring_wait_cqe");
     }
     wakeups_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
-    unsigned head;
-    unsigned seen = 0;
-    io_uring_for_each_cqe(&ring_->ring, head, cqe) {
-      on_uring_completion(cqe->user_data, cqe->res, cqe->flags);
-      ++seen;
+    // A completion carries a fd_state pointer through the kernel's ring,
+    // which neither the language nor ThreadSanitizer sees as
+    // synchronisation (epoll_ctl/epoll_wait are). Every submission is made
+    // under submit_mu; taking it once, after the completions counted here
+    // arrived, orders each submission they complete (and what its thread
+    // did before, such as building the state) before this thread's use of
+    // them. Completions that arrive meanwhile wait for the next round.
+    const unsigned ready = io_uring_cq_ready(&ring_->ring);
+    { std::lock_guard after_submissions(ring_->submit_mu); }
+    for (unsigned i = 0; i < ready; ++i) {
+      if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0 || cqe == nullptr) break;
+      const std::uint64_t tag = cqe->user_data;
+      const int res = cqe->res;
+      const unsigned flags = cqe->flags;
+      io_uring_cqe_seen(&ring_->ring, cqe);  // handling may submit; the slot is free first
+      on_uring_completion(tag, res, flags);
     }
-    io_uring_cq_advance(&ring_->ring, seen);
   }
 }
 

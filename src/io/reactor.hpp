@@ -36,8 +36,9 @@
 // Invariants
 //  * Only the reactor thread calls epoll_wait (or reaps the ring's
 //    completions) and drops the backend's references.
-//  * io_uring: submissions (from any thread) hold uring_submit_mu_; the
-//    ring's completion queue is read by the reactor thread only.
+//  * io_uring: submissions (from any thread) hold the ring's submit_mu; the
+//    ring's completion queue is read by the reactor thread only, which
+//    takes submit_mu after completions arrive and before it uses them.
 //  * The reactor thread blocks every signal: user signal handlers never run
 //    on it. (Writes to pipes consume the SIGPIPE they raise and report
 //    EPIPE, on every thread; sockets use MSG_NOSIGNAL.)
