@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "io_test_support.hpp"
+#include "promptly/co/task.hpp"
 
 using namespace io_test;
+namespace co = promptly::co;
 
 class IoListener : public ::testing::Test {
  protected:
@@ -376,4 +378,75 @@ TEST_F(IoListener, AcceptRetryDoesNotParkInsideACatchHandler) {
   ::close(client);
   l.close();
   served.get();
+}
+
+// Coroutine handlers (a handler returning co::task<void>): each connection
+// runs as a coroutine and waits without a fiber; echoes, errors reach
+// on_error, and stopping the listener releases connections that ignore the
+// token (close_on_stop lives in the coroutine's frame), so the runtime's
+// destructor returns.
+namespace {
+co::task<void> echo_lines_co(io::descriptor c, std::stop_token st) {
+  io::line_reader lines(c);
+  for (;;) co_await io::write(c, co_await lines.read_line({}, st) + "\n", {}, st);
+}
+}  // namespace
+
+TEST_F(IoListener, CoroutineHandlersEchoManyClientsWithoutFibers) {
+  within(60s, "a coroutine echo server", [] {
+    promptly::runtime rt{workers(2)};
+    auto l = io::listener::tcp("127.0.0.1", 0);
+    std::stop_source stop;
+    auto served = l.serve(rt, echo_lines_co, {.stop = stop.get_token()});
+    const int clients = 50;
+    auto client = [](std::uint16_t port, int i) -> co::task<void> {
+      io::descriptor c = co_await io::connect_tcp("127.0.0.1", port, 5s);
+      io::line_reader lines(c);
+      for (int k = 0; k < 3; ++k) {
+        std::string msg = "client " + std::to_string(i) + " round " + std::to_string(k);
+        co_await io::write(c, msg + "\n", 5s);
+        EXPECT_EQ(co_await lines.read_line(5s), msg);
+      }
+    };
+    const std::size_t fibers_before = rt.stats().fibers;
+    std::vector<promptly::future<void>> done;
+    for (int i = 0; i < clients; ++i) done.push_back(co::spawn(rt, client(l.port(), i)));
+    for (auto& d : done) d.get();
+    // 100 coroutines waited on sockets; the accept loop is the one fiber task.
+    EXPECT_LE(rt.stats().fibers, fibers_before + 4);
+    stop.request_stop();
+    served.get();
+  });
+}
+
+TEST_F(IoListener, CoroutineHandlersAreReleasedAndReported) {
+  within(60s, "stopping a coroutine server", [] {
+    constexpr int n = 8;
+    std::vector<io::descriptor> clients;
+    std::atomic<int> reading{0}, released{0}, reported{0};
+    {
+      promptly::runtime rt{workers(2)};
+      auto l = io::listener::tcp("127.0.0.1", 0);
+      auto served = l.serve(
+          rt,
+          [&](io::descriptor c) -> co::task<void> {
+            char buf[8];
+            auto pending = io::read(c, std::span(buf));  // no token: only the close releases it
+            ++reading;
+            try {
+              (void)co_await pending;
+            } catch (const io::closed&) {
+              ++released;
+            }
+            throw std::runtime_error("after release");
+          },
+          {.on_error = [&](std::exception_ptr) { ++reported; }});
+      for (int i = 0; i < n; ++i) clients.push_back(io::connect_tcp("127.0.0.1", l.port(), 10s).get());
+      ASSERT_TRUE(wait_until([&] { return reading.load() == n; }));
+      l.close();
+      served.get();
+    }  // ~runtime: waits for every connection coroutine
+    EXPECT_EQ(released.load(), n);
+    EXPECT_EQ(reported.load(), n);
+  });
 }

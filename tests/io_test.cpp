@@ -3,9 +3,19 @@
 // API promises (end of file, peer reset, timeouts, cancellation, close under
 // a pending read). The line reader and the listener have their own suites.
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <iterator>
+#include <stdexcept>
 
 #include <atomic>
 #include <cerrno>
@@ -318,4 +328,77 @@ TEST_F(Io, StatsSeeRegistrations) {
   EXPECT_GE(s.watched_descriptors, 1u);
   r.close();
   EXPECT_THROW(f.get(), io::closed);
+}
+
+// The reactor runs the backend the environment asks for (auto is epoll;
+// io_uring runs by hand: PROMPTLY_IO_BACKEND=io_uring build/tests/io_test),
+// and closing descriptors gives the backend's references back.
+TEST_F(Io, RunsTheRequestedBackend) {
+  promptly::runtime rt{workers(1)};
+  auto [r, w] = io::make_pipe();
+  char buf[4];
+  auto pending = io::read(r, std::span(buf));  // waits: the reactor starts
+  io::write(w, "abc").get();
+  EXPECT_EQ(pending.get(), 3u);
+  const std::string backend = io::stats().backend;
+  const char* asked = std::getenv("PROMPTLY_IO_BACKEND");
+#if __has_include(<liburing.h>)  // the library finds liburing with pkg-config, which ships this header
+  EXPECT_EQ(backend, asked != nullptr && std::string(asked) == "io_uring" ? "io_uring" : "epoll");
+#else
+  EXPECT_EQ(backend, "epoll");
+#endif
+  const auto watched = io::stats().watched_descriptors;
+  EXPECT_GE(watched, 1u);
+  r.close();
+  EXPECT_EQ(io::stats().watched_descriptors, watched - 1);
+}
+
+TEST_F(Io, BadBackendNamesAreRefused) {
+  promptly::runtime_config cfg;
+  cfg.io_backend = "kqueue";
+  EXPECT_EQ(what_of<std::invalid_argument>([&] { promptly::validate(cfg); }),
+            "promptly::runtime_config: io_backend = 'kqueue' must be auto, epoll or io_uring");
+  EXPECT_THROW(promptly::runtime{cfg}, std::invalid_argument);
+}
+
+// A seccomp profile that forbids io_uring (as container runtimes' default
+// profiles do) makes io_uring_setup fail with EPERM: the reactor falls back
+// to epoll and I/O works. Run in a fresh process (the reactor is per process
+// and started already here): the test binary itself, with this filter.
+TEST_F(Io, FallsBackToEpollWhenTheRingIsForbidden) {
+  if (std::getenv("PROMPTLY_TEST_FORBID_IO_URING") != nullptr) {
+    // The child: forbid io_uring_setup, then wait on I/O.
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(std::size(filter)), filter};
+    ASSERT_EQ(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    ASSERT_EQ(::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+    promptly::runtime_config cfg = workers(1);
+    cfg.io_backend = "io_uring";
+    promptly::runtime rt{cfg};
+    rt.run([] { io::sleep_for(1ms).get(); });
+    EXPECT_EQ(std::string(io::stats().backend), "epoll");
+    return;
+  }
+  // Built before fork: the child only calls execve (async-signal-safe).
+  std::vector<std::string> env_strings{"PROMPTLY_TEST_FORBID_IO_URING=1"};
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string filter = "--gtest_filter=Io.FallsBackToEpollWhenTheRingIsForbidden";
+  char* argv[] = {const_cast<char*>("io_test"), filter.data(), nullptr};
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
 }

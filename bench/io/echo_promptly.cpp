@@ -11,7 +11,9 @@
 // (runtime_config::policy); `oblivious` ignores the levels. With `fair`, --criterion H-L sets
 // the two levels' weights (runtime_config::fair.weights; suite `io` runs 100-0, the
 // winner-take-all criterion of the fairly prompt paper's Table 3 and its Table 5 comparison);
-// without it every level weighs the same. Protocol with the driver: echo_server.hpp.
+// without it every level weighs the same. --handler fiber|coroutine: a task per connection
+// (default) or a co::task per connection (docs/coroutines.md). Protocol with the driver:
+// echo_server.hpp.
 #include <promptly/promptly.hpp>
 
 #include <stdexcept>
@@ -28,8 +30,12 @@ static long fib(long n) {
 }
 
 int main(int argc, char** argv) {
-    std::string criterion;
-    echo::options o = echo::parse(argc, argv, [&](bench::args& a) { criterion = a.get_string("criterion", ""); });
+    std::string criterion, handler;
+    echo::options o = echo::parse(argc, argv, [&](bench::args& a) {
+        criterion = a.get_string("criterion", "");
+        handler = a.get_string("handler", "fiber");
+    });
+    if (handler != "fiber" && handler != "coroutine") bench::args::fail("--handler must be fiber or coroutine");
     cutoff = o.cutoff;
     promptly::runtime_config cfg;
     cfg.workers = unsigned(o.workers);
@@ -51,7 +57,7 @@ int main(int argc, char** argv) {
     promptly::runtime rt{cfg};
     const promptly::level interactive_level{0}, compute_level{1};
 
-    echo::promptly_interactive interactive(rt, o.mode, interactive_level.value);
+    echo::promptly_interactive interactive(rt, o.mode, interactive_level.value, handler);
 
     echo::run_phases(o, [&] {
         long m = o.n;

@@ -86,6 +86,14 @@ struct runtime_config {
   // computed at a less urgent level than the toucher's (runtime::inversions();
   // docs/typed-priorities.md). Off: one relaxed load and a branch per touch.
   bool detect_inversions = false;
+  // The readiness backend of the process's I/O reactor (docs/io.md,
+  // "Backends"): "auto", "epoll" or "io_uring". The reactor is per process
+  // and starts with the first I/O operation that waits; a runtime built
+  // before then with "epoll" or "io_uring" decides it (else the environment
+  // variable PROMPTLY_IO_BACKEND, else auto, which is epoll; io_uring falls
+  // back to epoll when the kernel refuses a ring). io::stats().backend says
+  // which one runs.
+  std::string io_backend = "auto";
 };
 
 inline constexpr unsigned max_levels = 64;

@@ -10,9 +10,9 @@
 //  * Queues are FIFO: only the head of a queue is attempted, so operations
 //    of one direction complete in the order they were queued.
 //  * refs: 1 for the descriptor object, 1 per operation record, 1 while
-//    registered with epoll. The epoll reference is dropped by the reactor
-//    thread at a point where no event it fetched can still name this state
-//    (reactor.hpp, "Retiring").
+//    registered with the reactor. That reference is dropped by the reactor
+//    thread at a point where no event it fetched, or will fetch, can still
+//    name this state (reactor.hpp, "Retiring").
 #pragma once
 
 #include <atomic>
@@ -99,6 +99,11 @@ struct fd_state {
   const bool is_socket;  // writes use send(MSG_NOSIGNAL)
   bool closed = false;
   bool registered = false;
+  // io_uring backend, reactor thread only: how many of the two ends of a
+  // closed descriptor's registration it has seen (its poll's last
+  // completion, the poll removal's completion); the second drops the
+  // reactor's reference (reactor.hpp, "Retiring").
+  std::uint8_t uring_ends = 0;
   op_queue readers;
   op_queue writers;
   std::atomic<std::uint32_t> refs{1};

@@ -17,6 +17,9 @@
 //    thread's stack, and tasks run meanwhile on the first thread would see
 //    its exception as theirs. Handlers below only record what happened; the
 //    waits (the retry pause, on_error, waking connections) come after.
+//  * A coroutine handler's connection (run_coroutine_connection) keeps the
+//    same slot, close_on_stop and report as a plain handler's task, for the
+//    coroutine's whole life (its frame holds them).
 #include "promptly/io/listener.hpp"
 
 #include <netinet/in.h>
@@ -143,6 +146,26 @@ bool pause_before_retry(const std::stop_token& stop) {
   return !stopped;
 }
 
+// A connection of a coroutine handler: the same life as the connection task
+// of a plain handler below (slot, close_on_stop, the report after the
+// handler), as a coroutine, so the connection holds no fiber while it
+// waits. Nothing is awaited inside the catch handler.
+co::task<void> run_coroutine_connection(std::shared_ptr<listener::connection_handler> handler, descriptor c,
+                                        std::stop_token token, std::function<void(std::exception_ptr)> on_error,
+                                        std::shared_ptr<connection_limit> limit) {
+  const connection_limit::slot held{limit.get()};
+  std::exception_ptr ended;
+  {
+    close_on_stop guard(c, token);
+    try {
+      co_await handler->coroutine(std::move(c), token);
+    } catch (...) {
+      ended = std::current_exception();
+    }
+  }
+  if (ended && !normal_end(ended)) report(on_error, ended);
+}
+
 }  // namespace
 
 listener listener::tcp(std::string_view host, std::uint16_t port, int backlog) {
@@ -223,6 +246,11 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
           continue;
         }
         // The connection runs at the listener's level (the loop itself does too).
+        if (handler->is_coroutine()) {
+          (void)co::spawn(at, run_coroutine_connection(handler, std::move(c), connections.get_token(), options.on_error,
+                                                       limit));
+          continue;
+        }
         auto connection = [handler, c = std::move(c), token = connections.get_token(), on_error = options.on_error,
                            limit]() mutable {
           // Given back as the task ends, after the handler returned and its

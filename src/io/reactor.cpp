@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -12,7 +13,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
+#if PROMPTLY_HAVE_LIBURING
+#include <liburing.h>
+#endif
+
+#include "backend.hpp"
 #include "promptly/io/error.hpp"
 #include "promptly/io/stats.hpp"
 
@@ -20,6 +28,32 @@ namespace promptly::io::detail {
 namespace {
 
 std::atomic<reactor*> the_reactor{nullptr};
+
+enum class backend_choice : int { automatic, epoll, io_uring };
+
+// The latest request of a runtime_config (backend.hpp); automatic if none.
+std::atomic<int> requested_backend{static_cast<int>(backend_choice::automatic)};
+
+backend_choice parse_backend(std::string_view name) {
+  if (name == "auto") return backend_choice::automatic;
+  if (name == "epoll") return backend_choice::epoll;
+  if (name == "io_uring") return backend_choice::io_uring;
+  throw std::invalid_argument("unknown I/O backend '" + std::string(name) + "' (expected auto, epoll or io_uring)");
+}
+
+// What the reactor starts with: a runtime's request, else the environment.
+backend_choice chosen_backend() {
+  auto requested = static_cast<backend_choice>(requested_backend.load(std::memory_order_relaxed));
+  if (requested != backend_choice::automatic) return requested;
+  const char* env = std::getenv("PROMPTLY_IO_BACKEND");
+  if (env == nullptr || *env == '\0') return backend_choice::automatic;
+  try {
+    return parse_backend(env);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "promptly::io: PROMPTLY_IO_BACKEND: %s; using auto\n", e.what());
+    return backend_choice::automatic;
+  }
+}
 
 int checked(int fd, const char* call) {
   if (fd < 0) throw io::error(errno, std::string("reactor start: ") + call, -1);
@@ -32,6 +66,70 @@ int checked(int fd, const char* call) {
 }
 
 }  // namespace
+
+void request_backend(std::string_view name) {
+  const backend_choice c = parse_backend(name);
+  if (c != backend_choice::automatic) requested_backend.store(static_cast<int>(c), std::memory_order_relaxed);
+}
+
+#if PROMPTLY_HAVE_LIBURING
+// The ring of the io_uring backend. Completion tags: a fd_state's address
+// (its multishot poll), that address | 1 (its poll removal), or the
+// address of reactor::timer_fd_ (the timerfd's poll); states are at least
+// 8-byte aligned, so bit 0 is free.
+struct reactor::uring {
+  static constexpr unsigned sq_entries = 256;
+  static constexpr unsigned cq_entries = 4096;  // multishot polls post many completions per submission
+  // Edge-triggered like the epoll registration (io_uring's poll is
+  // edge-triggered unless IORING_POLL_ADD_LEVEL is given).
+  static constexpr unsigned poll_mask = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
+
+  io_uring ring{};
+  std::mutex submit_mu;
+
+  // 0 or -errno of io_uring_queue_init_params.
+  int init() noexcept {
+    io_uring_params p{};
+    p.flags = IORING_SETUP_CQSIZE;
+    p.cq_entries = cq_entries;
+    return io_uring_queue_init_params(sq_entries, &ring, &p);
+  }
+
+  // Caller holds submit_mu. A full submission queue is flushed first.
+  io_uring_sqe* next_sqe() noexcept {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    while (sqe == nullptr) {
+      io_uring_submit(&ring);
+      sqe = io_uring_get_sqe(&ring);
+    }
+    return sqe;
+  }
+  // 0 or the errno of the submission.
+  int flush() noexcept {
+    for (;;) {
+      const int r = io_uring_submit(&ring);
+      if (r >= 0) return 0;
+      if (r != -EINTR && r != -EAGAIN && r != -EBUSY) return -r;
+    }
+  }
+  int arm_poll(std::uint64_t tag, int fd) noexcept {
+    std::lock_guard lock(submit_mu);
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_multishot(sqe, fd, poll_mask);
+    sqe->user_data = tag;
+    return flush();
+  }
+  int remove_poll(std::uint64_t tag) noexcept {
+    std::lock_guard lock(submit_mu);
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_remove(sqe, tag);
+    sqe->user_data = tag | 1;
+    return flush();
+  }
+};
+#else
+struct reactor::uring {};
+#endif
 
 reactor& reactor::instance() {
   // Constructed on first use and never destroyed (src/io/README.md): tasks,
@@ -47,20 +145,45 @@ reactor& reactor::instance() {
 reactor* reactor::started() noexcept { return the_reactor.load(std::memory_order_acquire); }
 
 reactor::reactor()
-    : ep_(checked(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1")),
-      wake_fd_(checked(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd")),
-      timer_fd_(checked(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), "timerfd_create")),
+    : timer_fd_(checked(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), "timerfd_create")),
       timers_(timer_fd_) {
-  // The two internal descriptors are told apart from fd_state pointers by
-  // the addresses of these members.
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.ptr = &wake_fd_;
-  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
-    throw io::error(errno, "reactor start: epoll_ctl", wake_fd_);
-  ev.data.ptr = &timer_fd_;
-  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0)
-    throw io::error(errno, "reactor start: epoll_ctl", timer_fd_);
+  const backend_choice choice = chosen_backend();
+#if PROMPTLY_HAVE_LIBURING
+  // auto means epoll: the io_uring backend is opt-in until a closed descriptor's file is
+  // released as promptly as with epoll (src/io/README.md, "Backends").
+  if (choice == backend_choice::io_uring) {
+    auto* r = new uring;
+    if (const int err = r->init(); err == 0) {
+      if (const int arm = r->arm_poll(reinterpret_cast<std::uintptr_t>(&timer_fd_), timer_fd_); arm != 0) {
+        io_uring_queue_exit(&r->ring);
+        delete r;
+        throw io::error(arm, "reactor start: io_uring poll of the timerfd", timer_fd_);
+      }
+      ring_ = r;
+    } else {
+      delete r;
+      std::fprintf(stderr, "promptly::io: io_uring_queue_init failed (%s); the reactor uses epoll\n",
+                     std::strerror(-err));
+    }
+  }
+#else
+  if (choice == backend_choice::io_uring)
+    std::fprintf(stderr, "promptly::io: built without liburing; the reactor uses epoll\n");
+#endif
+  if (ring_ == nullptr) {
+    ep_ = checked(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1");
+    wake_fd_ = checked(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
+    // The two internal descriptors are told apart from fd_state pointers by
+    // the addresses of these members.
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &wake_fd_;
+    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
+      throw io::error(errno, "reactor start: epoll_ctl", wake_fd_);
+    ev.data.ptr = &timer_fd_;
+    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0)
+      throw io::error(errno, "reactor start: epoll_ctl", timer_fd_);
+  }
 
   // The thread inherits a mask with every signal blocked (reactor.hpp).
   sigset_t all, old;
@@ -72,7 +195,26 @@ reactor::reactor()
   the_reactor.store(this, std::memory_order_release);  // publishes the constructed reactor
 }
 
+const char* reactor::backend_name() const noexcept { return ring_ != nullptr ? "io_uring" : "epoll"; }
+
 int reactor::watch(fd_state& s) noexcept {
+#if PROMPTLY_HAVE_LIBURING
+  if (ring_ != nullptr) {
+    // io_uring polls regular files and directories as always ready; epoll
+    // refuses them with EPERM, which the callers take to mean "never
+    // blocks": keep that contract.
+    struct stat st {};
+    if (::fstat(s.fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return EPERM;
+    s.add_ref();  // the ring's reference: a completion may name s from now on
+    if (const int err = ring_->arm_poll(reinterpret_cast<std::uintptr_t>(&s), s.fd); err != 0) {
+      s.release();  // never armed: no completion will name s (the caller holds a reference)
+      return err;
+    }
+    s.registered = true;
+    watched_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+    return 0;
+  }
+#endif
   epoll_event ev{};
   // Edge-triggered, both directions, once: no re-arming per operation.
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
@@ -85,6 +227,15 @@ int reactor::watch(fd_state& s) noexcept {
 }
 
 void reactor::unwatch(fd_state& s) noexcept {
+#if PROMPTLY_HAVE_LIBURING
+  if (ring_ != nullptr) {
+    watched_.fetch_sub(1, std::memory_order_relaxed);  // a statistic: relaxed
+    // Keeping the state alive forever is the safe choice if the removal
+    // cannot be submitted (its completion would never come).
+    (void)ring_->remove_poll(reinterpret_cast<std::uintptr_t>(&s));
+    return;
+  }
+#endif
   ::epoll_ctl(ep_, EPOLL_CTL_DEL, s.fd, nullptr);
   watched_.fetch_sub(1, std::memory_order_relaxed);  // a statistic: relaxed
   bool first;
@@ -117,6 +268,87 @@ void reactor::drop_retired() noexcept {
 }
 
 void reactor::run() noexcept {
+#if PROMPTLY_HAVE_LIBURING
+  if (ring_ != nullptr) {
+    run_uring();
+    return;
+  }
+#endif
+  run_epoll();
+}
+
+#if PROMPTLY_HAVE_LIBURING
+void reactor::run_uring() noexcept {
+  for (;;) {
+    io_uring_cqe* cqe = nullptr;
+    const int r = io_uring_wait_cqe(&ring_->ring, &cqe);
+    if (r == -EINTR || r == -EAGAIN) continue;
+    if (r < 0) {
+      errno = -r;
+      die("io_uring_wait_cqe");
+    }
+    wakeups_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+    // A completion carries a fd_state pointer through the kernel's ring,
+    // which neither the language nor ThreadSanitizer sees as
+    // synchronisation (epoll_ctl/epoll_wait are). Every submission is made
+    // under submit_mu; taking it once, after the completions counted here
+    // arrived, orders each submission they complete (and what its thread
+    // did before, such as building the state) before this thread's use of
+    // them. Completions that arrive meanwhile wait for the next round.
+    const unsigned ready = io_uring_cq_ready(&ring_->ring);
+    { std::lock_guard after_submissions(ring_->submit_mu); }
+    for (unsigned i = 0; i < ready; ++i) {
+      if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0 || cqe == nullptr) break;
+      const std::uint64_t tag = cqe->user_data;
+      const int res = cqe->res;
+      const unsigned flags = cqe->flags;
+      io_uring_cqe_seen(&ring_->ring, cqe);  // handling may submit; the slot is free first
+      on_uring_completion(tag, res, flags);
+    }
+  }
+}
+
+void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) noexcept {
+  const bool more = (flags & IORING_CQE_F_MORE) != 0;
+  if (tag == reinterpret_cast<std::uintptr_t>(&timer_fd_)) {
+    on_timer();
+    if (!more && ring_->arm_poll(tag, timer_fd_) != 0) die("io_uring poll of the timerfd");
+    return;
+  }
+  if (tag & 1) {  // a poll removal finished: one end of a closed state's registration
+    retire_uring_end(*reinterpret_cast<fd_state*>(tag & ~std::uint64_t{1}));
+    return;
+  }
+  fd_state& s = *reinterpret_cast<fd_state*>(tag);
+  if (more) {
+    if (res > 0) on_ready(s, static_cast<std::uint32_t>(res));
+    return;
+  }
+  // The poll ended. Open: arm a new one (under s.mu, so that a close's
+  // removal comes after it) and attempt both queues, since an edge may have
+  // passed between the two polls. Closed: one end of the registration.
+  bool closed;
+  {
+    std::lock_guard lock(s.mu);
+    closed = s.closed;
+    if (!closed && ring_->arm_poll(tag, s.fd) != 0) die("io_uring poll re-arm");
+  }
+  if (closed)
+    retire_uring_end(s);
+  else
+    on_ready(s, EPOLLIN | EPOLLOUT);
+}
+
+void reactor::retire_uring_end(fd_state& s) noexcept {
+  if (++s.uring_ends == 2) s.release();
+}
+#else
+void reactor::run_uring() noexcept {}
+void reactor::on_uring_completion(std::uint64_t, int, unsigned) noexcept {}
+void reactor::retire_uring_end(fd_state&) noexcept {}
+#endif
+
+void reactor::run_epoll() noexcept {
   constexpr int batch = 256;
   epoll_event events[batch];
   for (;;) {
@@ -178,6 +410,7 @@ reactor_stats stats() noexcept {
     s.pending_timers = r->timers().size();
     s.watched_descriptors = r->watched();
     s.wakeups = r->wakeups();
+    s.backend = r->backend_name();
   }
   return s;
 }

@@ -1,7 +1,11 @@
 // The reactor: one thread per process that waits on epoll for descriptor
 // readiness and for the timerfd of the timer queue, and completes the
 // operations that became possible: the I/O is performed without occupying
-// a worker (DESIGN.md, "I/O and timers").
+// a worker (DESIGN.md, "I/O and timers"). Its readiness backend is epoll or
+// io_uring (backend.hpp chooses): with io_uring every descriptor (and the
+// timerfd) has one multishot poll request in the ring, edge-triggered like
+// the epoll registration, and the thread waits for their completions; the
+// operations, their queues and their completion are the same.
 //
 // Per process, started lazily by the first operation that must wait (or
 // the first timer), never stopped: see src/io/README.md ("One reactor per
@@ -19,8 +23,22 @@
 // epoll_wait cannot return a descriptor deleted before it started. So an
 // event's fd_state pointer is always alive when the loop reads it.
 //
+// Retiring with io_uring: close() submits a poll removal (its completion
+// is tagged with the state's address | 1). The kernel may still post
+// completions of the poll until its last one (no IORING_CQE_F_MORE), so the
+// reactor drops the reference only when it has seen both that last
+// completion for a closed state and the removal's completion
+// (fd_state::uring_ends). A poll that ends by itself while the descriptor is
+// open is re-armed under the state's mutex, and every submission takes the
+// ring's submission mutex, so a removal, submitted after `closed` was set,
+// always targets the newest poll of the state.
+//
 // Invariants
-//  * Only the reactor thread calls epoll_wait and drops epoll references.
+//  * Only the reactor thread calls epoll_wait (or reaps the ring's
+//    completions) and drops the backend's references.
+//  * io_uring: submissions (from any thread) hold the ring's submit_mu; the
+//    ring's completion queue is read by the reactor thread only, which
+//    takes submit_mu after completions arrive and before it uses them.
 //  * The reactor thread blocks every signal: user signal handlers never run
 //    on it. (Writes to pipes consume the SIGPIPE they raise and report
 //    EPIPE, on every thread; sockets use MSG_NOSIGNAL.)
@@ -45,15 +63,18 @@ class reactor {
   // Null until instance() has succeeded once.
   static reactor* started() noexcept;
 
-  // Under s.mu, once per descriptor: adds it to epoll and takes the epoll
-  // reference. Returns 0 or the errno of epoll_ctl (EPERM for a regular
-  // file, which never blocks).
+  // Under s.mu, once per descriptor: adds it to epoll (or arms its poll in
+  // the ring) and takes the backend's reference. Returns 0 or the errno of
+  // epoll_ctl or of the submission (EPERM for a regular file, which never
+  // blocks).
   int watch(fd_state& s) noexcept;
   // After close() set s.closed, without s.mu: removes it from epoll and
   // retires the epoll reference (see "Retiring").
   void unwatch(fd_state& s) noexcept;
 
   timer_queue& timers() noexcept { return timers_; }
+  // "epoll" or "io_uring".
+  const char* backend_name() const noexcept;
 
   // Statistics (io::stats()): relaxed, nothing is read through them.
   std::uint64_t watched() const noexcept { return watched_.load(std::memory_order_relaxed); }
@@ -62,6 +83,7 @@ class reactor {
  private:
   reactor();
   void run() noexcept;
+  void run_epoll() noexcept;
   void on_ready(fd_state& s, std::uint32_t events) noexcept;
   void on_timer() noexcept;
   void drop_retired() noexcept;
@@ -77,6 +99,13 @@ class reactor {
   std::atomic<std::uint64_t> watched_{0};
   std::atomic<std::uint64_t> wakeups_{0};
   std::thread thread_;
+
+  // The io_uring backend (reactor.cpp); null with epoll.
+  struct uring;
+  uring* ring_ = nullptr;
+  void run_uring() noexcept;
+  void on_uring_completion(std::uint64_t tag, int res, unsigned flags) noexcept;
+  void retire_uring_end(fd_state& s) noexcept;
 };
 
 // Attempts the head operations of `q` until one would block; unlinks the

@@ -73,6 +73,8 @@ void validate(const runtime_config& cfg) {
   } catch (const std::invalid_argument& e) {
     fail(std::string("fair.weights: ") + e.what());
   }
+  if (cfg.io_backend != "auto" && cfg.io_backend != "epoll" && cfg.io_backend != "io_uring")
+    fail("io_backend = '" + cfg.io_backend + "' must be auto, epoll or io_uring");
   try {
     (void)ext::make_policy(cfg.policy, cfg.aps, cfg.fair);
   } catch (const std::invalid_argument& e) {

@@ -1,6 +1,7 @@
 // promptly::runtime: the public face of the scheduler.
 #include "promptly/runtime.hpp"
 
+#include "../io/backend.hpp"
 #include "../sched/scheduler.hpp"
 #include <atomic>
 #include <mutex>
@@ -17,7 +18,9 @@ namespace promptly {
 
 runtime::runtime(runtime_config cfg)
     : sched_(std::make_unique<detail::scheduler>(std::move(cfg))),
-      detector_(detail::inversion_detector::attach(sched_->config().detect_inversions, sched_.get())) {}
+      detector_(detail::inversion_detector::attach(sched_->config().detect_inversions, sched_.get())) {
+  io::detail::request_backend(sched_->config().io_backend);  // validated by the scheduler's constructor
+}
 
 runtime::~runtime() { sched_->shutdown(); }
 

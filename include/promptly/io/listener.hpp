@@ -18,6 +18,18 @@
 // urgent); a handler may take (descriptor) or (descriptor,
 // std::stop_token).
 //
+// A handler that returns a co::task<void> (promptly/co/task.hpp) is a
+// coroutine handler: each connection runs as that coroutine, which holds no
+// fiber stack while it waits, so a server's idle connections cost their
+// frames and buffers only (docs/coroutines.md):
+//
+//   l.serve(rt, [](io::descriptor c, std::stop_token st) -> co::task<> {
+//     io::line_reader lines(c);
+//     for (;;) co_await io::write(c, co_await lines.read_line({}, st) + "\n", {}, st);
+//   });
+//
+// Everything below holds for both kinds of handler.
+//
 // Stopping the listener (serve_options::stop, close(), or destroying it)
 // ends the loop, and then every connection the loop started: the handler's
 // token is stopped (operations given it fail with io::cancelled) and the
@@ -44,11 +56,13 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <stop_token>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include "promptly/co/task.hpp"
 #include "promptly/future.hpp"
 #include "promptly/io/deadline.hpp"
 #include "promptly/io/descriptor.hpp"
@@ -58,6 +72,19 @@ class runtime;
 }
 
 namespace promptly::io {
+
+namespace detail {
+template <class H, bool WithToken = std::invocable<H&, descriptor, std::stop_token>>
+struct handler_result_of {
+  using type = std::invoke_result_t<H&, descriptor, std::stop_token>;
+};
+template <class H>
+struct handler_result_of<H, false> {
+  using type = std::invoke_result_t<H&, descriptor>;
+};
+template <class H>
+using handler_result_t = typename handler_result_of<H>::type;
+}  // namespace detail
 
 struct serve_options {
   // Priority level (0 = most urgent) of the accept loop and of every
@@ -112,13 +139,25 @@ class listener {
   template <class Handler>
     requires std::invocable<Handler&, descriptor, std::stop_token> || std::invocable<Handler&, descriptor>
   [[nodiscard]] future<void> serve(runtime& rt, Handler handler, serve_options options = {}) {
+    constexpr bool returns_task = std::is_same_v<detail::handler_result_t<Handler>, co::task<void>>;
     struct holder final : connection_handler {
       explicit holder(Handler&& fn) : h(std::move(fn)) {}  // not `handler`: that would shadow serve()'s (-Wshadow)
       void operator()(descriptor c, std::stop_token st) override {
         if constexpr (std::invocable<Handler&, descriptor, std::stop_token>)
-          std::invoke(h, std::move(c), std::move(st));
+          (void)std::invoke(h, std::move(c), std::move(st));
         else
-          std::invoke(h, std::move(c));
+          (void)std::invoke(h, std::move(c));
+      }
+      bool is_coroutine() const noexcept override { return returns_task; }
+      co::task<void> coroutine(descriptor c, std::stop_token st) override {
+        if constexpr (returns_task) {
+          if constexpr (std::invocable<Handler&, descriptor, std::stop_token>)
+            return std::invoke(h, std::move(c), std::move(st));
+          else
+            return std::invoke(h, std::move(c));
+        } else {
+          return connection_handler::coroutine(std::move(c), std::move(st));
+        }
       }
       Handler h;
     };
@@ -131,7 +170,11 @@ class listener {
 
   struct connection_handler {
     virtual ~connection_handler() = default;
+    // A plain handler: called on the connection's task.
     virtual void operator()(descriptor c, std::stop_token st) = 0;
+    // A coroutine handler: makes the connection's coroutine.
+    virtual bool is_coroutine() const noexcept { return false; }
+    virtual co::task<void> coroutine(descriptor, std::stop_token) { throw std::logic_error("not a coroutine handler"); }
   };
 
  private:

@@ -10,8 +10,11 @@ struct reactor_stats {
   bool running = false;                  // the reactor thread has been started
   std::uint64_t pending_operations = 0;  // started, not yet completed (fd operations and timers)
   std::uint64_t pending_timers = 0;      // deadlines and sleeps in the timer heap
-  std::uint64_t watched_descriptors = 0; // descriptors registered with epoll
-  std::uint64_t wakeups = 0;             // epoll_wait returns so far
+  std::uint64_t watched_descriptors = 0; // descriptors registered with the backend
+  std::uint64_t wakeups = 0;             // returns of epoll_wait (io_uring: of the wait for completions) so far
+  // The readiness backend the reactor runs: "epoll" or "io_uring" (docs/io.md,
+  // "Backends"); empty until it started.
+  const char* backend = "";
 };
 
 reactor_stats stats() noexcept;

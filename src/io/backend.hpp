@@ -1,0 +1,25 @@
+// Which readiness backend the process's reactor uses (reactor.hpp): epoll,
+// or io_uring's multishot polls when the library was built with liburing
+// and the kernel lets the process create a ring.
+//
+// Chosen once, when the reactor starts (the first operation that has to
+// wait, or the first timer): runtime_config::io_backend of the runtimes
+// constructed before then ("auto", "epoll" or "io_uring"; the last one
+// that is not "auto" wins), else the environment variable
+// PROMPTLY_IO_BACKEND, else auto. auto is epoll (io_uring is opt-in: see
+// src/io/README.md, "Backends", for what it does not do yet). io_uring uses
+// io_uring when a ring can be made and falls back to epoll otherwise
+// (io_uring_queue_init fails with ENOSYS on old kernels and EPERM under
+// seccomp profiles that forbid it), saying so once on stderr. A request
+// after the reactor started changes nothing (io::stats().backend tells what
+// runs).
+#pragma once
+
+#include <string_view>
+
+namespace promptly::io::detail {
+
+// Throws std::invalid_argument for a name other than auto, epoll, io_uring.
+void request_backend(std::string_view name);
+
+}  // namespace promptly::io::detail
