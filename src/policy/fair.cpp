@@ -9,8 +9,7 @@
 //  * credit_ is each pool's credit at last_tick_, within [-floor, +cap]:
 //    cap = one round of one worker, floor = debt_rounds of them; decisions between ticks add the accrual
 //    since last_tick_ and subtract the work the driver reports since then
-//    (its stats cover the interval since the last quantum tick): CPU time
-//    at ticks, wall time between them (work_done).
+//    (its stats cover the interval since the last quantum tick).
 //  * sampled_ and received_ only grow while a pool lives; they count since
 //    construction, and a new criterion builds a new policy
 //    (runtime::set_fairness). A removed pool's entries are cleared.
@@ -133,14 +132,6 @@ std::chrono::microseconds independent_tick(std::chrono::microseconds round, unsi
 
 namespace {
 
-// The work a pool received, for its received share and credit: CPU time
-// where the runtime measured it (quantum ticks), wall time otherwise. A
-// core the OS preempted is working by the wall clock and did nothing: on a
-// loaded machine a 3:1 criterion drifted to 4.1-4.4:1 in work done while
-// the wall-clock shares said 3.01:1 ("Fairness in Responsive Parallelism"
-// defines a pool's share in processor time received).
-double work_done(const ext::pool_view& p) noexcept { return p.cpu_s > 0 ? p.cpu_s : p.work_s; }
-
 using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 
 class fair_policy final : public ext::policy {
@@ -177,7 +168,7 @@ class fair_policy final : public ext::policy {
     if (tick) {
       for (std::size_t i = 0; i < pools.size(); ++i) {
         credit_[pools[i].id] = credit[i];
-        received_[pools[i].id] += work_done(pools[i]);
+        received_[pools[i].id] += pools[i].work_s;
       }
       last_tick_ = now;
     }
@@ -245,7 +236,7 @@ class fair_policy final : public ext::policy {
     const double elapsed = std::chrono::duration<double>(now - last_tick_).count();
     std::vector<double> credit(pools.size());
     for (std::size_t i = 0; i < pools.size(); ++i)
-      credit[i] = std::clamp(credit_[pools[i].id] + shares[i] * workers * elapsed - work_done(pools[i]), floor_s_, cap_s_);
+      credit[i] = std::clamp(credit_[pools[i].id] + shares[i] * workers * elapsed - pools[i].work_s, floor_s_, cap_s_);
     return credit;
   }
 

@@ -61,9 +61,9 @@ struct pool_view {
   double look_s = 0;                    // worker-seconds spent looking for work in it
   // At a quantum tick: CPU seconds its tasks got, which work_s (wall time)
   // overstates when the OS preempts a core. Estimated from each core's
-  // thread CPU clock, read at ticks only: a core's CPU time times the
-  // fraction of its wall time spent working, counted at the pool the
-  // previous decision put first in the core's set. 0 at other decisions.
+  // thread CPU clock, read at ticks only: a core's CPU time, up to its
+  // wall work time, counted at the pool the previous decision put first in
+  // the core's set. 0 at other decisions.
   double cpu_s = 0;
   unsigned cores = 0;                   // cores the previous decision gave it
   bool level = false;                   // a priority level (runtime_config::levels), not a pool made by create_pool
