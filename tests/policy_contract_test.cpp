@@ -317,8 +317,19 @@ struct records_ticks final : ext::policy {
   void on_event(const ext::event& ev, ext::decision& d) override {
     d.set_quantum(std::chrono::milliseconds(1));
     for (unsigned c = 0; c < d.core_count(); ++c) d.give_core(c, 0);
-    if (ev.kind != ext::event_kind::quantum) return;
     std::lock_guard lock(m);
+    // pools_with_work() shows what pools() shows, CPU time included, and
+    // CPU time only at ticks (the runtime keeps its view between decisions).
+    for (const auto& p : d.pools_with_work()) {
+      const ext::pool_view* q = d.find(p.id);
+      if (q == nullptr || q->cpu_s != p.cpu_s || q->level != p.level) ++views_differ;
+      if (ev.kind == ext::event_kind::quantum && p.id == 0) ++ticks_with_work;
+    }
+    for (const auto& p : d.pools()) {
+      if (ev.kind != ext::event_kind::quantum && p.cpu_s != 0) ++cpu_between_ticks;
+      if (p.id == 0 && !p.level) ++level_missing;
+    }
+    if (ev.kind != ext::event_kind::quantum) return;
     for (const auto& p : d.pools())
       if (p.id == 0) {
         work_s += p.work_s;
@@ -330,6 +341,7 @@ struct records_ticks final : ext::policy {
   std::mutex m;
   double work_s = 0, cpu_s = 0, core_cpu_s = 0;
   int ticks = 0;
+  int views_differ = 0, ticks_with_work = 0, cpu_between_ticks = 0, level_missing = 0;
 };
 }  // namespace
 
@@ -355,4 +367,8 @@ TEST(PolicyContract, PoliciesSeeCpuTimeAndEveryTickIsSampled) {
   EXPECT_GT(policy->cpu_s, 0.0);
   EXPECT_LE(policy->cpu_s, policy->work_s + 0.01);
   EXPECT_GT(policy->core_cpu_s, 0.0);
+  EXPECT_EQ(policy->views_differ, 0) << "pools_with_work() and pools() disagree (" << policy->ticks_with_work
+                                     << " ticks saw pool 0 with work)";
+  EXPECT_EQ(policy->cpu_between_ticks, 0) << "cpu_s is 0 at decisions other than ticks";
+  EXPECT_EQ(policy->level_missing, 0) << "pool 0 is a level";
 }
