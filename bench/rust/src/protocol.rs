@@ -37,6 +37,11 @@ impl Args {
         }
     }
 
+    /// String option `key`, or `default`; removes it like `get`.
+    pub fn get_string(&mut self, key: &str, default: &str) -> String {
+        self.0.remove(key).unwrap_or_else(|| default.to_string())
+    }
+
     pub fn finish(&self) {
         if let Some(k) = self.0.keys().next() {
             fail(&format!("unknown option --{k}"));
@@ -63,15 +68,33 @@ fn median(v: &[f64]) -> f64 {
 /// Runs `f` `warmup + reps` times, times the last `reps`, checks every answer is the same, and
 /// prints the protocol's RESULT line.
 pub fn measure_and_report<F: FnMut() -> i64>(warmup: i64, reps: i64, mut f: F) {
+    measure_and_report_with_setup(warmup, reps, || (), |_| f(), |r| r);
+}
+
+/// `measure_and_report` for a region that needs untimed work around it: each repetition runs
+/// `setup()` (untimed), then `f(setup's value)` (timed), then `answer(f's value)` (untimed).
+pub fn measure_and_report_with_setup<S, T, Setup, F, Answer>(
+    warmup: i64,
+    reps: i64,
+    mut setup: Setup,
+    mut f: F,
+    mut answer_of: Answer,
+) where
+    Setup: FnMut() -> S,
+    F: FnMut(S) -> T,
+    Answer: FnMut(T) -> i64,
+{
     if reps < 1 {
         fail("--reps must be >= 1");
     }
     let (mut answer, mut walls, mut utils) = (None, Vec::new(), Vec::new());
     for i in 0..warmup + reps {
+        let input = setup();
         let (c0, t0) = (cpu_seconds(), Instant::now());
-        let r = std::hint::black_box(f());
+        let out = std::hint::black_box(f(input));
         let wall = t0.elapsed().as_secs_f64();
         let c1 = cpu_seconds();
+        let r = answer_of(out);
         if answer.is_some_and(|a| a != r) {
             fail("answer changed between repetitions");
         }
