@@ -89,7 +89,7 @@ job_info job_server::state::info_locked(const job_record& r, clock_type::time_po
       i.timing.run_us = us_between(started, r.finished);
       i.timing.end_us = us_between(r.finished, r.terminal);
     } else {
-      i.timing.run_us = us_between(started, now);
+      i.timing.run_us = us_between(started, end);  // end, not now: started may be the later
     }
   }
   if (terminal) {
