@@ -519,6 +519,12 @@ TEST(Pools, MechanismTimingsAreReported) {
       return f.get();
     });
     ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+    // Parked: no worker is working any more (the waiter is the only task). A
+    // value set before the park would let get() return without a resumption.
+    ASSERT_TRUE(wait_until([&] {
+      const auto ws = rt.stats().worker_states;
+      return std::none_of(ws.begin(), ws.end(), [](const auto& w) { return w.state == "working"; });
+    }));
     p.set_value(7);
     EXPECT_EQ(waiter.get(), 7);
     EXPECT_GT(stats().resume.samples, 0u);
