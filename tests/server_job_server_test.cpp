@@ -904,6 +904,12 @@ TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
     return 0;
   });
   s.register_program("spin", until_cancelled);
+  // Released on every exit, a failed assertion's too: else the server's
+  // destructor would wait for the stubborn job for ever.
+  struct release_at_exit {
+    std::atomic<bool>& flag;
+    ~release_at_exit() { flag.store(true); }
+  } releaser{release};
   auto stubborn = s.submit("stubborn", {});
   auto sleeper = s.submit("sleeper", {});
   auto spin = s.submit("spin", {});
@@ -911,10 +917,11 @@ TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
   ASSERT_EQ(entered.wait_for(hang_guard), std::future_status::ready);
   srv::job_server::drain_report r;
   {
-    watchdog dog(std::chrono::seconds(10), "drain_within with a job that ignores cancellation");
+    watchdog dog(std::chrono::seconds(30), "drain_within with a job that ignores cancellation");
     // The grace always runs out (the stubborn job never stops): long enough
-    // for the others to notice their cancellation on a loaded machine.
-    r = s.drain_within(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
+    // for the others to notice their cancellation on a loaded machine (1 s
+    // was not, once, under ASan beside other tests).
+    r = s.drain_within(std::chrono::milliseconds(20), std::chrono::milliseconds(5000));
   }
   EXPECT_EQ(r.cancelled, 4u);
   ASSERT_EQ(r.abandoned.size(), 1u);
