@@ -463,7 +463,8 @@ def server_trace(lines=5, slow_line=2, slow_wait=600):
     connection task (task 3, fiber 11) and parks again. The connection task parks in read_line; each
     request line wakes it from the reactor at 2000 + 1000 k us; it answers in 50 us and parks for
     the next line. Line `slow_line` waits `slow_wait` us for worker 0. At 9000 us the listener
-    stops: both fibers are woken from outside and their tasks end."""
+    stops: the accept loop is woken from outside, stops the connection (its wait ends, woken by the
+    accept loop's stretch) and ends; the connection task ends."""
     tb = TraceBuilder(2)
     tb.submit(0, task=1, pool=0)
     tb.stretch(0, 0, 10, 5, 15, task=1, park=True)
@@ -481,10 +482,10 @@ def server_trace(lines=5, slow_line=2, slow_wait=600):
             tb.stretch(0, 2, 30, t - 500, start, task=4)     # a background task holds worker 0
             tb.spawn(1, t - 500, fiber=20, task=4, pool=2)
         tb.stretch(0, 0, 11, start, start + 50, park=True)
-    tb.wake_ready(tb.external, 9000, 0, 11)
-    tb.stretch(0, 0, 11, 9005, 9010)
     tb.wake_ready(tb.external, 9000, 0, 10)
-    tb.stretch(0, 0, 10, 9010, 9015)
+    tb.stretch(0, 0, 10, 9005, 9010)
+    tb.wake_ready(0, 9008, 10, 11)
+    tb.stretch(0, 0, 11, 9010, 9015)
     return tb.doc()
 
 
@@ -494,10 +495,10 @@ class ServerRequests(unittest.TestCase):
     def test_one_request_per_line(self):
         an = analyze(server_trace())
         lines = [r for r in an.requests if r.origin == "wake" and r.task == 11]
-        self.assertEqual(len(lines), 5 + 1)                      # 5 lines, then the stop's wake
+        self.assertEqual(len(lines), 5 + 1)   # 5 lines, then the stop's wake (by the accept loop's stretch)
         self.assertTrue(all(r.finished for r in lines))
         self.assertEqual([r.submit // 1000 for r in lines[:5]], [2000, 3000, 4000, 5000, 6000])
-        self.assertEqual([r.response // 1000 for r in lines[:5]], [55, 55, 650, 55, 55])
+        self.assertEqual([r.response // 1000 for r in lines[:5]], [55, 55, 650, 55, 55])   # the last one too
         self.assertEqual([r.work // 1000 for r in lines[:5]], [50] * 5)
         self.assertEqual([r.span // 1000 for r in lines[:5]], [50] * 5)
         submitted = sorted(r.task for r in an.requests if r.origin == "submit")
@@ -515,7 +516,7 @@ class ServerRequests(unittest.TestCase):
         worst = sorted((r for r in an.requests if r.finished), key=lambda r: (-r.ratio, r.submit))
         self.assertEqual((worst[0].origin, worst[0].task, worst[0].submit), ("wake", 11, 4000_000))
         self.assertTrue(worst[0].flagged)
-        self.assertNotIn(1, [r.task for r in worst[:3]])
+        self.assertLessEqual(accept.ratio, 1.0)          # within its bound: nothing to look at
 
     def test_report_names_where_requests_come_from(self):
         path = _write(server_trace(), "server.json")
