@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "preempt_driver.hpp"
+#include "promptly_preemption.hpp"
 
 namespace {
 
@@ -63,20 +64,6 @@ struct promptly_rt {
     }
 };
 
-// --preemption 0|1: the rows "with preemption" of `preempt`. A runtime_config that has the knob
-// (a member `preemption` with a bool `enabled`) gets it set; without the knob, asking for it is an
-// error that says so, and leaving it out keeps the library's default. Adapt this one function if
-// the knob is spelt differently.
-template <class Config>  // a template, so that the requires-expression may name a missing member
-void set_preemption(Config& cfg, long on) {
-    if (on < 0) return;  // not given: the library's default
-    if constexpr (requires { cfg.preemption.enabled = true; }) {
-        cfg.preemption.enabled = on == 1;
-    } else {
-        bench::args::fail("--preemption: this build's runtime_config has no preemption knob");
-    }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,7 +93,7 @@ int main(int argc, char** argv) {
     cfg.aps.delta = delta;
     cfg.aps.quantum = std::chrono::microseconds(quantum_us);
     cfg.aps.exact = aps_exact;
-    set_preemption(cfg, preemption);
+    prio::set_preemption(cfg, preemption);
     promptly_rt rt{cfg};
     int rc = 0;
     if (protocol == "preempt") {

@@ -201,14 +201,16 @@ def _preemption_knob():
         return False
 
 
-def _preempt_runtimes():
+def _promptly_preempt_rows(exe):
+    """The Promptly rows of a preempt bench: prompt, aps, fair; with and without preemption once
+    the knob exists (_preemption_knob)."""
     def promptly(policy, preemption=None):
         args = ["--policy", policy]
         params = {"policy": policy}
         if preemption is not None:
             args += ["--preemption", str(int(preemption))]
             params["preemption"] = preemption
-        return {"exe": "cmake:bench_prio_latency_promptly", "args": args, "params": params}
+        return {"exe": exe, "args": args, "params": params}
 
     rts = {}
     for pol in PREEMPT_POLICIES:
@@ -217,6 +219,11 @@ def _preempt_runtimes():
             rts[f"promptly-{pol}-preempt"] = promptly(pol, True)
         else:
             rts[f"promptly-{pol}"] = promptly(pol)
+    return rts
+
+
+def _preempt_runtimes():
+    rts = _promptly_preempt_rows("cmake:bench_prio_latency_promptly")
     rts["go"] = {"exe": "go:priolatency", "env": {"GOMAXPROCS": "{workers}"}}
     rts["tbb-arenas"] = {"exe": "cmake:bench_prio_latency_tbb"}
     rts["os-nice"] = {"exe": "cmake:bench_prio_latency_osnice"}
@@ -298,6 +305,31 @@ PREEMPT_BENCH = {
 }
 
 
+PREEMPT_SERVER_BENCH = {
+    "name": "preempt-server",
+    "title": "a user's shape: a TCP 'fib 22' line service at level 0 (listener + line_reader), one request "
+             "every 10 ms from an outside client thread, beside a level-2 loop that sorts 2M ints (halves by "
+             "parallel_sort, then one serial std::inplace_merge); region = p99 latency",
+    "params": {"sort_n": 2_000_000, "fib_n": 22, "period_us": 10000, "requests": 150, "floor_requests": 50,
+               "settle_ms": 200},
+    "quick_params": {"requests": 40, "floor_requests": 10},
+    "workers": [2],
+    "args": ["--sort-n", "{sort_n}", "--fib-n", "{fib_n}", "--period-us", "{period_us}", "--requests",
+             "{requests}", "--floor-requests", "{floor_requests}", "--settle-ms", "{settle_ms}"],
+    # one repetition: the floor, then the requests beside the sorts (~3 s)
+    "inner": [0, 1],
+    "quick_inner": [0, 1],
+    "runtimes": _promptly_preempt_rows("cmake:bench_prio_server_sort_promptly"),
+    "baseline": "promptly-prompt" if not _preemption_knob() else "promptly-prompt-nopreempt",
+    "expected": lambda p: {"requests": p["floor_requests"] + p["requests"], "checksum": _Any()},
+    "show": ["latency_us_p50", "latency_us_p99", "latency_us_max", "floor_us_p50", "floor_us_p99", "sorts_per_s",
+             "merge_ms"],
+    "plot": ["latency_us_p99"],
+    "timeout_s": 120,
+    "quick_timeout_s": 60,
+}
+
+
 SUITE = {
     "name": "priority",
     "title": "Priority levels: fib-ep / fib-rp (I-Cilk Sec. 5.1) and latency under load",
@@ -353,5 +385,6 @@ SUITE = {
             "quick_timeout_s": 60,
         },
         PREEMPT_BENCH,
+        PREEMPT_SERVER_BENCH,
     ],
 }
