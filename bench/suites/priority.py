@@ -31,6 +31,11 @@ were cut: the 8-worker (oversubscribed) promptly-aps rows of fib-ep and fib-rp (
 how a policy behaves when the OS preempts its workers, bench/README.md; the last run with them is
 in the git history of bench/results/priority/), and fib-rp's size, fib(43) to fib(40) (two strands
 of fib(39) and fib(38) instead of three of 41/40/41, ~75 s).
+
+preempt (urgent latency against serial strands of 1-100 ms, ~4 min at --reps 3 for its 6 runtimes)
+and preempt-server (~1 min) come on top: about 15 minutes for the whole suite. They measure what a
+preemption mechanism must beat, so they run on their own as well:
+`--benches preempt,preempt-server --out bench/results/priority/preempt`.
 """
 
 import importlib.util
