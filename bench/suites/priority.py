@@ -32,14 +32,11 @@ how a policy behaves when the OS preempts its workers, bench/README.md; the last
 in the git history of bench/results/priority/), and fib-rp's size, fib(43) to fib(40) (two strands
 of fib(39) and fib(38) instead of three of 41/40/41, ~75 s).
 
-preempt (urgent latency against serial strands of 1-100 ms, ~4 min at --reps 3 for its 6 runtimes)
-and preempt-server (~1 min) come on top: about 15 minutes for the whole suite. They measure what a
-preemption mechanism must beat, so they run on their own as well:
-`--benches preempt,preempt-server --out bench/results/priority/preempt`.
+The latency against long serial strands (preempt, preempt-server) is the suite `preempt`
+(bench/suites/preempt.py): with it this suite took about 15 minutes.
 """
 
 import importlib.util
-import re
 import shutil
 import sys
 from functools import lru_cache
@@ -188,163 +185,13 @@ FIB_RP = ("fib(n) at H, M, L submitted back to back; each root forks once into t
           "region = all three", 40, 40, 35, 35)
 
 
-# ---- preempt: urgent latency against long serial strands (bench/priority/preempt_driver.hpp) ----
-
-PREEMPT_BACKGROUNDS = ["fib", "1", "5", "20", "100"]   # fib: the boundary-rich reference; strands in ms
-PREEMPT_POLICIES = ["prompt", "aps", "fair"]
-
-
-def _preemption_knob():
-    """True once runtime_config has the preemption knob (a member `preemption`): the bench then
-    also runs every Promptly policy with it on and off (rows promptly-POLICY-preempt and
-    promptly-POLICY-nopreempt; the program's --preemption 1/0, bench/priority/promptly_latency.cpp,
-    set_preemption). Until then the promptly-POLICY rows are the runtime without preemption."""
-    cfg = Path(__file__).resolve().parents[2] / "include" / "promptly" / "config.hpp"
-    try:
-        return re.search(r"^\s*[\w:<>]+\s+preemption\b", cfg.read_text(), re.M) is not None
-    except OSError:
-        return False
-
-
-def _promptly_preempt_rows(exe):
-    """The Promptly rows of a preempt bench: prompt, aps, fair; with and without preemption once
-    the knob exists (_preemption_knob)."""
-    def promptly(policy, preemption=None):
-        args = ["--policy", policy]
-        params = {"policy": policy}
-        if preemption is not None:
-            args += ["--preemption", str(int(preemption))]
-            params["preemption"] = preemption
-        return {"exe": exe, "args": args, "params": params}
-
-    rts = {}
-    for pol in PREEMPT_POLICIES:
-        if _preemption_knob():
-            rts[f"promptly-{pol}-nopreempt"] = promptly(pol, False)
-            rts[f"promptly-{pol}-preempt"] = promptly(pol, True)
-        else:
-            rts[f"promptly-{pol}"] = promptly(pol)
-    return rts
-
-
-def _preempt_runtimes():
-    rts = _promptly_preempt_rows("cmake:bench_prio_latency_promptly")
-    rts["go"] = {"exe": "go:priolatency", "env": {"GOMAXPROCS": "{workers}"}}
-    rts["tbb-arenas"] = {"exe": "cmake:bench_prio_latency_tbb"}
-    rts["os-nice"] = {"exe": "cmake:bench_prio_latency_osnice"}
-    return rts
-
-
-def _bg_key(b):
-    return "fib" if b == "fib" else f"s{b}ms"
-
-
-def preempt_table(results):
-    """Per background (fib, then strand length): urgent p50 and p99 (median of the rounds, min-max),
-    p99 over the same runtime's p99 against fib (the issue's "<= 2x" target), p99 over os-nice's p99
-    against the same background, and the background's throughput with urgent work over without."""
-    rs = {r["runtime"]: r for r in results if r["bench"] == "preempt"}
-    if not rs:
-        return ("preempt: urgent latency per background", "", [], [])
-
-    def cell(r, m, scale=1e-3, digits=2):
-        s = r["metrics"].get(m)
-        if s is None:
-            return "–"
-        f = f"{{:.{digits}f}}"
-        return f"{f.format(s['median'] * scale)} ({f.format(s['min'] * scale)}–{f.format(s['max'] * scale)})"
-
-    def med(r, m):
-        s = r and r["metrics"].get(m)
-        return s["median"] if s else None
-
-    order = [rt for rt in SUITE["runtime_order"] if rt in rs] + sorted(set(rs) - set(SUITE["runtime_order"]))
-    rows = []
-    for b in PREEMPT_BACKGROUNDS:
-        k = _bg_key(b)
-        for rt in order:
-            r = rs[rt]
-            if f"p99_us_{k}" not in r["metrics"]:
-                continue  # not measured (--quick runs fewer backgrounds)
-            p99, fib99, nice99 = med(r, f"p99_us_{k}"), med(r, "p99_us_fib"), med(rs.get("os-nice"), f"p99_us_{k}")
-            rows.append([
-                "fib (reference)" if b == "fib" else f"{b} ms", rt, cell(r, f"p50_us_{k}"), cell(r, f"p99_us_{k}"),
-                f"{p99 / fib99:.2f}" if p99 and fib99 else "–",
-                f"{p99 / nice99:.2f}" if p99 and nice99 else "–",
-                cell(r, f"bg_kept_{k}", 1.0, 3), cell(r, f"bg_cores_{k}", 1.0, 2) if b != "fib" else "–",
-            ])
-    text = ("Urgent latency in ms, median of the measured rounds (min–max). `p99/fib`: this runtime's p99 over "
-            "its own p99 against the fib background; `p99/nice`: over os-nice's p99 against the same background. "
-            "`bg kept`: background progress while urgent jobs arrive over progress without them. `bg cores`: "
-            "background progress without urgent work in cores' worth of calibrated spin.")
-    header = ["background", "runtime", "urgent p50 ms", "urgent p99 ms", "p99/fib", "p99/nice", "bg kept",
-              "bg cores"]
-    return ("preempt: urgent latency per background", text, header, rows)
-
-
-PREEMPT_BENCH = {
-    "name": "preempt",
-    "title": "a 50 us urgent job (root + 4 subtasks) every 10 ms under a saturating less urgent background: "
-             "fib (boundary-rich) or rounds of 2 x workers serial strands of 1, 5, 20, 100 ms; region = the worst "
-             "urgent p99 over the strand lengths",
-    "params": {"backgrounds": ",".join(PREEMPT_BACKGROUNDS), "n": 32, "cutoff": 16, "root_iters": 5000,
-               "sub_iters": 5000, "period_us": 10000, "window_jobs": 100, "floor_jobs": 50, "settle_ms": 100,
-               "without_ms": 300},
-    "quick_params": {"backgrounds": "fib,1,20", "window_jobs": 30, "floor_jobs": 10, "without_ms": 100},
-    "workers": [2],
-    "args": ["--protocol", "preempt", "--backgrounds", "{backgrounds}", "--n", "{n}", "--cutoff", "{cutoff}",
-             "--root-iters", "{root_iters}", "--sub-iters", "{sub_iters}", "--period-us", "{period_us}",
-             "--window-jobs", "{window_jobs}", "--floor-jobs", "{floor_jobs}", "--settle-ms", "{settle_ms}",
-             "--without-ms", "{without_ms}"],
-    # one repetition is every background in turn (~9 s; ~2 s with --quick)
-    "inner": [0, 1],
-    "quick_inner": [0, 1],
-    "runtimes": _preempt_runtimes(),
-    "baseline": "os-nice",
-    "expected": lambda p: {"jobs": p["floor_jobs"] + len(p["backgrounds"].split(",")) * p["window_jobs"],
-                           "checksum": _Any(), "backgrounds": p["backgrounds"]},
-    "show": [f"p99_us_{_bg_key(b)}" for b in PREEMPT_BACKGROUNDS] + ["floor_p99_us", "run_util"],
-    "plot": [f"p99_us_{_bg_key(b)}" for b in PREEMPT_BACKGROUNDS],
-    "timeout_s": 120,
-    "quick_timeout_s": 60,
-}
-
-
-PREEMPT_SERVER_BENCH = {
-    "name": "preempt-server",
-    "title": "a user's shape: a TCP 'fib 22' line service at level 0 (listener + line_reader), one request "
-             "every 10 ms from an outside client thread, beside a level-2 loop that sorts 2M ints (halves by "
-             "parallel_sort, then one serial std::inplace_merge); region = p99 latency",
-    "params": {"sort_n": 2_000_000, "fib_n": 22, "period_us": 10000, "requests": 150, "floor_requests": 50,
-               "settle_ms": 200},
-    "quick_params": {"requests": 40, "floor_requests": 10},
-    "workers": [2],
-    "args": ["--sort-n", "{sort_n}", "--fib-n", "{fib_n}", "--period-us", "{period_us}", "--requests",
-             "{requests}", "--floor-requests", "{floor_requests}", "--settle-ms", "{settle_ms}"],
-    # one repetition: the floor, then the requests beside the sorts (~3 s)
-    "inner": [0, 1],
-    "quick_inner": [0, 1],
-    "runtimes": _promptly_preempt_rows("cmake:bench_prio_server_sort_promptly"),
-    "baseline": "promptly-prompt" if not _preemption_knob() else "promptly-prompt-nopreempt",
-    "expected": lambda p: {"requests": p["floor_requests"] + p["requests"], "checksum": _Any()},
-    "show": ["latency_us_p50", "latency_us_p99", "latency_us_max", "floor_us_p50", "floor_us_p99", "sorts_per_s",
-             "merge_ms"],
-    "plot": ["latency_us_p99"],
-    "timeout_s": 120,
-    "quick_timeout_s": 60,
-}
-
-
 SUITE = {
     "name": "priority",
     "title": "Priority levels: fib-ep / fib-rp (I-Cilk Sec. 5.1) and latency under load",
     # Not (yet) a harness key: the allotment timeline plots, see allotment_plots().
     "extra_plots": allotment_plots,
-    "runtime_order": list(dict.fromkeys([
-        "promptly-oblivious", "promptly-prompt", "promptly-aps", "promptly-aps-exact", "tbb-arenas", "os-nice",
-        "go",
-    ] + [f"promptly-{p}{v}" for p in PREEMPT_POLICIES for v in ("", "-nopreempt", "-preempt")])),
-    "tables": [preempt_table],
+    "runtime_order": ["promptly-oblivious", "promptly-prompt", "promptly-aps", "promptly-aps-exact", "tbb-arenas",
+                      "os-nice", "go"],
     "benches": [
         fib_bench("fib-ep", *FIB_EP),
         fib_bench("fib-rp", *FIB_RP),
@@ -389,7 +236,5 @@ SUITE = {
             "timeout_s": 120,
             "quick_timeout_s": 60,
         },
-        PREEMPT_BENCH,
-        PREEMPT_SERVER_BENCH,
     ],
 }
