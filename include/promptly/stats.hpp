@@ -32,7 +32,7 @@ struct pool_stats {
   // Policy "fair" only (zeros otherwise), since its criterion was installed:
   double share = 0;           // F(level), the criterion normalised to sum 1
   double sampled_share = 0;   // fraction of worker-rounds that drew this level as primary
-  double received_share = 0;  // fraction of all worker time spent working at this level
+  double received_share = 0;  // fraction of all work done at this level, in CPU time
   double credit_s = 0;        // worker-seconds owed (+) or over-served (-), capped at one round
 };
 using level_stats = pool_stats;
