@@ -1,4 +1,4 @@
-// The policy thread: feeds the policy its events (installation, quantum
+// The policy driver: feeds the policy its events (installation, quantum
 // ticks, pools added, removed, becoming non-empty or empty, asking for
 // cores, a queue forming at a pool with work) with a view of the pools and
 // cores, and applies what it decides by setting workers' assignments
@@ -11,24 +11,9 @@
 //    policy call into the policy; they hold policy_mutex_, which guards
 //    policy_, the quantum state, the seen_* baselines, the latency samples
 //    and the trace. No holder waits for a worker, so a worker may wait for it.
-//    The mechanism (submitters, wakers, workers, pool creation and removal)
-//    only records events: a bit per pool in an event_bitmap and a futex wake
-//    of this thread (post_event) or a request to the workers
-//    (post_event_for_workers), which never blocks on the policy, allocates
-//    or throws, so it is safe on the noexcept wake path of a parked fiber.
-//  * A posted event is decided: by this thread, which re-reads every bitmap
-//    before it sleeps, or by a worker asked to (ask_workers_to_decide). A
-//    decision that overwrites an asked worker's word clears its request;
-//    the worker that decided re-reads the pool-table bitmaps afterwards and
-//    wakes this thread if one is set (decide_at_loop_top).
-//  * pool_record::believed_nonempty is what the policy last saw: every
-//    decision sets it from the view it decided on. A submitter pushes first
-//    and then exchanges it to true; if it was false, the submitter posts
-//    became_nonempty. A decision that clears it re-reads the pool after the
-//    clear (both seq-cst), so either the submitter sees false and posts the
-//    event, or the decision sees the work and decides again: work never
-//    waits in a pool the policy believes empty. A worker that becomes
-//    active re-reads the belief after its increment (scheduling_loop.cpp).
+//    The mechanism only records events (event_board.cpp, which states the
+//    posting side's invariants and the belief protocol with submitters):
+//    this file takes them and decides; stats() reads (runtime_stats.cpp).
 //  * The kept view (pool_views_, under policy_mutex_) lists every live or
 //    closing pool once, most urgent first; view_index_ maps each listed id
 //    to its position; view_busy_ holds, ascending, exactly the positions
@@ -37,12 +22,6 @@
 //    either posts an event that reads it again), so reading again only
 //    the pools of the events, of the cores' sets and of the cores misses no
 //    flip (refresh_pool_views_locked).
-//  * Backlog events (only for a policy that wants_backlog_events) are a
-//    hint, not a liveness guarantee: at most one per pool is posted between
-//    two decisions (pool_record::backlog_posted, cleared by every view of
-//    the pool), and a stale read of either flag posts one more or one fewer.
-//    Work is never left behind by a missing one: it is queued at a pool the
-//    policy believes non-empty, whose cores take it.
 //  * A decision is all or none: the policy's actions go to a decision_impl
 //    that is applied only after on_event returned for every event of the
 //    batch. An event it threw on waits in deferred_ (never in a bitmap, so
@@ -75,18 +54,11 @@
 #include "os_time_slice.hpp"
 #include "decision.hpp"
 #include "scheduler.hpp"
+#include "worker_accounts.hpp"
 
 namespace promptly::detail {
 
 namespace {
-// A worker working this long without a pause may be in one long strand:
-// an event then also wakes a sleeping worker to decide. Beside such a
-// strand an event waits at most about this plus a wake-up (p50 14-20 us
-// here), twice aps's 500 us quantum; a shorter mark would wake sleepers
-// beside ordinary busy workers more often. Not tuned: in the apps' A/B
-// (4 rounds, then 10 more of prompt) every median stayed inside the old
-// rule's range (bench/results/apps/long-strand-wake/).
-constexpr std::uint64_t long_strand_ns = 1'000'000;
 // An event the policy threw on is retried no sooner than this after the
 // last failure (docs/policies.md, "Rules"); meanwhile the workers sleep.
 constexpr std::uint64_t retry_delay_ns = 1'000'000;
@@ -95,157 +67,6 @@ constexpr std::uint64_t retry_delay_ns = 1'000'000;
 // decision latency (p99 well under 1 ms), short enough to be seen by a
 // person waiting for a hung program.
 constexpr std::uint64_t unserved_report_ns = 200'000'000;
-}  // namespace
-
-// Seq-cst mode loads: a submitter that pushed after a decision read the
-// pool must see that decision's store of every_core_serves_every_pool_
-// (both seq-cst).
-void scheduler::note_nonempty(std::uint32_t pool) noexcept {
-  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return;
-  pool_record& p = pool_at(pool);
-  if (!p.believed_nonempty.exchange(true, std::memory_order_seq_cst)) {
-    post_event_for_workers(became_nonempty_, pool);
-    return;
-  }
-  // Already non-empty: no event, unless the policy asked to hear of a queue
-  // forming (ext::policy::wants_backlog_events). Without it a pool whose
-  // cores are busy queues what arrives until the next tick (README.md,
-  // "Backlog events").
-  if (backlog_events_.load(std::memory_order_relaxed) && p.injection.size() >= 2 &&
-      !p.backlog_posted.exchange(true, std::memory_order_relaxed))
-    post_event_for_workers(backlogged_, pool);
-}
-
-// The policy thread needs a core to run, and on a machine whose cores all
-// run workers that means preempting one (measured with every decision on
-// that thread and a core taken by other work: an urgent job's p99 of 4.0 ms
-// under prompt, bench/results/priority/latency-recheck/driver-only-one-core/).
-// So the workers decide instead: every awake worker gets decide_request (a
-// working one parks its task at its next strand boundary and its loop top
-// decides; an idle one leaves its wait, `moved`), the first to get there
-// decides and the others find nothing pending. Asking all, not one, makes
-// the delay the nearest strand boundary of any worker. If every worker
-// waits, one is woken to decide (one, not all: no herd). So is one when
-// every working worker has been working for long_strand_ns or more: it may
-// be in one long strand (a loop with no boundary), and the event would wait
-// for that strand to end while a core sleeps (README.md, "Decisions in one
-// place"). A worker busy that long with many boundaries costs the sleeper a
-// needless wake, rarely: a worker that long busy beside a sleeping one is
-// unusual in fork-join code, where the idle one steals. Only a worker the
-// policy put to sleep (no pool) cannot decide (it waits for an assignment,
-// sleep_unassigned), so then the policy thread is woken as well: it is the
-// only one that may wake such a core, and the core it runs on is idle.
-//
-// Why no event is left undecided: the caller set the event bit (seq-cst)
-// and the fence below orders it before the slot reads. A worker read here
-// as awake stores `preparing` (seq-cst) before it re-checks `moved` (which
-// reads the bit) in wait_for_task, and a working one reaches its loop top,
-// which reads the bit, before it can wait at all. A worker read as waiting
-// is woken (notifier.hpp, no lost wake-up). A loop top that finds the
-// policy lock held wakes the policy thread (decide_at_loop_top), which
-// re-reads the bits before it sleeps (driver_main).
-bool scheduler::ask_workers_to_decide() noexcept {
-  notifier::fence_before_notify();
-  bool someone_decides = false;
-  bool someone_decides_soon = false;  // a worker looking for work, or working for less than long_strand_ns
-  worker* waiting = nullptr;
-  const std::uint64_t now = now_ns();
-  for (const auto& wp : workers_) {
-    worker& v = *wp;
-    if (v.assigned.load(std::memory_order_relaxed) == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it (relaxed: ask_to_decide re-reads it)
-    if (notifier::is_waiting(v.slot)) {
-      waiting = &v;
-      continue;
-    }
-    if (!ask_to_decide(v)) return false;  // the policy put it to sleep meanwhile
-    someone_decides = true;
-    // Relaxed: statistics the worker writes; a stale read wakes a sleeper
-    // needlessly or leaves the event to the working worker's next boundary.
-    const std::uint64_t since = v.phase_since_ns.load(std::memory_order_relaxed);
-    if (v.phase.load(std::memory_order_relaxed) != worker_phase::working || now < since + long_strand_ns)
-      someone_decides_soon = true;
-  }
-  // The waiting worker gets the request too: its wait ends on it (`moved`)
-  // whatever the event is, and its loop top then decides.
-  if (!someone_decides_soon && waiting != nullptr) {
-    if (!ask_to_decide(*waiting)) return false;
-    someone_decides = notifier::notify(waiting->slot) || someone_decides;
-  }
-  return someone_decides;
-}
-
-// Creating and removing a pool (pools.cpp) post this way too: the caller
-// (a job server's submitting or reaping thread) then makes no futex wake of
-// the policy thread on a loaded machine, and that thread does not preempt
-// a worker to decide (with the drain wake-up below, remove p50 went from
-// 11.7 to 0.7 us under 75% load: bench/results/jobs/overheads/ab-pool-events/).
-void scheduler::post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept {
-  post_event(events, pool, decider::poster);  // the bit first: whoever is asked below must see it
-  if (!ask_workers_to_decide()) poke_driver();
-}
-
-bool scheduler::events_posted() const noexcept {
-  return became_nonempty_.any() || maybe_empty_.any() || pools_added_.any() || pools_removed_.any() ||
-         cores_requested_.any() || backlogged_.any();
-}
-
-bool scheduler::ask_to_decide(worker& v) noexcept {
-  unsigned word = v.assigned.load(std::memory_order_relaxed);  // relaxed: the CAS re-reads it
-  // Release: the worker's acquire at its loop top then sees the event bits set before.
-  while (!(word & decide_request) && word != no_pool &&
-         !v.assigned.compare_exchange_weak(word, word | decide_request, std::memory_order_release,
-                                           std::memory_order_relaxed)) {
-  }
-  return word != no_pool;
-}
-
-bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
-  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return false;
-  pool_record& p = pool_at(pool);
-  if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return false;
-  post_event(maybe_empty_, pool, who);
-  return true;
-}
-
-// An event's poster either wakes the policy thread or sees to it that a
-// worker decides at its loop top (decider::poster: the poster itself, an
-// idle worker, or the workers it asks, ask_workers_to_decide): then
-// decide_at_loop_top either takes the event bits under the policy lock, or,
-// finding the lock held, wakes the thread, which re-reads the bits before
-// it sleeps. No event waits for a decision nobody will take.
-void scheduler::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
-  // The first event since the thread last decided starts the latency clock
-  // (relaxed: a measurement; the event itself is ordered below).
-  std::uint64_t none = 0;
-  if (oldest_event_ns_.load(std::memory_order_relaxed) == 0)
-    oldest_event_ns_.compare_exchange_strong(none, now_ns(), std::memory_order_relaxed);
-  // Seq-cst (event_bitmap), then the notifier's fence: the thread's
-  // prepare_wait/re-check either sees the bit or is woken (notifier.hpp).
-  events.set(pool);
-  if (who == decider::poster) return;
-  notifier::fence_before_notify();
-  notifier::notify(driver_slot_);
-}
-
-void scheduler::poke_driver() noexcept {
-  driver_poked_.store(true, std::memory_order_seq_cst);  // seq-cst: as post_event
-  notifier::fence_before_notify();
-  notifier::notify(driver_slot_);
-}
-
-namespace {
-// The phase interval a worker is in now, not yet added to the accounts.
-struct open_interval {
-  std::uint32_t pool;
-  bool working;
-  std::uint64_t ns;
-};
-open_interval open_interval_of(const worker& w, std::uint64_t now) noexcept {
-  const std::uint64_t since = w.phase_since_ns.load(std::memory_order_relaxed);
-  return {w.serving.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed) == worker_phase::working,
-          now > since ? now - since : 0};
-}
-double seconds(std::uint64_t ns) noexcept { return static_cast<double>(ns) * 1e-9; }
 }  // namespace
 
 // The view a decision is made on. Pools that are live or draining (closing)
@@ -363,8 +184,8 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
     v.age = std::chrono::nanoseconds(now > p.created_ns ? now - p.created_ns : 0);
     v.has_ready_work = p.has_ready_work();
     v.queued = p.injection.size();
-    v.work_s = seconds(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
-    v.look_s = seconds(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
+    v.work_s = seconds_of(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
+    v.look_s = seconds_of(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
     v.cores = cores;
     v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
     v.elastic = p.elastic;
@@ -460,8 +281,8 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     v.assigned = a.first();
     v.pools.assign(a.ranked_ids().begin(), a.ranked_ids().end());
     v.serving = open.pool;
-    v.work_s = seconds(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
-    v.look_s = seconds(look > seen_core_look_ns_[c] ? look - seen_core_look_ns_[c] : 0);
+    v.work_s = seconds_of(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
+    v.look_s = seconds_of(look > seen_core_look_ns_[c] ? look - seen_core_look_ns_[c] : 0);
     if (advance) {
       seen_core_work_ns_[c] = work;
       seen_core_look_ns_[c] = look;
@@ -495,7 +316,7 @@ void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
     const std::uint64_t delta = cpu > seen_core_cpu_ns_[c] ? cpu - seen_core_cpu_ns_[c] : 0;
     seen_core_cpu_ns_[c] = cpu;
     ext::core_view& v = cores[c];
-    v.cpu_s = seconds(delta);
+    v.cpu_s = seconds_of(delta);
     const double wall = v.work_s + v.look_s;
     if (wall <= 0) continue;
     const ext::pool_id id = v.target == ext::core_target::pool ? v.assigned : v.serving;
@@ -1139,102 +960,6 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
 std::string scheduler::policy_name() const {
   std::lock_guard lock(policy_mutex_);
   return std::string(policy_->name());
-}
-
-namespace {
-double percentile_us(std::vector<std::uint64_t> v, double q) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return static_cast<double>(v[k]) * 1e-3;
-}
-}  // namespace
-
-runtime_stats scheduler::stats() const {
-  std::lock_guard lock(policy_mutex_);
-  runtime_stats s;
-  s.policy = std::string(policy_->name());
-  s.workers = worker_count();
-  s.core_limit = core_limit();
-  {
-    std::lock_guard lock(fibers_mutex_);
-    s.fibers = fibers_.size();
-  }
-  s.decisions = decisions_;
-  s.quanta = quanta_;
-  s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
-  s.policy_failures = policy_failures_;
-  s.decision_latency_samples = latency_ns_.size();
-  s.decision_latency_p50_us = percentile_us(latency_ns_, 0.5);
-  s.decision_latency_p99_us = percentile_us(latency_ns_, 0.99);
-  auto mechanism = [&](mechanism_op op) {
-    std::vector<std::uint32_t> ns;
-    for (auto& w : workers_) w->samples.collect(op, ns);
-    return summarize_ns(ns);
-  };
-  s.mechanism.realloc = mechanism(mechanism_op::realloc);
-  s.mechanism.sleep = mechanism(mechanism_op::sleep);
-  s.mechanism.wake = mechanism(mechanism_op::wake);
-  s.mechanism.resume = mechanism(mechanism_op::resume);
-  s.mechanism.mug = mechanism(mechanism_op::mug);
-  s.mechanism.steal = mechanism(mechanism_op::steal);
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
-  const std::vector<unsigned> cores = cores_by_pool();
-  for (std::size_t c = 0; c < workers_.size(); ++c) {
-    const auto& w = workers_[c];
-    worker_state ws;
-    ws.serving = w->serving.load(std::memory_order_relaxed);
-    const pool_set& a = applied_[c];
-    ws.assigned = a.asleep() ? -1 : a.every() ? static_cast<int>(ws.serving) : static_cast<int>(a.first());
-    for (const std::uint32_t id : a.ranked_ids()) ws.pools.push_back(static_cast<int>(id));
-    ws.every_pool = a.every();
-    const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
-    ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
-    ws.cpu = w->cpu;
-    ws.os_time_slice_us = w->os_time_slice_us.load(std::memory_order_relaxed);  // relaxed: a statistic
-    s.sleeping_workers += asleep ? 1 : 0;
-    s.worker_states.push_back(std::move(ws));
-  }
-  const std::uint64_t now = now_ns();
-  std::lock_guard identity(pools_mutex_);  // rank, weight: written under it
-  for (std::uint32_t id = 0; id < end; ++id) {
-    const pool_record& p = pool_at(id);
-    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
-    if (ph != pool_phase::live && ph != pool_phase::closing) continue;
-    pool_stats ps;
-    ps.id = id;
-    ps.rank = p.rank;
-    ps.weight = p.weight;
-    ps.desire = policy_->desire(id);
-    const ext::fair_account fa = policy_->fairness(id);
-    ps.share = fa.share;
-    ps.sampled_share = fa.sampled_share;
-    ps.received_share = fa.received_share;
-    ps.credit_s = fa.credit_s;
-    ps.allotted = cores[id];
-    ps.has_ready_work = p.has_ready_work();
-    for (const ext::pool_view& q : last_quantum_)
-      if (q.id == id) {
-        ps.utilization = q.utilization();
-        ps.last_work_s = q.work_s;
-        ps.last_look_s = q.look_s;
-      }
-    ps.work_s = seconds(p.work_ns.load(std::memory_order_relaxed));
-    ps.look_s = seconds(p.look_ns.load(std::memory_order_relaxed));
-    for (auto& w : workers_)
-      if (const open_interval open = open_interval_of(*w, now); open.pool == id)
-        (open.working ? ps.work_s : ps.look_s) += seconds(open.ns);
-    ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
-    ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
-    for (const unserved_pool& u : unserved_)
-      if (u.id == id && u.reported && u.creation_seq == p.creation_seq)
-        ps.unserved_since_s = std::max(1e-9, seconds(u.since_ns - static_cast<std::uint64_t>(
-                                                                     std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                         started_.time_since_epoch())
-                                                                         .count())));
-    (id < level_count() ? s.levels : s.pools).push_back(ps);
-  }
-  return s;
 }
 
 }  // namespace promptly::detail
