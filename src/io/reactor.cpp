@@ -161,8 +161,7 @@ reactor::reactor()
       timers_(timer_fd_) {
   const backend_choice choice = chosen_backend();
 #if PROMPTLY_HAVE_LIBURING
-  // auto means epoll: the io_uring backend is opt-in until a closed descriptor's file is
-  // released as promptly as with epoll (src/io/README.md, "Backends").
+  // auto means epoll, the backend every process can run (backend.hpp).
   if (choice == backend_choice::io_uring) {
     auto* r = new uring;
     if (const int err = r->init(); err == 0) {
