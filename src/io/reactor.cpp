@@ -297,13 +297,26 @@ void reactor::submit_requests() noexcept {
     // A state closed before its poll was armed has no poll to end: that
     // end of its registration is seen now (its removal completes with
     // ENOENT, the other end).
-    std::lock_guard lock(s.mu);
-    if (s.closed) {
-      ++s.uring_ends;
-    } else if (const int err = ring_->arm_poll(tag, s.fd); err != 0) {
-      errno = err;
-      die("io_uring poll submission");
+    claimed_list failed;
+    {
+      std::lock_guard lock(s.mu);
+      if (s.closed) {
+        ++s.uring_ends;
+      } else if (const int err = ring_->arm_poll(tag, s.fd); err != 0) {
+        // No poll: that end is seen now. The waiting operations, and every
+        // later one that would wait, fail with the submission's errno.
+        ++s.uring_ends;
+        s.watch_error = err;
+        for (op_queue* q : {&s.readers, &s.writers}) {
+          while (operation* op = q->front()) {
+            q->erase(op);
+            op->error = err;
+            failed.push(op);
+          }
+        }
+      }
     }
+    failed.finish_all();
   }
   ring_->taken.clear();
   if (removals && ring_->flush() != 0) die("io_uring poll removal submission");
