@@ -15,6 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #if PROMPTLY_HAVE_LIBURING
 #include <liburing.h>
@@ -98,6 +99,11 @@ struct reactor::uring {
   std::mutex requests_mu;
   std::vector<request> requests;  // guarded by requests_mu
   std::vector<request> taken;     // reactor thread only
+  // Reactor thread only: closed states whose removal is submitted and not yet
+  // retired. Their last reference is the ring's, which only the kernel names;
+  // holding them here too keeps them reachable for LeakSanitizer when the
+  // process exits with a removal in flight.
+  std::unordered_set<fd_state*> retiring;
 
   // 0 or -errno of io_uring_queue_init_params.
   int init() noexcept {
@@ -288,6 +294,11 @@ void reactor::submit_requests() noexcept {
     fd_state& s = *r.s;
     const auto tag = reinterpret_cast<std::uintptr_t>(&s);
     if (r.remove) {
+      try {
+        ring_->retiring.insert(&s);
+      } catch (...) {
+        // Out of memory: only LeakSanitizer's view of an exit mid-removal suffers.
+      }
       ring_->prep_remove(tag);
       removals = true;
       continue;
@@ -419,7 +430,10 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
 }
 
 void reactor::retire_uring_end(fd_state& s) noexcept {
-  if (++s.uring_ends == 2) s.release();
+  if (++s.uring_ends == 2) {
+    ring_->retiring.erase(&s);
+    s.release();
+  }
 }
 #else
 void reactor::run_uring() noexcept {}
