@@ -162,6 +162,30 @@ TEST_F(IoListener, UnixEchoes) {
   ::unlink(path.c_str());
 }
 
+// Closing the listener closes its connections, and each client sees its end
+// of file at once, round after round (with io_uring this needs the reactor
+// thread to submit every poll: a request's file is released by completion
+// work on its submitting thread, and a worker's left a closed connection
+// open for seconds in about one round in five).
+TEST_F(IoListener, ClientsSeeTheEndOfFileOfAClosedListenersConnections) {
+  const int rounds = under_tsan || under_asan ? 10 : 40;
+  std::string path = "/tmp/promptly-io-test-" + std::to_string(::getpid()) + "-eof.sock";
+  for (int i = 0; i < rounds; ++i) {
+    promptly::runtime rt{workers(2)};
+    ::unlink(path.c_str());
+    auto l = io::listener::unix_socket(path);
+    auto served = l.serve(rt, echo_lines);
+    io::descriptor c = io::connect_unix(path, 5s).get();
+    io::line_reader lines(c);
+    io::write(c, "ping\n").get();
+    ASSERT_EQ(lines.read_line(5s).get(), "ping");
+    l.close();
+    served.get();
+    ASSERT_THROW(lines.read_line(2s).get(), io::end_of_file) << "round " << i;
+  }
+  ::unlink(path.c_str());
+}
+
 // serve_options::max_connections: at most that many handlers at once; a
 // connection past it goes to on_refused and is closed; a slot frees when a
 // handler returns. The slot frees just after the client sees its end of
@@ -448,5 +472,62 @@ TEST_F(IoListener, CoroutineHandlersAreReleasedAndReported) {
     }  // ~runtime: waits for every connection coroutine
     EXPECT_EQ(released.load(), n);
     EXPECT_EQ(reported.load(), n);
+  });
+}
+
+namespace {
+// Resident set of this process (statm's second field), bytes.
+std::size_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long pages = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+}  // namespace
+
+// Opening and closing connections in a loop leaks nothing: after a warm-up
+// (allocator caches, the coroutine frame pool), the resident set stays flat
+// over 10,000 connections, each accepted, served by a coroutine handler and
+// closed by the client (Unix sockets: no ports in TIME_WAIT). A state, an
+// operation or a poll request kept per connection would show as growth.
+TEST_F(IoListener, OpeningAndClosingConnectionsKeepsMemoryFlat) {
+  within(120s, "10,000 connections opened and closed", [] {
+    const int warm = under_tsan || under_asan ? 200 : 1000;
+    const int connections = under_tsan || under_asan ? 1000 : 10000;
+    promptly::runtime rt{workers(2)};
+    std::string path = "/tmp/promptly-io-test-" + std::to_string(::getpid()) + "-churn.sock";
+    ::unlink(path.c_str());
+    auto l = io::listener::unix_socket(path, 1024);
+    std::stop_source stop;
+    auto served = l.serve(rt, echo_lines_co, {.stop = stop.get_token()});
+    std::size_t after_warm_up = 0;
+    for (int i = 0; i < connections; ++i) {
+      if (i == warm) after_warm_up = resident_bytes();
+      // One in ten is echoed (the handler's read and write ran); the rest
+      // only connect and close (accept, a handler that sees end of file).
+      io::descriptor c = io::connect_unix(path, 5s).get();
+      if (i % 10 == 0) {
+        io::line_reader lines(c);
+        io::write(c, "x\n", 5s).get();
+        ASSERT_EQ(lines.read_line(5s).get(), "x") << "connection " << i;
+      }
+    }
+    // The handlers end as they see their clients' ends of file; wait for
+    // all of them before measuring.
+    ASSERT_TRUE(wait_until([] { return io::stats().pending_operations <= 1; }));  // the accept
+    const std::size_t after = resident_bytes();
+    // Generous: 9,000 leaked states alone would be several MiB. Under the
+    // sanitizers the resident set says nothing (shadow memory, ThreadSanitizer's
+    // history, AddressSanitizer's quarantine grow by design); leaks show in
+    // LeakSanitizer's report at exit instead.
+    if (!under_tsan && !under_asan)
+      EXPECT_LT(after, after_warm_up + (2u << 20)) << "resident set grew by " << (after - after_warm_up) / 1024
+                                                 << " KiB over " << connections - warm << " connections";
+    stop.request_stop();
+    served.get();
+    ::unlink(path.c_str());
   });
 }

@@ -6,25 +6,31 @@
 //
 //   --mode net    --conns C connections to the server's TCP port; interactions go round-robin
 //   --mode term   the server's stdin/stdout are pipes from/to this process
-//   --mode idle   --idle-conns K idle connections; measures the server's CPU and memory
+//   --mode idle   --idle-conns K mostly idle connections; measures the server's CPU and memory
+//                 (with --idle-line-ms P each connection sends a line every P ms meanwhile)
+//   --mode saturate  --conns C connections, each with one request outstanding at all times
+//                 (closed loop, --client-threads epoll threads) for --echo-ms: requests/s and
+//                 latency percentiles of the saturated echo
 //
 // Interactions are sent open-loop at --rate per second (a fixed schedule that does not wait
 // for answers) only while the server runs its compute kernel "loaded" (control protocol:
 // echo_server.hpp); the server repeats the kernel until the measured loaded runs add up to
 // --min-loaded-ms, so fast and slow runtimes see about as many interactions. Latency =
 // response received - request sent, over the measured (non-warm-up) loaded phases. The server
-// is `--server cmake:TARGET` or `go:PACKAGE`, resolved in the harness's build directory like the
+// is `--server cmake:TARGET`, `go:PACKAGE` or `cargo:BIN`, resolved in the harness's build directory like the
 // harness does (bench/harness/build.py); `--policy P` is passed on to Promptly servers.
 //
 // Prints the protocol's RESULT line (bench/README.md): result = the compute kernel's answer
 // (idle: the number of connections that echoed), metrics region_s (median loaded compute time),
 // compute_alone_s, compute_slowdown, latency_us_p50/p95/p99/max/mean, interactions, dropped,
-// server_cpu_s, server_rss_mib (idle: idle_cpu_pct, idle_rss_mib, idle_kib_per_conn); suite
+// server_cpu_s, server_rss_mib (idle: idle_cpu_pct, idle_rss_mib, idle_kib_per_conn; saturate:
+// requests_per_s, latency_us_p50/p99/max, server_cpu_pct; result = C); suite
 // `fair` adds stretch metrics and the server's own "metric" lines.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -65,16 +71,20 @@ namespace fs = std::filesystem;
 
 double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// cmake:TARGET -> BUILD/bench-bin/TARGET, go:PKG -> BUILD/go/PKG; BUILD is the parent of the
+// cmake:TARGET -> BUILD/bench-bin/TARGET, go:PKG -> BUILD/go/PKG, cargo:BIN ->
+// BUILD/rust/release/BIN (as the harness puts them); BUILD is the parent of the
 // directory this driver runs from (it is itself BUILD/bench-bin/bench_io_driver).
 std::string resolve_server(const std::string& spec) {
     fs::path self = fs::read_symlink("/proc/self/exe");
     fs::path build = self.parent_path().parent_path();
     auto colon = spec.find(':');
-    if (colon == std::string::npos) fail("--server must be cmake:TARGET or go:PACKAGE, not '" + spec + "'");
+    if (colon == std::string::npos) fail("--server must be cmake:TARGET, go:PACKAGE or cargo:BIN, not '" + spec + "'");
     std::string kind = spec.substr(0, colon), name = spec.substr(colon + 1);
-    fs::path p = kind == "cmake" ? build / "bench-bin" / name : kind == "go" ? build / "go" / name : fs::path();
-    if (p.empty()) fail("--server kind must be cmake or go: '" + spec + "'");
+    fs::path p = kind == "cmake" ? build / "bench-bin" / name
+                 : kind == "go"  ? build / "go" / name
+                 : kind == "cargo" ? build / "rust" / "release" / name
+                                   : fs::path();
+    if (p.empty()) fail("--server kind must be cmake, go or cargo: '" + spec + "'");
     if (::access(p.c_str(), X_OK) != 0) fail("server program " + p.string() + " is missing (not built?)");
     return p.string();
 }
@@ -315,6 +325,57 @@ std::string fmt(const char* f, double v) {
     return b;
 }
 
+
+// One closed-loop client thread of --mode saturate: its sockets each keep one request
+// outstanding; an echo's arrival is stamped and the next request sent at once.
+struct saturate_client {
+    std::vector<int> socks;
+    std::vector<clock_type::time_point> sent;
+    std::vector<double> lat_us;  // answers received inside the measured window
+    long answered = 0;
+};
+
+void run_saturate_client(saturate_client& c, const std::atomic<int>& stage, clock_type::time_point from,
+                         clock_type::time_point to) {
+    int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) fail(std::string("epoll_create1: ") + std::strerror(errno));
+    c.sent.resize(c.socks.size());
+    for (std::size_t i = 0; i < c.socks.size(); ++i) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = i;
+        if (::epoll_ctl(ep, EPOLL_CTL_ADD, c.socks[i], &ev) != 0) fail(std::string("epoll_ctl: ") + std::strerror(errno));
+    }
+    while (stage.load() == 0) std::this_thread::yield();
+    static const char req[] = "r 0\n";
+    for (std::size_t i = 0; i < c.socks.size(); ++i) {
+        c.sent[i] = clock_type::now();
+        write_all(c.socks[i], req);
+    }
+    epoll_event evs[256];
+    char buf[4096];
+    for (;;) {
+        const int n = ::epoll_wait(ep, evs, 256, 100);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail(std::string("epoll_wait: ") + std::strerror(errno));
+        const auto now = clock_type::now();
+        if (now >= to) break;
+        for (int k = 0; k < n; ++k) {
+            const std::size_t i = evs[k].data.u64;
+            ssize_t got = ::read(c.socks[i], buf, sizeof buf);
+            if (got <= 0) fail("the server closed a connection or failed during the saturated echo");
+            // One request outstanding: the answer is "r 0\n", possibly split across reads.
+            if (buf[got - 1] != '\n') continue;
+            if (now >= from) {
+                c.lat_us.push_back(seconds(now - c.sent[i]) * 1e6);
+                ++c.answered;
+            }
+            c.sent[i] = now;
+            write_all(c.socks[i], req);
+        }
+    }
+    ::close(ep);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -325,6 +386,9 @@ int main(int argc, char** argv) {
     const long conns = a.get_long("conns", 8);
     const long idle_conns = a.get_long("idle-conns", 2000);
     const double idle_s = double(a.get_long("idle-ms", 2000)) / 1000.0;
+    const long idle_line_ms = a.get_long("idle-line-ms", 0);
+    const long echo_ms = a.get_long("echo-ms", 3000), echo_warm_ms = a.get_long("echo-warm-ms", 500);
+    const long client_threads = a.get_long("client-threads", 2);
     const double drain_s = double(a.get_long("drain-ms", 3000)) / 1000.0;
     const long min_loaded_ms = a.get_long("min-loaded-ms", 0);
     const std::string policy = a.get_string("policy", "");  // passed on to Promptly servers
@@ -336,12 +400,15 @@ int main(int argc, char** argv) {
     const double expected_stretch = std::atof(a.get_string("expected-stretch", "0").c_str());
     a.finish();
     if (server_spec.empty()) bench::args::fail("--server is required");
-    if (mode != "net" && mode != "term" && mode != "idle") bench::args::fail("--mode must be net, term or idle");
+    if (mode != "net" && mode != "term" && mode != "idle" && mode != "saturate")
+        bench::args::fail("--mode must be net, term, idle or saturate");
+    if (idle_line_ms < 0 || echo_ms < 1 || echo_warm_ms < 0 || client_threads < 1)
+        bench::args::fail("need --idle-line-ms >= 0, --echo-ms >= 1, --echo-warm-ms >= 0, --client-threads >= 1");
     if (rate <= 0 || conns < 1 || reps < 1) bench::args::fail("need --rate > 0, --conns >= 1, --reps >= 1");
 
     raise_fd_limit();
     ::signal(SIGPIPE, SIG_IGN);  // a dead server shows up as an error, not a signal
-    const bool term = mode == "term", idle = mode == "idle";
+    const bool term = mode == "term", saturate = mode == "saturate", idle = mode == "idle" || saturate;
     const std::string path = resolve_server(server_spec);
     std::vector<std::string> sargs = {"--mode", term ? "term" : "net", "--workers", std::to_string(workers),
                                       "--n", std::to_string(n), "--cutoff", std::to_string(cutoff),
@@ -369,15 +436,73 @@ int main(int argc, char** argv) {
     if (ready.rfind("ready", 0) != 0) fail("expected 'ready', got '" + ready + "'");
     if (!term && std::sscanf(ready.c_str(), "ready port=%d", &port) != 1) fail("no port in '" + ready + "'");
 
+    if (saturate) {
+        // C connections, each with one request outstanding: the server's throughput and latency.
+        std::vector<saturate_client> clients(static_cast<std::size_t>(client_threads));
+        for (long i = 0; i < conns; ++i)
+            clients[static_cast<std::size_t>(i % client_threads)].socks.push_back(connect_loopback(port));
+        if (next_line(60) != "done") fail("expected 'done' from a server without phases");
+        std::atomic<int> stage{0};
+        const auto start = clock_type::now() + std::chrono::milliseconds(100);
+        const auto from = start + std::chrono::milliseconds(echo_warm_ms);
+        const auto to = from + std::chrono::milliseconds(echo_ms);
+        std::vector<std::thread> threads;
+        for (auto& c : clients) threads.emplace_back([&c, &stage, from, to] { run_saturate_client(c, stage, from, to); });
+        std::this_thread::sleep_until(start);
+        stage.store(1);
+        std::this_thread::sleep_until(from);
+        const double c0 = proc_cpu_s(srv.pid);
+        std::this_thread::sleep_until(to);
+        const double cpu = proc_cpu_s(srv.pid) - c0;
+        for (auto& t : threads) t.join();
+        std::vector<double> lat_us;
+        long answered = 0;
+        for (auto& c : clients) {
+            answered += c.answered;
+            lat_us.insert(lat_us.end(), c.lat_us.begin(), c.lat_us.end());
+        }
+        if (lat_us.empty()) fail("no echo arrived in the measured window");
+        std::sort(lat_us.begin(), lat_us.end());
+        const double window = double(echo_ms) / 1000.0;
+        for (auto& c : clients)
+            for (int s : c.socks) ::close(s);
+        ::close(srv.stdin_w);
+        bool clean = true;
+        rusage ru = reap(srv.pid, std::chrono::seconds(20), clean);
+        if (!clean) fail("the server did not shut down cleanly");
+        std::printf("RESULT {\"result\": %ld, \"metrics\": {\"region_s\": %.6f, \"requests_per_s\": %.1f, "
+                    "\"latency_us_p50\": %.3f, \"latency_us_p99\": %.3f, \"latency_us_max\": %.3f, "
+                    "\"server_cpu_pct\": %.2f, \"server_cpu_s\": %.4f, \"server_rss_mib\": %.3f}}\n",
+                    conns, window, double(answered) / window, percentile(lat_us, 0.50), percentile(lat_us, 0.99),
+                    lat_us.back(), 100.0 * cpu / window, cpu_s(ru), double(ru.ru_maxrss) / 1024.0);
+        return 0;
+    }
+
     if (idle) {
-        // 2000 idle connections: what do they cost the server?
+        // K mostly idle connections: what do they cost the server?
         std::vector<int> socks;
         for (long i = 0; i < idle_conns; ++i) socks.push_back(connect_loopback(port));
         if (next_line(60) != "done") fail("expected 'done' from a server without phases");
         std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let it settle
         double c0 = proc_cpu_s(srv.pid);
         auto t0 = clock_type::now();
-        std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+        if (idle_line_ms > 0) {
+            // Every connection sends a line every idle_line_ms, the connections' turns spread
+            // evenly over the period; their echoes wait in the sockets until the check below.
+            const auto step = std::chrono::duration_cast<clock_type::duration>(
+                std::chrono::duration<double>(double(idle_line_ms) / 1000.0 / double(idle_conns)));
+            const auto end = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(idle_s));
+            auto next = t0;
+            for (std::size_t i = 0;; i = (i + 1) % socks.size()) {
+                next += step;
+                if (next >= end) break;
+                std::this_thread::sleep_until(next);
+                write_all(socks[i], "r 0\n");
+            }
+            std::this_thread::sleep_until(end);
+        } else {
+            std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+        }
         double window = seconds(clock_type::now() - t0);
         double cpu = proc_cpu_s(srv.pid) - c0;
         double rss = proc_rss_mib(srv.pid);

@@ -6,8 +6,8 @@
 // wait, or the first timer): runtime_config::io_backend of the runtimes
 // constructed before then ("auto", "epoll" or "io_uring"; the last one
 // that is not "auto" wins), else the environment variable
-// PROMPTLY_IO_BACKEND, else auto. auto is epoll (io_uring is opt-in: see
-// src/io/README.md, "Backends", for what it does not do yet). io_uring uses
+// PROMPTLY_IO_BACKEND, else auto. auto is epoll, the backend every process
+// can fall back to (docs/io.md, "Backends"). io_uring uses
 // io_uring when a ring can be made and falls back to epoll otherwise
 // (io_uring_queue_init fails with ENOSYS on old kernels and EPERM under
 // seccomp profiles that forbid it), saying so once on stderr. A request

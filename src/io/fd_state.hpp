@@ -104,6 +104,10 @@ struct fd_state {
   // completion, the poll removal's completion); the second drops the
   // reactor's reference (reactor.hpp, "Retiring").
   std::uint8_t uring_ends = 0;
+  // io_uring backend, under mu: the errno with which the reactor thread
+  // failed to submit this descriptor's poll, or 0. Operations that would
+  // wait fail with it, as they fail with a refused epoll registration.
+  int watch_error = 0;
   op_queue readers;
   op_queue writers;
   std::atomic<std::uint32_t> refs{1};

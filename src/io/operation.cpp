@@ -19,6 +19,7 @@ std::atomic<std::uint64_t> pending_count{0};
 // Registers `s` with the reactor (starting it if needed) under s.mu.
 // Returns 0 or the errno that prevents waiting for readiness.
 int ensure_watched(fd_state& s) noexcept {
+  if (s.watch_error != 0) return s.watch_error;
   if (s.registered) return 0;
   try {
     return reactor::instance().watch(s);

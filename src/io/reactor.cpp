@@ -15,6 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #if PROMPTLY_HAVE_LIBURING
 #include <liburing.h>
@@ -75,8 +76,11 @@ void request_backend(std::string_view name) {
 #if PROMPTLY_HAVE_LIBURING
 // The ring of the io_uring backend. Completion tags: a fd_state's address
 // (its multishot poll), that address | 1 (its poll removal), or the
-// address of reactor::timer_fd_ (the timerfd's poll); states are at least
-// 8-byte aligned, so bit 0 is free.
+// addresses of reactor::timer_fd_ and reactor::wake_fd_ (their polls);
+// states are at least 8-byte aligned, so bit 0 is free.
+//
+// Only the reactor thread submits (reactor.hpp, "Who submits"): other
+// threads queue requests and write the eventfd.
 struct reactor::uring {
   static constexpr unsigned sq_entries = 256;
   static constexpr unsigned cq_entries = 4096;  // multishot polls post many completions per submission
@@ -85,7 +89,21 @@ struct reactor::uring {
   static constexpr unsigned poll_mask = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
 
   io_uring ring{};
-  std::mutex submit_mu;
+
+  // A descriptor to start polling (arm) or to stop polling (remove),
+  // queued by watch() and unwatch() for the reactor thread.
+  struct request {
+    fd_state* s;
+    bool remove;
+  };
+  std::mutex requests_mu;
+  std::vector<request> requests;  // guarded by requests_mu
+  std::vector<request> taken;     // reactor thread only
+  // Reactor thread only: closed states whose removal is submitted and not yet
+  // retired. Their last reference is the ring's, which only the kernel names;
+  // holding them here too keeps them reachable for LeakSanitizer when the
+  // process exits with a removal in flight.
+  std::unordered_set<fd_state*> retiring;
 
   // 0 or -errno of io_uring_queue_init_params.
   int init() noexcept {
@@ -95,7 +113,7 @@ struct reactor::uring {
     return io_uring_queue_init_params(sq_entries, &ring, &p);
   }
 
-  // Caller holds submit_mu. A full submission queue is flushed first.
+  // Reactor thread only. A full submission queue is flushed first.
   io_uring_sqe* next_sqe() noexcept {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring);
     while (sqe == nullptr) {
@@ -112,19 +130,19 @@ struct reactor::uring {
       if (r != -EINTR && r != -EAGAIN && r != -EBUSY) return -r;
     }
   }
+  // Submitted at once: the kernel takes its reference to the file during
+  // the submission, which the caller makes while the fd is open.
   int arm_poll(std::uint64_t tag, int fd) noexcept {
-    std::lock_guard lock(submit_mu);
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_poll_multishot(sqe, fd, poll_mask);
     sqe->user_data = tag;
     return flush();
   }
-  int remove_poll(std::uint64_t tag) noexcept {
-    std::lock_guard lock(submit_mu);
+  // Prepared only: the next flush() submits it.
+  void prep_remove(std::uint64_t tag) noexcept {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_poll_remove(sqe, tag);
     sqe->user_data = tag | 1;
-    return flush();
   }
 };
 #else
@@ -149,30 +167,26 @@ reactor::reactor()
       timers_(timer_fd_) {
   const backend_choice choice = chosen_backend();
 #if PROMPTLY_HAVE_LIBURING
-  // auto means epoll: the io_uring backend is opt-in until a closed descriptor's file is
-  // released as promptly as with epoll (src/io/README.md, "Backends").
+  // auto means epoll, the backend every process can run (backend.hpp).
   if (choice == backend_choice::io_uring) {
     auto* r = new uring;
     if (const int err = r->init(); err == 0) {
-      if (const int arm = r->arm_poll(reinterpret_cast<std::uintptr_t>(&timer_fd_), timer_fd_); arm != 0) {
-        io_uring_queue_exit(&r->ring);
-        delete r;
-        throw io::error(arm, "reactor start: io_uring poll of the timerfd", timer_fd_);
-      }
-      ring_ = r;
+      ring_ = r;  // the reactor thread arms the timerfd's and the eventfd's polls as it starts
     } else {
       delete r;
       std::fprintf(stderr, "promptly::io: io_uring_queue_init failed (%s); the reactor uses epoll\n",
-                     std::strerror(-err));
+                   std::strerror(-err));
     }
   }
 #else
   if (choice == backend_choice::io_uring)
     std::fprintf(stderr, "promptly::io: built without liburing; the reactor uses epoll\n");
 #endif
+  // Both backends: epoll's loop is woken to drop retired states, the
+  // ring's to submit queued requests.
+  wake_fd_ = checked(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
   if (ring_ == nullptr) {
     ep_ = checked(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1");
-    wake_fd_ = checked(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
     // The two internal descriptors are told apart from fd_state pointers by
     // the addresses of these members.
     epoll_event ev{};
@@ -206,12 +220,12 @@ int reactor::watch(fd_state& s) noexcept {
     struct stat st {};
     if (::fstat(s.fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return EPERM;
     s.add_ref();  // the ring's reference: a completion may name s from now on
-    if (const int err = ring_->arm_poll(reinterpret_cast<std::uintptr_t>(&s), s.fd); err != 0) {
-      s.release();  // never armed: no completion will name s (the caller holds a reference)
-      return err;
-    }
     s.registered = true;
     watched_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+    // The reactor thread arms the poll if s is still open then; an edge
+    // before that is not lost, since a poll reports the current readiness
+    // when it is armed.
+    hand_to_ring(s, false);
     return 0;
   }
 #endif
@@ -230,9 +244,7 @@ void reactor::unwatch(fd_state& s) noexcept {
 #if PROMPTLY_HAVE_LIBURING
   if (ring_ != nullptr) {
     watched_.fetch_sub(1, std::memory_order_relaxed);  // a statistic: relaxed
-    // Keeping the state alive forever is the safe choice if the removal
-    // cannot be submitted (its completion would never come).
-    (void)ring_->remove_poll(reinterpret_cast<std::uintptr_t>(&s));
+    hand_to_ring(s, true);
     return;
   }
 #endif
@@ -251,6 +263,79 @@ void reactor::unwatch(fd_state& s) noexcept {
   }
   if (first) wake();
 }
+
+#if PROMPTLY_HAVE_LIBURING
+void reactor::hand_to_ring(fd_state& s, bool remove) noexcept {
+  bool first;
+  {
+    std::lock_guard lock(ring_->requests_mu);
+    first = ring_->requests.empty();
+    try {
+      ring_->requests.push_back({&s, remove});
+    } catch (...) {
+      // Out of memory. An arm that is never made: the descriptor's
+      // operations wait for their deadlines. A removal that is never made:
+      // the state stays alive forever, the safe choice.
+      return;
+    }
+  }
+  if (first) wake();
+}
+
+// Reactor thread: submits the queued requests in their order, so a
+// descriptor's removal comes after its arm.
+void reactor::submit_requests() noexcept {
+  {
+    std::lock_guard lock(ring_->requests_mu);
+    ring_->taken.swap(ring_->requests);
+  }
+  bool removals = false;
+  for (const uring::request& r : ring_->taken) {
+    fd_state& s = *r.s;
+    const auto tag = reinterpret_cast<std::uintptr_t>(&s);
+    if (r.remove) {
+      try {
+        ring_->retiring.insert(&s);
+      } catch (...) {
+        // Out of memory: only LeakSanitizer's view of an exit mid-removal suffers.
+      }
+      ring_->prep_remove(tag);
+      removals = true;
+      continue;
+    }
+    // Armed under s.mu, where close() sets `closed` before it releases the
+    // fd number: an open state's fd names its file during the submission.
+    // A state closed before its poll was armed has no poll to end: that
+    // end of its registration is seen now (its removal completes with
+    // ENOENT, the other end).
+    claimed_list failed;
+    {
+      std::lock_guard lock(s.mu);
+      if (s.closed) {
+        ++s.uring_ends;
+      } else if (const int err = ring_->arm_poll(tag, s.fd); err != 0) {
+        // No poll: that end is seen now. The waiting operations, and every
+        // later one that would wait, fail with the submission's errno.
+        ++s.uring_ends;
+        s.watch_error = err;
+        for (op_queue* q : {&s.readers, &s.writers}) {
+          while (operation* op = q->front()) {
+            q->erase(op);
+            op->error = err;
+            failed.push(op);
+          }
+        }
+      }
+    }
+    failed.finish_all();
+  }
+  ring_->taken.clear();
+  if (removals && ring_->flush() != 0) die("io_uring poll removal submission");
+}
+#else
+void reactor::hand_to_ring(fd_state&, bool) noexcept {}
+void reactor::submit_requests() noexcept {}
+#endif
 
 void reactor::wake() noexcept {
   std::uint64_t one = 1;
@@ -279,7 +364,10 @@ void reactor::run() noexcept {
 
 #if PROMPTLY_HAVE_LIBURING
 void reactor::run_uring() noexcept {
+  for (const int* internal : {&timer_fd_, &wake_fd_})
+    if (ring_->arm_poll(reinterpret_cast<std::uintptr_t>(internal), *internal) != 0) die("io_uring poll of an internal descriptor");
   for (;;) {
+    submit_requests();
     io_uring_cqe* cqe = nullptr;
     const int r = io_uring_wait_cqe(&ring_->ring, &cqe);
     if (r == -EINTR || r == -EAGAIN) continue;
@@ -288,15 +376,10 @@ void reactor::run_uring() noexcept {
       die("io_uring_wait_cqe");
     }
     wakeups_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
-    // A completion carries a fd_state pointer through the kernel's ring,
-    // which neither the language nor ThreadSanitizer sees as
-    // synchronisation (epoll_ctl/epoll_wait are). Every submission is made
-    // under submit_mu; taking it once, after the completions counted here
-    // arrived, orders each submission they complete (and what its thread
-    // did before, such as building the state) before this thread's use of
-    // them. Completions that arrive meanwhile wait for the next round.
+    // Every completion answers a submission of this thread: the states it
+    // names were handed over through requests_mu, which orders what their
+    // threads did before (building the state) before this use.
     const unsigned ready = io_uring_cq_ready(&ring_->ring);
-    { std::lock_guard after_submissions(ring_->submit_mu); }
     for (unsigned i = 0; i < ready; ++i) {
       if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0 || cqe == nullptr) break;
       const std::uint64_t tag = cqe->user_data;
@@ -313,6 +396,13 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
   if (tag == reinterpret_cast<std::uintptr_t>(&timer_fd_)) {
     on_timer();
     if (!more && ring_->arm_poll(tag, timer_fd_) != 0) die("io_uring poll of the timerfd");
+    return;
+  }
+  if (tag == reinterpret_cast<std::uintptr_t>(&wake_fd_)) {  // requests wait: the loop submits them next
+    std::uint64_t count;
+    while (::read(wake_fd_, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+    if (!more && ring_->arm_poll(tag, wake_fd_) != 0) die("io_uring poll of the eventfd");
     return;
   }
   if (tag & 1) {  // a poll removal finished: one end of a closed state's registration
@@ -340,7 +430,10 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
 }
 
 void reactor::retire_uring_end(fd_state& s) noexcept {
-  if (++s.uring_ends == 2) s.release();
+  if (++s.uring_ends == 2) {
+    ring_->retiring.erase(&s);
+    s.release();
+  }
 }
 #else
 void reactor::run_uring() noexcept {}

@@ -23,22 +23,39 @@
 // epoll_wait cannot return a descriptor deleted before it started. So an
 // event's fd_state pointer is always alive when the loop reads it.
 //
-// Retiring with io_uring: close() submits a poll removal (its completion
+// Who submits (io_uring): only the reactor thread. A request holds a
+// reference to its file until it is freed, and the kernel frees it in
+// completion work that runs on the thread that submitted it, when that
+// thread next enters or leaves the kernel. A poll submitted by a worker
+// kept a closed socket open (its peer saw no end of file) until that
+// worker happened to run the work; the reactor thread waits in the ring
+// itself, so it runs that work as soon as it is queued. watch() and
+// unwatch() queue a request and write the eventfd, whose poll wakes the
+// loop; the loop submits the queue in order, an arm under the state's
+// mutex only if the state is still open (its fd then still names its
+// file).
+//
+// Retiring with io_uring: close() queues a poll removal (its completion
 // is tagged with the state's address | 1). The kernel may still post
 // completions of the poll until its last one (no IORING_CQE_F_MORE), so the
 // reactor drops the reference only when it has seen both that last
 // completion for a closed state and the removal's completion
-// (fd_state::uring_ends). A poll that ends by itself while the descriptor is
-// open is re-armed under the state's mutex, and every submission takes the
-// ring's submission mutex, so a removal, submitted after `closed` was set,
-// always targets the newest poll of the state.
+// (fd_state::uring_ends); a state closed before its poll was armed has its
+// first end counted when the arm is skipped. A poll that ends by itself
+// while the descriptor is open is re-armed under the state's mutex; since
+// the queue keeps its order and the reactor thread is the only submitter,
+// a removal always targets the newest poll of the state. From its removal's
+// submission to its release a closed state is also in the ring's `retiring`
+// set, so a process that exits mid-removal leaks nothing LeakSanitizer can
+// see (its only other reference is the kernel's).
 //
 // Invariants
 //  * Only the reactor thread calls epoll_wait (or reaps the ring's
 //    completions) and drops the backend's references.
-//  * io_uring: submissions (from any thread) hold the ring's submit_mu; the
-//    ring's completion queue is read by the reactor thread only, which
-//    takes submit_mu after completions arrive and before it uses them.
+//  * io_uring: only the reactor thread submits to the ring and reads its
+//    completion queue; other threads hand states over through the request
+//    queue (guarded by its mutex), which orders the state's construction
+//    before the reactor's use of it.
 //  * The reactor thread blocks every signal: user signal handlers never run
 //    on it. (Writes to pipes consume the SIGPIPE they raise and report
 //    EPIPE, on every thread; sockets use MSG_NOSIGNAL.)
@@ -90,7 +107,7 @@ class reactor {
   void wake() noexcept;
 
   int ep_ = -1;
-  int wake_fd_ = -1;   // eventfd: wakes epoll_wait (a retired descriptor to drop)
+  int wake_fd_ = -1;   // eventfd: wakes the loop (epoll: a retired state to drop; io_uring: requests to submit)
   int timer_fd_ = -1;  // timerfd of timers_
   timer_queue timers_;
   std::mutex retire_mu_;
@@ -106,6 +123,8 @@ class reactor {
   void run_uring() noexcept;
   void on_uring_completion(std::uint64_t tag, int res, unsigned flags) noexcept;
   void retire_uring_end(fd_state& s) noexcept;
+  void hand_to_ring(fd_state& s, bool remove) noexcept;
+  void submit_requests() noexcept;
 };
 
 // Attempts the head operations of `q` until one would block; unlinks the
