@@ -4,6 +4,7 @@ PROMPTLY_BUILD_BENCH=ON), Go packages under bench/go, Cargo binaries under bench
 exe specs: "cmake:TARGET" -> BUILD/bench-bin/TARGET, "go:PKG" -> BUILD/go/PKG,
 "cargo:BIN" -> BUILD/rust/release/BIN."""
 
+import re
 import os
 import shutil
 import subprocess
@@ -111,6 +112,11 @@ def build(specs, root, build_dir):
             cmd.append("--locked")
         for b in bins:
             cmd += ["--bin", b]
+        # A binary with heavy dependencies of its own has them behind the feature `bin-NAME`
+        # (bench/rust/Cargo.toml), so that building the others does not compile them.
+        features = [f"bin-{b}" for b in bins if re.search(rf"^bin-{re.escape(b)}\s*=", manifest.read_text(), re.M)]
+        if features:
+            cmd += ["--features", ",".join(features)]
         _run(cmd, log, f"cargo {' '.join(bins)}")
 
     paths = {s: exe_path(s, build_dir) for s in specs}
