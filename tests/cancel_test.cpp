@@ -153,7 +153,9 @@ TEST_P(Cancel, AStopRequestMidLoopSkipsTheRestAndThrowsCancelled) {
     });
   });
   EXPECT_NE(what.find("parallel_for"), std::string::npos) << what;
-  if (GetParam() == 1) EXPECT_EQ(ran.load(), 1);  // index 0 is the first piece one worker runs
+  if (GetParam() == 1) {
+    EXPECT_EQ(ran.load(), 1);  // index 0 is the first piece one worker runs
+  }
   EXPECT_LT(ran.load(), 10'000);
   // A stop requested before the call: nothing runs.
   ran = 0;
@@ -177,7 +179,9 @@ TEST_P(Cancel, ReduceStopsOnTheFirstExceptionAndOnAStop) {
     }, std::plus<>{});
   }),
                std::domain_error);
-  if (GetParam() == 1) EXPECT_EQ(mapped.load(), 1);
+  if (GetParam() == 1) {
+    EXPECT_EQ(mapped.load(), 1);
+  }
   std::stop_source stop;
   stop.request_stop();
   EXPECT_THROW((void)rt.run([&] {

@@ -147,7 +147,7 @@ TEST(FutureThen, OutsideAWorkerItUsesTheAntecedentsRuntime) {
 TEST(FutureThen, ALongChainRunsInOrder) {
   promptly::runtime rt{workers(2)};
   const int n = under_tsan || under_asan ? 200 : 2000;
-  const int last = rt.run([n] {
+  const int last = rt.run([&] {
     promptly::promise<int> start;
     promptly::future<int> f = start.get_future();
     for (int i = 0; i < n; ++i) f = f.then([](int v) { return v + 1; });
@@ -182,7 +182,7 @@ TEST(FutureWhenAll, IsReadyWhenEveryInputIsAndHoldsThem) {
 TEST(FutureWhenAll, ARangeOfManyFutures) {
   promptly::runtime rt{workers(4)};
   const int n = under_tsan || under_asan ? 300 : 3000;
-  const long sum = rt.run([n] {
+  const long sum = rt.run([&] {
     std::vector<promptly::future<long>> fs;
     for (int i = 0; i < n; ++i) fs.push_back(promptly::async([i] { return long{i}; }));
     auto all = promptly::when_all(fs.begin(), fs.end());
@@ -225,7 +225,7 @@ TEST(FutureWhenAny, NamesTheInputThatWasReadyFirst) {
 TEST(FutureWhenAny, ManyRacingCompletions) {
   promptly::runtime rt{workers(4)};
   const int rounds = under_tsan || under_asan ? 50 : 500;
-  rt.run([rounds] {
+  rt.run([&] {
     for (int i = 0; i < rounds; ++i) {
       std::vector<promptly::future<int>> fs;
       for (int j = 0; j < 4; ++j) fs.push_back(promptly::async([j] { return j; }));

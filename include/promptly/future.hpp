@@ -448,7 +448,8 @@ struct continuation_result {
 template <class T, class F>
   requires(!std::invocable<F&, future<T>>)
 struct continuation_result<T, F> {
-  using type = std::conditional_t<std::is_void_v<T>, std::invoke_result<F&>, std::invoke_result<F&, const stored_t<T>&>>::type;
+  using type = typename std::conditional_t<std::is_void_v<T>, std::invoke_result<F&>,
+                                          std::invoke_result<F&, const stored_t<T>&>>::type;
 };
 
 template <class T, class F>
