@@ -26,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <exception>
 #include <stdexcept>
 #include <stop_token>
@@ -95,6 +96,8 @@ class cancel_scope {
   // Called once every piece finished: rethrows the first exception, else throws cancelled if a
   // piece was skipped (`what` names the algorithm).
   void finish(const char* what) const {
+    assert((!has_error_.load(std::memory_order_relaxed) || stopped_.load(std::memory_order_relaxed)) &&
+           "an exception stops the scope");
     if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
     if (skipped_.load(std::memory_order_relaxed))
       throw cancelled(std::string("promptly::") + what + ": cancelled by its stop token before every piece ran");

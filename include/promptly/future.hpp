@@ -27,6 +27,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -600,7 +601,9 @@ struct combined_state final : future_state<std::conditional_t<Any, when_any_resu
   }
 
   void arrive() noexcept {
-    if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const std::size_t before = pending.fetch_sub(1, std::memory_order_acq_rel);
+    assert(before >= 1 && "a combined future published twice");
+    if (before != 1) return;
     if constexpr (Any)
       this->result.set_value(when_any_result<Seq>{winner.load(std::memory_order_relaxed), std::move(futures)});
     else

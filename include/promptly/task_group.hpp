@@ -27,14 +27,16 @@
 //  * cancelled_ goes false -> true by cancel() and back only in wait(),
 //    once every child finished; a child reads it (and the parent token)
 //    once, before running its callable.
-//  * token_source_ is created at most once per cancellation epoch (CAS),
-//    freed by wait() after a cancellation and by the destructor. cancel()
+//  * token_source_ is created at most once per cancellation epoch (CAS);
+//    wait() after a cancellation moves it to retired_, and only the
+//    destructor frees sources (a concurrent cancel() may still use one). cancel()
 //    stores cancelled_ and then loads token_source_, get_token() publishes
 //    token_source_ and then loads cancelled_, both seq_cst, so at least one
 //    of them sees the other and the token is requested.
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <concepts>
 #include <exception>
 #include <functional>
@@ -72,6 +74,7 @@ class task_group {
   ~task_group() {
     drain();
     delete token_source_.load(std::memory_order_relaxed);
+    while (retired_ != nullptr) delete std::exchange(retired_, retired_->next_retired);
   }
 
   // Children that have not started skip their callable; wait() returns canceled.
@@ -119,10 +122,17 @@ class task_group {
   // whether the group was cancelled (some children may then not have run).
   task_group_status wait() {
     drain();
+    assert(pending_.ready() && "wait() returns only after every child finished");
     const bool was_cancelled = is_canceling();
     if (cancelled_.load(std::memory_order_relaxed)) {
       cancelled_.store(false, std::memory_order_relaxed);  // every child finished: nobody reads it now
-      delete token_source_.exchange(nullptr, std::memory_order_relaxed);  // a requested source cannot be reset
+      // A requested source cannot be reset: the next get_token() makes a new one. The old one
+      // is kept until the destructor, since a cancel() racing with this wait() may still
+      // reach it.
+      if (linked_source* old = token_source_.exchange(nullptr, std::memory_order_seq_cst)) {
+        old->next_retired = retired_;
+        retired_ = old;
+      }
     }
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return was_cancelled ? task_group_status::canceled : task_group_status::complete;
@@ -223,6 +233,7 @@ class task_group {
     }
     std::stop_source source;
     std::optional<std::stop_callback<request>> link;
+    linked_source* next_retired = nullptr;  // the owner's list of sources replaced by wait()
   };
 
   detail::completion_counter pending_;
@@ -231,6 +242,7 @@ class task_group {
   cancellation_token parent_;
   std::atomic<bool> cancelled_{false};
   std::atomic<linked_source*> token_source_{nullptr};
+  linked_source* retired_ = nullptr;  // the owner's thread only (wait, destructor)
 };
 
 }  // namespace promptly
