@@ -139,6 +139,31 @@ TEST_P(Cancel, ATokenTakenBeforeTheCancelIsRequestedByIt) {
   EXPECT_TRUE(requested);
 }
 
+TEST_P(Cancel, CancelsFromAnotherThreadRacingWithWaitAndReuse) {
+  // wait() replaces a requested token source while another thread may be cancelling through it.
+  std::atomic<bool> stop{false};
+  std::atomic<int> cancels{0};
+  rt.run([&] {
+    promptly::task_group tg;
+    std::thread canceller([&] {
+      while (!stop.load()) {
+        tg.cancel();
+        cancels++;
+      }
+    });
+    const int rounds = under_tsan || under_asan ? 200 : 2000;
+    for (int i = 0; i < rounds || cancels.load() == 0; ++i) {
+      std::stop_token t = tg.get_token();
+      tg.spawn([t] { (void)t.stop_requested(); });
+      (void)tg.wait();
+    }
+    stop = true;
+    canceller.join();
+    (void)tg.wait();
+  });
+  EXPECT_GT(cancels.load(), 0);
+}
+
 // ---- algorithms ----
 
 TEST_P(Cancel, AStopRequestMidLoopSkipsTheRestAndThrowsCancelled) {
