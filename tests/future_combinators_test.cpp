@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "promptly/co/task.hpp"
 #include "promptly/promptly.hpp"
 #include "promptly/typed.hpp"
 #include "test_support.hpp"
@@ -235,6 +236,26 @@ TEST(FutureWhenAny, ManyRacingCompletions) {
       EXPECT_TRUE(r.futures[r.index].is_ready());
     }
   });
+}
+
+// ---- in coroutines ----
+
+TEST(FutureCombinatorsInCoroutines, ACoroutineAwaitsWhenAllAndWhenAny) {
+  // A combined future is a promptly::future, so co::task awaits it like any other: the
+  // coroutine holds only its frame while it waits.
+  promptly::runtime rt{workers(2)};
+  promptly::promise<int> a;
+  promptly::promise<std::string> b;
+  auto body = [](promptly::future<int> fa, promptly::future<std::string> fb) -> promptly::co::task<std::string> {
+    auto first = co_await promptly::when_any(fa, fb);
+    auto all = co_await promptly::when_all(fa, fb);
+    co_return std::to_string(first.index) + ":" + std::to_string(std::get<0>(all).get()) + std::get<1>(all).get();
+  };
+  auto f = promptly::co::spawn(rt, body(a.get_future(), b.get_future()));
+  b.set_value("x");  // b first: when_any names input 1
+  EXPECT_EQ(f.wait_for(0ms), promptly::future_status::timeout);  // still waiting for a
+  a.set_value(7);
+  EXPECT_EQ(f.get(), "1:7x");
 }
 
 // ---- typed priorities ----
