@@ -246,14 +246,17 @@ TEST(FutureCombinatorsInCoroutines, ACoroutineAwaitsWhenAllAndWhenAny) {
   promptly::runtime rt{workers(2)};
   promptly::promise<int> a;
   promptly::promise<std::string> b;
-  auto body = [](promptly::future<int> fa, promptly::future<std::string> fb) -> promptly::co::task<std::string> {
-    auto first = co_await promptly::when_any(fa, fb);
+  using either_t = promptly::when_any_result<std::tuple<promptly::future<int>, promptly::future<std::string>>>;
+  auto body = [](promptly::future<either_t> any, promptly::future<int> fa,
+                 promptly::future<std::string> fb) -> promptly::co::task<std::string> {
+    auto first = co_await std::move(any);
     auto all = co_await promptly::when_all(fa, fb);
     co_return std::to_string(first.index) + ":" + std::to_string(std::get<0>(all).get()) + std::get<1>(all).get();
   };
-  auto f = promptly::co::spawn(rt, body(a.get_future(), b.get_future()));
+  // when_any registers on its inputs here, before either is ready, so b decides it.
+  auto f = promptly::co::spawn(rt, body(promptly::when_any(a.get_future(), b.get_future()), a.get_future(), b.get_future()));
   b.set_value("x");  // b first: when_any names input 1
-  EXPECT_EQ(f.wait_for(0ms), promptly::future_status::timeout);  // still waiting for a
+  EXPECT_EQ(f.wait_for(0ms), promptly::future_status::timeout);  // the when_all still waits for a
   a.set_value(7);
   EXPECT_EQ(f.get(), "1:7x");
 }
