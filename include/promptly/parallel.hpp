@@ -32,8 +32,13 @@
 // Outside any runtime's worker, each call runs on the default runtime (default_runtime.hpp),
 // or sequentially on the caller in a sequential_region.
 //
-// Exceptions: as join(): every piece that started finishes; the first exception in split order
-// (the leftmost failing piece) propagates, the others are discarded.
+// Cancellation and exceptions (cancellation.hpp): every form also takes a cancellation token
+// (a std::stop_token) as its first argument. Each piece checks the token, and whether another
+// piece threw, before it starts: once either happened, pieces not yet started are skipped;
+// pieces that started finish. Then the first exception thrown (in time) propagates, the
+// others are discarded; with no exception, a call that skipped pieces because of a stop request
+// throws promptly::cancelled. A stop request that comes after every piece started changes
+// nothing.
 //
 // parallel_reduce: `combine` must be associative and `identity` its neutral element; neither
 // needs to be commutative, since pieces are combined in index order: the result is
@@ -51,6 +56,7 @@
 
 #include <optional>
 
+#include "promptly/cancellation.hpp"
 #include "promptly/default_runtime.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/index_range.hpp"
@@ -90,81 +96,111 @@ auto join_noting_steals(F&& f, G&& g) {
   return join([&] { return f(false); }, [&] { return g(current_worker() != splitter); });
 }
 
-// Calls leaf(first, last) on pieces of at most `grain` indices, in parallel.
+// Calls leaf(first, last) on pieces of at most `grain` indices, in parallel. A piece that
+// finds the scope stopped (a stop request, or an exception in another piece) is skipped.
 template <loop_index I, class Leaf>
-void split_range(I first, I last, std::size_t grain, Leaf& leaf) {
+void split_range(I first, I last, std::size_t grain, Leaf& leaf, cancel_scope& scope) {
   const auto n = index_distance(first, last);
   if (static_cast<std::uintmax_t>(n) <= grain) {
-    leaf(first, last);
+    scope.run([&] { leaf(first, last); });
     return;
   }
+  if (!scope.enter()) return;
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
-  join([&] { split_range(first, mid, grain, leaf); }, [&] { split_range(mid, last, grain, leaf); });
+  join([&] { split_range(first, mid, grain, leaf, scope); }, [&] { split_range(mid, last, grain, leaf, scope); });
+}
+
+// combine(a, b), unless the scope is stopped (the result is then discarded) or combine throws.
+template <class T, class Combine>
+T combine_unless_stopped(T a, T b, Combine& combine, cancel_scope& scope) {
+  if (scope.stopped()) return a;
+  try {
+    return std::invoke(combine, std::move(a), std::move(b));
+  } catch (...) {
+    scope.record(std::current_exception());
+    return T(std::move(b));
+  }
+}
+
+// A piece of a reduction: the fold of [first, last) from a copy of identity; identity itself
+// when the piece is skipped or throws (the scope then holds the outcome).
+template <class T, loop_index I, class Map, class Combine>
+T reduce_leaf(I first, I last, const T& identity, Map& map, Combine& combine, cancel_scope& scope) {
+  T acc = identity;
+  scope.run([&] {
+    for (I i = first; i != last; ++i) acc = std::invoke(combine, std::move(acc), std::invoke(map, i));
+  });
+  return acc;
 }
 
 template <class T, loop_index I, class Map, class Combine>
-T reduce_range(I first, I last, std::size_t grain, const T& identity, Map& map, Combine& combine) {
+T reduce_range(I first, I last, std::size_t grain, const T& identity, Map& map, Combine& combine, cancel_scope& scope) {
   const auto n = index_distance(first, last);
-  if (static_cast<std::uintmax_t>(n) <= grain) {
-    T acc = identity;
-    for (I i = first; i != last; ++i) acc = std::invoke(combine, std::move(acc), std::invoke(map, i));
-    return acc;
-  }
+  if (static_cast<std::uintmax_t>(n) <= grain || !scope.enter()) return reduce_leaf(first, last, identity, map, combine, scope);
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
-  auto [a, b] = join([&] { return reduce_range(first, mid, grain, identity, map, combine); },
-                     [&] { return reduce_range(mid, last, grain, identity, map, combine); });
-  return std::invoke(combine, std::move(a), std::move(b));
+  auto [a, b] = join([&] { return reduce_range(first, mid, grain, identity, map, combine, scope); },
+                     [&] { return reduce_range(mid, last, grain, identity, map, combine, scope); });
+  return combine_unless_stopped(std::move(a), std::move(b), combine, scope);
 }
 
 template <loop_index I, std::size_t N, class Body>
-void split_box(const index_box<I, N>& box, std::size_t grain, Body& body) {
+void split_box(const index_box<I, N>& box, std::size_t grain, Body& body, cancel_scope& scope) {
   if (box.size() <= grain) {
-    std::invoke(body, box);
+    scope.run([&] { std::invoke(body, box); });
     return;
   }
+  if (!scope.enter()) return;
   // size() > grain >= 1, so some extent is >= 2 and the longest one halves into two non-empty
   // boxes.
   const auto parts = box.halves(box.longest());
-  join([&] { split_box(parts.first, grain, body); }, [&] { split_box(parts.second, grain, body); });
+  join([&] { split_box(parts.first, grain, body, scope); }, [&] { split_box(parts.second, grain, body, scope); });
 }
 
 template <loop_index I, class Leaf>
-void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Leaf& leaf) {
+void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Leaf& leaf, cancel_scope& scope) {
   const auto n = index_distance(first, last);
   if (n < 2 || !s.try_split(stolen)) {
-    leaf(first, last);
+    scope.run([&] { leaf(first, last); });
     return;
   }
+  if (!scope.enter()) return;
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
-  join_noting_steals([&](bool st) { split_range_adaptive(first, mid, s, st, leaf); },
-                     [&](bool st) { split_range_adaptive(mid, last, s, st, leaf); });
+  join_noting_steals([&](bool st) { split_range_adaptive(first, mid, s, st, leaf, scope); },
+                     [&](bool st) { split_range_adaptive(mid, last, s, st, leaf, scope); });
 }
 
 template <class T, loop_index I, class Map, class Combine>
 T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const T& identity, Map& map,
-                        Combine& combine) {
+                        Combine& combine, cancel_scope& scope) {
   const auto n = index_distance(first, last);
-  if (n < 2 || !s.try_split(stolen)) {
-    T acc = identity;
-    for (I i = first; i != last; ++i) acc = std::invoke(combine, std::move(acc), std::invoke(map, i));
-    return acc;
-  }
+  if (n < 2 || !s.try_split(stolen) || !scope.enter()) return reduce_leaf(first, last, identity, map, combine, scope);
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
   auto [a, b] = join_noting_steals(
-      [&](bool st) { return reduce_range_adaptive(first, mid, s, st, identity, map, combine); },
-      [&](bool st) { return reduce_range_adaptive(mid, last, s, st, identity, map, combine); });
-  return std::invoke(combine, std::move(a), std::move(b));
+      [&](bool st) { return reduce_range_adaptive(first, mid, s, st, identity, map, combine, scope); },
+      [&](bool st) { return reduce_range_adaptive(mid, last, s, st, identity, map, combine, scope); });
+  return combine_unless_stopped(std::move(a), std::move(b), combine, scope);
 }
 
 template <loop_index I, std::size_t N, class Body>
-void split_box_adaptive(const index_box<I, N>& box, adaptive_splitter s, bool stolen, Body& body) {
+void split_box_adaptive(const index_box<I, N>& box, adaptive_splitter s, bool stolen, Body& body, cancel_scope& scope) {
   if (box.size() < 2 || !s.try_split(stolen)) {
-    std::invoke(body, box);
+    scope.run([&] { std::invoke(body, box); });
     return;
   }
+  if (!scope.enter()) return;
   const auto parts = box.halves(box.longest());
-  join_noting_steals([&](bool st) { split_box_adaptive(parts.first, s, st, body); },
-                     [&](bool st) { split_box_adaptive(parts.second, s, st, body); });
+  join_noting_steals([&](bool st) { split_box_adaptive(parts.first, s, st, body, scope); },
+                     [&](bool st) { split_box_adaptive(parts.second, s, st, body, scope); });
+}
+
+// Runs run(scope) as a data-parallel call (run_data_parallel) whose pieces share one scope with
+// the caller's token, then rethrows the first exception or reports skipped pieces
+// (cancellation.hpp).
+template <class Run>
+void run_pieces(cancellation_token stop, const char* what, Run&& run) {
+  cancel_scope scope(std::move(stop));
+  run_data_parallel([&] { run(scope); });
+  scope.finish(what);
 }
 
 }  // namespace detail
@@ -173,32 +209,37 @@ void split_box_adaptive(const index_box<I, N>& box, adaptive_splitter s, bool st
 // in all whose union is the box.
 template <loop_index I, std::size_t N, class Body>
   requires std::invocable<Body&, index_box<I, N>>
-void parallel_for(const index_box<I, N>& box, std::size_t grain, Body&& body) {
+void parallel_for(cancellation_token stop, const index_box<I, N>& box, std::size_t grain, Body&& body) {
   if (box.empty()) return;
-  detail::run_data_parallel([&] { detail::split_box(box, grain == 0 ? 1 : grain, body); });
+  detail::run_pieces(std::move(stop), "parallel_for",
+                     [&](detail::cancel_scope& sc) { detail::split_box(box, grain == 0 ? 1 : grain, body, sc); });
 }
 
 // The range form: body(index_range<I>) on disjoint sub-ranges of at most `grain` indices whose
 // union is r. The body runs its own loop, which the compiler can vectorize.
 template <loop_index I, class Body>
   requires std::invocable<Body&, index_range<I>>
-void parallel_for(index_range<I> r, std::size_t grain, Body&& body) {
+void parallel_for(cancellation_token stop, index_range<I> r, std::size_t grain, Body&& body) {
   if (r.empty()) return;
   auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
-  detail::run_data_parallel([&] { detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf); });
+  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
+    detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf, sc);
+  });
 }
 
 // body(i) for every i in [first, last), i of the bounds' common type.
 template <loop_index A, loop_index B, class Body>
   requires std::invocable<Body&, detail::common_index_t<A, B>>
-void parallel_for(A first, B last, std::size_t grain, Body&& body) {
+void parallel_for(cancellation_token stop, A first, B last, std::size_t grain, Body&& body) {
   using I = detail::common_index_t<A, B>;
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   if (r.empty()) return;
   auto leaf = [&body](I lo, I hi) {
     for (I i = lo; i != hi; ++i) std::invoke(body, i);
   };
-  detail::run_data_parallel([&] { detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf); });
+  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
+    detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf, sc);
+  });
 }
 
 // The combination, in index order, of map(i) for i in [first, last), each piece starting from
@@ -210,16 +251,17 @@ template <loop_index A, loop_index B, class T, class Map, class Combine>
            std::invocable<Combine&, std::decay_t<T>, std::decay_t<T>> &&
            std::convertible_to<std::invoke_result_t<Combine&, std::decay_t<T>, std::decay_t<T>>, std::decay_t<T>> &&
            std::copy_constructible<std::decay_t<T>>
-[[nodiscard]] std::decay_t<T> parallel_reduce(A first, B last, std::size_t grain, T&& identity, Map&& map,
-                                              Combine&& combine) {
+[[nodiscard]] std::decay_t<T> parallel_reduce(cancellation_token stop, A first, B last, std::size_t grain, T&& identity,
+                                              Map&& map, Combine&& combine) {
   using I = detail::common_index_t<A, B>;
   using V = std::decay_t<T>;
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   const V init(std::forward<T>(identity));
   if (r.empty()) return init;
   std::optional<V> result;
-  detail::run_data_parallel(
-      [&] { result.emplace(detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine)); });
+  detail::run_pieces(std::move(stop), "parallel_reduce", [&](detail::cancel_scope& sc) {
+    result.emplace(detail::reduce_range<V>(r.first(), r.last(), grain == 0 ? 1 : grain, init, map, combine, sc));
+  });
   return std::move(*result);
 }
 
@@ -227,31 +269,35 @@ template <loop_index A, loop_index B, class T, class Map, class Combine>
 
 template <loop_index I, class Body>
   requires std::invocable<Body&, index_range<I>>
-void parallel_for(index_range<I> r, Body&& body) {
+void parallel_for(cancellation_token stop, index_range<I> r, Body&& body) {
   if (r.empty()) return;
   auto leaf = [&body](I first, I last) { std::invoke(body, index_range<I>(first, last)); };
-  detail::run_data_parallel(
-      [&] { detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf); });
+  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
+    detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf, sc);
+  });
 }
 
 template <loop_index A, loop_index B, class Body>
   requires std::invocable<Body&, detail::common_index_t<A, B>>
-void parallel_for(A first, B last, Body&& body) {
+void parallel_for(cancellation_token stop, A first, B last, Body&& body) {
   using I = detail::common_index_t<A, B>;
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   if (r.empty()) return;
   auto leaf = [&body](I lo, I hi) {
     for (I i = lo; i != hi; ++i) std::invoke(body, i);
   };
-  detail::run_data_parallel(
-      [&] { detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf); });
+  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
+    detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf, sc);
+  });
 }
 
 template <loop_index I, std::size_t N, class Body>
   requires std::invocable<Body&, index_box<I, N>>
-void parallel_for(const index_box<I, N>& box, Body&& body) {
+void parallel_for(cancellation_token stop, const index_box<I, N>& box, Body&& body) {
   if (box.empty()) return;
-  detail::run_data_parallel([&] { detail::split_box_adaptive(box, detail::adaptive_splitter::initial(), false, body); });
+  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
+    detail::split_box_adaptive(box, detail::adaptive_splitter::initial(), false, body, sc);
+  });
 }
 
 template <loop_index A, loop_index B, class T, class Map, class Combine>
@@ -260,18 +306,39 @@ template <loop_index A, loop_index B, class T, class Map, class Combine>
            std::invocable<Combine&, std::decay_t<T>, std::decay_t<T>> &&
            std::convertible_to<std::invoke_result_t<Combine&, std::decay_t<T>, std::decay_t<T>>, std::decay_t<T>> &&
            std::copy_constructible<std::decay_t<T>>
-[[nodiscard]] std::decay_t<T> parallel_reduce(A first, B last, T&& identity, Map&& map, Combine&& combine) {
+[[nodiscard]] std::decay_t<T> parallel_reduce(cancellation_token stop, A first, B last, T&& identity, Map&& map,
+                                              Combine&& combine) {
   using I = detail::common_index_t<A, B>;
   using V = std::decay_t<T>;
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
   const V init(std::forward<T>(identity));
   if (r.empty()) return init;
   std::optional<V> result;
-  detail::run_data_parallel([&] {
-    result.emplace(
-        detail::reduce_range_adaptive<V>(r.first(), r.last(), detail::adaptive_splitter::initial(), false, init, map, combine));
+  detail::run_pieces(std::move(stop), "parallel_reduce", [&](detail::cancel_scope& sc) {
+    result.emplace(detail::reduce_range_adaptive<V>(r.first(), r.last(), detail::adaptive_splitter::initial(), false,
+                                                    init, map, combine, sc));
   });
   return std::move(*result);
+}
+
+// ---- the same without a token ----
+
+template <class First, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<First>, cancellation_token>) &&
+          requires(First&& f, Args&&... a) {
+            promptly::parallel_for(cancellation_token{}, std::forward<First>(f), std::forward<Args>(a)...);
+          }
+void parallel_for(First&& first, Args&&... args) {
+  promptly::parallel_for(cancellation_token{}, std::forward<First>(first), std::forward<Args>(args)...);
+}
+
+template <class First, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<First>, cancellation_token>) &&
+          requires(First&& f, Args&&... a) {
+            promptly::parallel_reduce(cancellation_token{}, std::forward<First>(f), std::forward<Args>(a)...);
+          }
+[[nodiscard]] auto parallel_reduce(First&& first, Args&&... args) {
+  return promptly::parallel_reduce(cancellation_token{}, std::forward<First>(first), std::forward<Args>(args)...);
 }
 
 }  // namespace promptly

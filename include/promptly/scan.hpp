@@ -18,8 +18,11 @@
 // block), span O(n / blocks + blocks). unary may be called twice per element, so it must be a
 // pure function of its argument.
 //
-// Exceptions: the first exception in block order from op, unary or a copy propagates after
-// every started block finished; out then holds an unspecified mix of old and new values.
+// Each also takes a cancellation token (a std::stop_token) as its first argument
+// (cancellation.hpp). Exceptions and cancellation: the first exception (in time) from op, unary
+// or a copy stops the blocks not yet started and propagates after every started block
+// finished; a stop request that skipped blocks throws promptly::cancelled. out then holds an
+// unspecified mix of old and new values.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "promptly/cancellation.hpp"
 #include "promptly/default_runtime.hpp"
 #include "promptly/parallel.hpp"
 
@@ -77,7 +81,8 @@ T fold_block(In b, In e, Op& op, Unary& unary) {
 
 // The scans: `init` is the exclusive scan's start, or the inclusive scan's optional one.
 template <class T, class In, class Out, class Op, class Unary>
-Out scan(In first, In last, Out out, std::optional<T> init, bool inclusive, Op& op, Unary& unary) {
+Out scan(cancellation_token stop, In first, In last, Out out, std::optional<T> init, bool inclusive, Op& op,
+         Unary& unary) {
   const auto n = static_cast<std::size_t>(last - first);
   const std::size_t block = std::max(scan_min_block, (n + scan_max_blocks - 1) / scan_max_blocks);
   const std::size_t blocks = (n + block - 1) / block;
@@ -92,8 +97,11 @@ Out scan(In first, In last, Out out, std::optional<T> init, bool inclusive, Op& 
     else
       exclusive_block(b, e, o, *prefix, op, unary);
   };
+  const char* what = inclusive ? "parallel_inclusive_scan" : "parallel_exclusive_scan";
+  cancel_scope scope(std::move(stop));
   if (blocks <= 1) {  // one block: sequential, on the caller
-    run_block(0, init);
+    scope.run([&] { run_block(0, init); });
+    scope.finish(what);
     return out + static_cast<E>(n);
   }
   run_data_parallel([&] {  // outside a runtime: on the default runtime
@@ -105,15 +113,18 @@ Out scan(In first, In last, Out out, std::optional<T> init, bool inclusive, Op& 
         prefix[j + 1].emplace(fold_block<T>(b, b + static_cast<D>(block), op, unary));
       }
     };
-    split_range(std::size_t{0}, blocks - 1, 1, reduce_blocks);
-    prefix[0] = std::move(init);
-    for (std::size_t j = 1; j < blocks; ++j)
-      if (prefix[j - 1]) prefix[j] = T(std::invoke(op, std::as_const(*prefix[j - 1]), std::move(*prefix[j])));
+    split_range(std::size_t{0}, blocks - 1, 1, reduce_blocks, scope);
+    scope.run([&] {
+      prefix[0] = std::move(init);
+      for (std::size_t j = 1; j < blocks; ++j)
+        if (prefix[j - 1]) prefix[j] = T(std::invoke(op, std::as_const(*prefix[j - 1]), std::move(*prefix[j])));
+    });
     auto scan_blocks = [&](std::size_t lo, std::size_t hi) {
       for (std::size_t j = lo; j != hi; ++j) run_block(j, prefix[j]);
     };
-    split_range(std::size_t{0}, blocks, 1, scan_blocks);
+    split_range(std::size_t{0}, blocks, 1, scan_blocks, scope);
   });
+  scope.finish(what);
   return out + static_cast<E>(n);
 }
 
@@ -123,61 +134,98 @@ using scan_value_t = std::decay_t<std::invoke_result_t<Unary&, std::iter_referen
 }  // namespace detail
 
 template <std::random_access_iterator In, std::random_access_iterator Out, class Op, class Unary>
-Out parallel_transform_inclusive_scan(In first, In last, Out out, Op op, Unary unary) {
+Out parallel_transform_inclusive_scan(cancellation_token stop, In first, In last, Out out, Op op, Unary unary) {
   using T = detail::scan_value_t<In, Unary>;
-  return detail::scan<T>(first, last, out, std::nullopt, true, op, unary);
+  return detail::scan<T>(std::move(stop), first, last, out, std::nullopt, true, op, unary);
 }
 
 template <std::random_access_iterator In, std::random_access_iterator Out, class Op, class Unary, class T>
-Out parallel_transform_inclusive_scan(In first, In last, Out out, Op op, Unary unary, T init) {
-  return detail::scan<T>(first, last, out, std::optional<T>(std::move(init)), true, op, unary);
+Out parallel_transform_inclusive_scan(cancellation_token stop, In first, In last, Out out, Op op, Unary unary, T init) {
+  return detail::scan<T>(std::move(stop), first, last, out, std::optional<T>(std::move(init)), true, op, unary);
 }
 
 template <std::random_access_iterator In, std::random_access_iterator Out, class T, class Op, class Unary>
-Out parallel_transform_exclusive_scan(In first, In last, Out out, T init, Op op, Unary unary) {
-  return detail::scan<T>(first, last, out, std::optional<T>(std::move(init)), false, op, unary);
+Out parallel_transform_exclusive_scan(cancellation_token stop, In first, In last, Out out, T init, Op op, Unary unary) {
+  return detail::scan<T>(std::move(stop), first, last, out, std::optional<T>(std::move(init)), false, op, unary);
 }
 
 template <std::random_access_iterator In, std::random_access_iterator Out, class Op = std::plus<>>
-Out parallel_inclusive_scan(In first, In last, Out out, Op op = {}) {
-  return promptly::parallel_transform_inclusive_scan(first, last, out, std::move(op), std::identity{});
+Out parallel_inclusive_scan(cancellation_token stop, In first, In last, Out out, Op op = {}) {
+  return promptly::parallel_transform_inclusive_scan(std::move(stop), first, last, out, std::move(op), std::identity{});
 }
 
 template <std::random_access_iterator In, std::random_access_iterator Out, class Op, class T>
-Out parallel_inclusive_scan(In first, In last, Out out, Op op, T init) {
-  return promptly::parallel_transform_inclusive_scan(first, last, out, std::move(op), std::identity{}, std::move(init));
+Out parallel_inclusive_scan(cancellation_token stop, In first, In last, Out out, Op op, T init) {
+  return promptly::parallel_transform_inclusive_scan(std::move(stop), first, last, out, std::move(op), std::identity{}, std::move(init));
 }
 
 template <std::random_access_iterator In, std::random_access_iterator Out, class T, class Op = std::plus<>>
-Out parallel_exclusive_scan(In first, In last, Out out, T init, Op op = {}) {
-  return promptly::parallel_transform_exclusive_scan(first, last, out, std::move(init), std::move(op), std::identity{});
+Out parallel_exclusive_scan(cancellation_token stop, In first, In last, Out out, T init, Op op = {}) {
+  return promptly::parallel_transform_exclusive_scan(std::move(stop), first, last, out, std::move(init), std::move(op), std::identity{});
 }
 
 // Range forms.
 template <std::ranges::random_access_range R, std::random_access_iterator Out, class Op = std::plus<>>
   requires std::ranges::common_range<R>
-Out parallel_inclusive_scan(R&& r, Out out, Op op = {}) {
-  return promptly::parallel_inclusive_scan(std::ranges::begin(r), std::ranges::end(r), out, std::move(op));
+Out parallel_inclusive_scan(cancellation_token stop, R&& r, Out out, Op op = {}) {
+  return promptly::parallel_inclusive_scan(std::move(stop), std::ranges::begin(r), std::ranges::end(r), out, std::move(op));
 }
 
 template <std::ranges::random_access_range R, std::random_access_iterator Out, class T, class Op = std::plus<>>
   requires std::ranges::common_range<R>
-Out parallel_exclusive_scan(R&& r, Out out, T init, Op op = {}) {
-  return promptly::parallel_exclusive_scan(std::ranges::begin(r), std::ranges::end(r), out, std::move(init), std::move(op));
+Out parallel_exclusive_scan(cancellation_token stop, R&& r, Out out, T init, Op op = {}) {
+  return promptly::parallel_exclusive_scan(std::move(stop), std::ranges::begin(r), std::ranges::end(r), out, std::move(init), std::move(op));
 }
 
 template <std::ranges::random_access_range R, std::random_access_iterator Out, class Op, class Unary>
   requires std::ranges::common_range<R>
-Out parallel_transform_inclusive_scan(R&& r, Out out, Op op, Unary unary) {
-  return promptly::parallel_transform_inclusive_scan(std::ranges::begin(r), std::ranges::end(r), out, std::move(op),
+Out parallel_transform_inclusive_scan(cancellation_token stop, R&& r, Out out, Op op, Unary unary) {
+  return promptly::parallel_transform_inclusive_scan(std::move(stop), std::ranges::begin(r), std::ranges::end(r), out, std::move(op),
                                                      std::move(unary));
 }
 
 template <std::ranges::random_access_range R, std::random_access_iterator Out, class T, class Op, class Unary>
   requires std::ranges::common_range<R>
-Out parallel_transform_exclusive_scan(R&& r, Out out, T init, Op op, Unary unary) {
-  return promptly::parallel_transform_exclusive_scan(std::ranges::begin(r), std::ranges::end(r), out, std::move(init),
+Out parallel_transform_exclusive_scan(cancellation_token stop, R&& r, Out out, T init, Op op, Unary unary) {
+  return promptly::parallel_transform_exclusive_scan(std::move(stop), std::ranges::begin(r), std::ranges::end(r), out, std::move(init),
                                                      std::move(op), std::move(unary));
+}
+
+// The same without a token.
+template <class First, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<First>, cancellation_token>) &&
+          requires(First&& f, Args&&... a) {
+            promptly::parallel_inclusive_scan(cancellation_token{}, std::forward<First>(f), std::forward<Args>(a)...);
+          }
+auto parallel_inclusive_scan(First&& first, Args&&... args) {
+  return promptly::parallel_inclusive_scan(cancellation_token{}, std::forward<First>(first), std::forward<Args>(args)...);
+}
+
+template <class First, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<First>, cancellation_token>) &&
+          requires(First&& f, Args&&... a) {
+            promptly::parallel_exclusive_scan(cancellation_token{}, std::forward<First>(f), std::forward<Args>(a)...);
+          }
+auto parallel_exclusive_scan(First&& first, Args&&... args) {
+  return promptly::parallel_exclusive_scan(cancellation_token{}, std::forward<First>(first), std::forward<Args>(args)...);
+}
+
+template <class First, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<First>, cancellation_token>) &&
+          requires(First&& f, Args&&... a) {
+            promptly::parallel_transform_inclusive_scan(cancellation_token{}, std::forward<First>(f), std::forward<Args>(a)...);
+          }
+auto parallel_transform_inclusive_scan(First&& first, Args&&... args) {
+  return promptly::parallel_transform_inclusive_scan(cancellation_token{}, std::forward<First>(first), std::forward<Args>(args)...);
+}
+
+template <class First, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<First>, cancellation_token>) &&
+          requires(First&& f, Args&&... a) {
+            promptly::parallel_transform_exclusive_scan(cancellation_token{}, std::forward<First>(f), std::forward<Args>(a)...);
+          }
+auto parallel_transform_exclusive_scan(First&& first, Args&&... args) {
+  return promptly::parallel_transform_exclusive_scan(cancellation_token{}, std::forward<First>(first), std::forward<Args>(args)...);
 }
 
 }  // namespace promptly

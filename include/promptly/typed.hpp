@@ -9,6 +9,7 @@
 #pragma once
 
 #include "promptly/future_cell.hpp"
+#include "promptly/typed/combinators.hpp"
 #include "promptly/typed/context.hpp"
 #include "promptly/typed/dynamic_order.hpp"
 #include "promptly/typed/fair_criterion.hpp"

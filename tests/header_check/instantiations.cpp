@@ -66,6 +66,42 @@ int futures_and_groups() {
   return f.get() + *std::move(m).get() + q.get() + cell.load().get();
 }
 
+int cancellation_and_combinators() {
+  std::stop_source stop;
+  promptly::task_group tg(stop.get_token());
+  tg.spawn([] {});
+  tg.cancel();
+  promptly::task_group inner(tg.get_token());
+  const bool canceled = tg.wait() == promptly::task_group_status::canceled && inner.wait() == promptly::task_group_status::complete;
+  std::vector<int> v{3, 1, 2};
+  std::vector<long> out(v.size());
+  promptly::parallel_for(stop.get_token(), 0, v.size(), [&](std::size_t i) { v[i] += 1; });
+  promptly::parallel_sort(stop.get_token(), v);
+  promptly::parallel_stable_sort(stop.get_token(), v.begin(), v.end(), std::greater<>{});
+  promptly::parallel_inclusive_scan(stop.get_token(), v.begin(), v.end(), out.begin());
+  const long r = promptly::parallel_reduce(stop.get_token(), 0, 3, 0L, [](int i) { return long{i}; }, std::plus<>{});
+  promptly::future<int> f = promptly::async([] { return 2; });
+  const bool ready = f.wait_for(std::chrono::milliseconds(1)) == promptly::future_status::ready &&
+                     f.wait_until(std::chrono::system_clock::now()) == promptly::future_status::ready;
+  auto g = f.then([](const int& x) { return x + 1; }).then(promptly::level{1}, [](promptly::future<int> y) { return y.get(); });
+  auto all = promptly::when_all(f, g);
+  std::vector<promptly::future<int>> fs{f, g};
+  auto any = promptly::when_any(fs.begin(), fs.end());
+  return static_cast<int>(r) + canceled + ready + std::get<1>(all.get()).get() + static_cast<int>(any.get().index);
+}
+
+int typed_combinators(promptly::runtime& rt) {
+  namespace pt = promptly::typed;
+  return pt::run<order, batch>(rt, [](pt::ctx<order, batch> c) {
+    auto f = pt::fcreate<ui>(c, [] { return 5; });
+    auto h = pt::fcreate<batch>(c, [] { return 6; });
+    auto all = pt::when_all(c, f, h);
+    auto any = pt::when_any<batch>(c, f, h);
+    auto next = pt::then(c, f, [](pt::ctx<order, ui>, const int& x) { return x + 1; });
+    return std::get<0>(c.touch(all)).get(c) + static_cast<int>(c.touch(any).index) + c.touch(next);
+  });
+}
+
 void graphs(promptly::runtime& rt) {
   promptly::graph g("check");
   auto [x, y] = g.emplace([] {}, [] {});

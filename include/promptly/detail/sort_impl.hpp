@@ -15,12 +15,16 @@
 // Invariants
 //  * Elements move only by swaps (partition, std::ranges::sort) or whole-level moves (merge
 //    sort), so when every comparison returns, the range holds a permutation of its input.
-//  * A comparison that may throw runs inside guarded_less: the first exception is kept in
-//    sort_failure and every comparison from then on, in every piece, returns false without
-//    calling the user. A comparator that answers false for everything is consistent from then
+//  * A comparison that may throw, or of a sort that may be cancelled, runs inside guarded_less:
+//    the first exception is kept in the cancel_scope (cancellation.hpp), and once the scope is
+//    stopped (that exception, or a stop request) every comparison, in every piece, returns
+//    false without calling the user. A comparator that answers false for everything is consistent from then
 //    on (all elements equivalent), every loop of the algorithms advances only while it answers
 //    true or is bounded by the range, so the remaining pieces finish quickly and in bounds,
-//    and the range stays a permutation; the caller rethrows once every piece has finished.
+//    and the range stays a permutation; the caller rethrows (or throws cancelled) once every
+//    piece has finished. Quicksort pieces that find the scope stopped are skipped (a piece
+//    only swaps inside its range); merge-sort pieces never are (a skipped level would leave
+//    elements behind in the buffer), the false answers make them quick instead.
 //  * A partition returns a place inside its range and a parallel merge cuts both of its halves
 //    smaller (asserted in Debug builds), so the recursion ends.
 #pragma once
@@ -36,6 +40,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "promptly/cancellation.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/parallel.hpp"
 
@@ -65,52 +70,33 @@ inline constexpr bool nothrow_compare = requires(Comp& c, Proj& p, std::iter_val
   { std::invoke(c, std::invoke(p, x), std::invoke(p, x)) } noexcept;
 };
 
-// The first exception a comparison threw, in any piece.
-class sort_failure {
- public:
-  bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
-  void record(std::exception_ptr e) noexcept {
-    if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::move(e);
-  }
-  // Called after every piece finished (join ordered their writes before this).
-  void rethrow_if_failed() {
-    if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
-  }
-
- private:
-  std::atomic<bool> failed_{false};
-  std::exception_ptr error_;
-};
-
-// See the invariants at the top of this file.
+// See the invariants at the top of this file. A comparison made once the scope is stopped (an
+// exception, or a stop request) notes that work was skipped.
 template <class Less>
 struct guarded_less {
   Less less;
-  sort_failure* failure;
+  cancel_scope* scope;
   template <class A, class B>
   bool operator()(A&& a, B&& b) const noexcept {
-    if (failure->failed()) return false;
+    if (!scope->enter()) return false;
     try {
       return less(a, b);
     } catch (...) {
-      failure->record(std::current_exception());
+      scope->record(std::current_exception());
       return false;
     }
   }
 };
 
-// Calls run(less) with the comparison to sort with; rethrows the first exception a comparison
-// threw once run has returned.
+// Calls run(less) with the comparison to sort with: the user's, or, when it may throw or the
+// sort may be cancelled, the guarded one.
 template <class I, class Comp, class Proj, class Run>
-void with_sort_compare(Comp& comp, Proj& proj, Run&& run) {
+void with_sort_compare(Comp& comp, Proj& proj, cancel_scope& scope, Run&& run) {
   projected_less<Comp, Proj> less{&comp, &proj};
-  if constexpr (nothrow_compare<I, Comp, Proj>) {
+  if (nothrow_compare<I, Comp, Proj> && !scope.cancellable())
     run(less);
-  } else {
-    sort_failure failure;
-    run(guarded_less<projected_less<Comp, Proj>>{less, &failure});
-    failure.rethrow_if_failed();
-  }
+  else
+    run(guarded_less<projected_less<Comp, Proj>>{less, &scope});
 }
 
 // ---- unstable: parallel quicksort ----
@@ -149,14 +135,16 @@ I partition_at_ninther(I first, I last, Less& less) {
   return j;
 }
 
+// A piece that finds the scope stopped is skipped (it only ever swaps inside its own range).
 template <class I, class Less>
-void quicksort(I first, I last, Less& less, int depth) {
+void quicksort(I first, I last, Less& less, int depth, cancel_scope& scope) {
+  if (!scope.enter()) return;
   if (last - first <= sort_leaf || depth == 0) {
     std::ranges::sort(first, last, less);
     return;
   }
   const I p = partition_at_ninther(first, last, less);
-  join([&] { quicksort(first, p, less, depth - 1); }, [&] { quicksort(p + 1, last, less, depth - 1); });
+  join([&] { quicksort(first, p, less, depth - 1, scope); }, [&] { quicksort(p + 1, last, less, depth - 1, scope); });
 }
 
 // 2 * floor(log2(n)): introsort's depth limit.
@@ -167,8 +155,8 @@ inline int sort_depth_limit(std::ptrdiff_t n) noexcept {
 }
 
 template <class I, class Less>
-void parallel_quicksort(I first, I last, Less less) {
-  quicksort(first, last, less, sort_depth_limit(last - first));
+void parallel_quicksort(I first, I last, Less less, cancel_scope& scope) {
+  quicksort(first, last, less, sort_depth_limit(last - first), scope);
 }
 
 // ---- stable: parallel merge sort ----
@@ -257,7 +245,8 @@ void parallel_merge_sort(I first, I last, Less less) {
       // there back into the range.
       T* b = buf.data();
       auto move_piece = [&](std::ptrdiff_t lo, std::ptrdiff_t hi) { std::uninitialized_move(first + lo, first + hi, b + lo); };
-      split_range(std::ptrdiff_t{0}, n, static_cast<std::size_t>(merge_leaf), move_piece);
+      cancel_scope every_piece;  // never stopped: no element may stay behind in the buffer
+      split_range(std::ptrdiff_t{0}, n, static_cast<std::size_t>(merge_leaf), move_piece, every_piece);
       buf.mark_constructed();
       merge_sort(b, first, n, true, less);
     }
