@@ -31,7 +31,9 @@
 #include <promptly/server/plugin.hpp>
 #include <promptly/version.hpp>
 
+#include "http_api.hpp"
 #include "metrics_http.hpp"
+#include "server/daemon_agent.hpp"
 #include "server/daemon_front_end.hpp"
 #include "server/daemon_metrics.hpp"
 #include "server/daemon_partition.hpp"
@@ -48,6 +50,13 @@ struct options {
   std::string tcp;
   std::string token_file;
   std::string metrics;
+  std::string http;
+  std::string node_id;
+  std::string tls_cert, tls_key;
+  unsigned http_threads = 64;
+  std::size_t max_body_bytes = std::size_t{1} << 20;
+  double http_request_timeout_s = 5;
+  int agent_port = -1;
   unsigned workers = 0;
   std::string policy;
   unsigned os_slice_us = 0;
@@ -142,18 +151,46 @@ int serve(const options& o, const partitioning& parts) {
     fe.add_listener(daemon::listen_unix(o.socket, &socket_file), std::nullopt);
     lines.push_back("listening unix " + o.socket);
   }
+  const std::string token = o.token_file.empty() ? std::string() : daemon::read_token_file(o.token_file);
   if (!o.tcp.empty()) {
     const auto hp = daemon::parse_host_port(o.tcp);
-    std::string token = daemon::read_token_file(o.token_file);
     const int fd = daemon::listen_tcp(hp.host, hp.port);
     const std::uint16_t port = daemon::bound_port(fd);
-    fe.add_listener(fd, std::move(token));
+    fe.add_listener(fd, token);
     lines.push_back("listening tcp " + (hp.host == "::1" ? "[::1]" : hp.host) + ":" + std::to_string(port));
   }
   std::optional<daemon::metrics_http> metrics;
   if (!o.metrics.empty()) {
     metrics.emplace(svc, rt.workers(), o.metrics);
     lines.push_back("metrics " + metrics->url() + "/metrics");
+  }
+  // The HTTP API (http_api.hpp) on a listener of its own, so its waiting
+  // requests never delay a --metrics scrape.
+  std::optional<daemon::http_api> api;
+  std::optional<daemon::metrics_http> http;
+  if (!o.http.empty()) {
+    daemon::http_api_options ao;
+    ao.token = token;
+    ao.node_id = o.node_id;
+    ao.max_body_bytes = o.max_body_bytes;
+    // Threads beyond these stay free for probes and short requests.
+    ao.max_blocking = o.http_threads - std::min(o.http_threads / 4, 8u);
+    api.emplace(svc, ao);
+    daemon::metrics_http_options ho;
+    ho.max_threads = o.http_threads;
+    ho.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.http_request_timeout_s * 1000));
+    ho.api = &*api;
+    ho.tls_cert = o.tls_cert;
+    ho.tls_key = o.tls_key;
+    http.emplace(svc, rt.workers(), o.http, ho);
+    lines.push_back("listening http " + http->url());
+  }
+  std::optional<daemon::agent_listener> agent;
+  if (o.agent_port >= 0) {
+    const int fd = daemon::listen_tcp("127.0.0.1", static_cast<std::uint16_t>(o.agent_port));
+    const std::uint16_t port = daemon::bound_port(fd);
+    agent.emplace(srv, daemon::agent_limits{rt.workers(), o.max_running, o.max_queued}, fd);
+    lines.push_back("agent 127.0.0.1:" + std::to_string(port));
   }
   fe.start();
   for (const auto& l : lines) say(l);
@@ -180,6 +217,8 @@ int serve(const options& o, const partitioning& parts) {
   const std::size_t unsent =
       fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
   metrics.reset();
+  http.reset();
+  agent.reset();
   if (partition) {
     if (partition->stop())
       std::fprintf(stderr, "promptlyd: partition groups removed from %s\n", o.resctrl_root.c_str());
@@ -213,6 +252,24 @@ int serve(const options& o, const partitioning& parts) {
   return 0;
 }
 
+// Combinations that would expose the API unsafely are refused (exit 2).
+void check_http_options(const options& o) {
+  using promptly::server::daemon::http_api;
+  if (!o.node_id.empty() && !http_api::valid_node_id(o.node_id))
+    throw CLI::ValidationError("--node-id", "'" + o.node_id + "' is not 1-32 of A-Z a-z 0-9 _");
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    throw CLI::ValidationError("--tls-cert", "--tls-cert and --tls-key go together");
+  if (o.http.empty()) {
+    if (!o.tls_cert.empty()) throw CLI::ValidationError("--tls-cert", "needs --http (TLS is for the HTTP API)");
+    return;
+  }
+  const auto hp = promptly::server::daemon::parse_host_port(o.http);
+  if (o.token_file.empty()) throw CLI::ValidationError("--http", "needs --token-file (HTTP clients must show a bearer token)");
+  if (!promptly::server::daemon::is_loopback(hp.host) && o.tls_cert.empty())
+    throw CLI::ValidationError("--http", o.http + " is not a loopback address: beyond loopback the API needs TLS "
+                                         "(--tls-cert and --tls-key)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +283,22 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", o.token_file, "File whose first line is the token TCP clients must send (mode 0600)")
       ->check(CLI::ExistingFile);
   app.add_option("--metrics", o.metrics, "Serve /metrics, /healthz and /readyz on HOST:PORT (loopback only)");
+  app.add_option("--http", o.http,
+                 "Serve the HTTP/JSON API (/v1) and /metrics, /healthz, /readyz on HOST:PORT (needs --token-file; "
+                 "beyond loopback also --tls-cert and --tls-key; port 0 = any)");
+  app.add_option("--node-id", o.node_id, "Prefix of this node's job ids in the HTTP API ([A-Za-z0-9_]{1,32})");
+  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain for --http (HTTPS)")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tls_key, "PEM private key for --http (mode 0600)")->check(CLI::ExistingFile);
+  app.add_option("--http-threads", o.http_threads, "HTTP connections served at once (more wait in accept order)")
+      ->capture_default_str()->check(CLI::Range(8u, 4096u));
+  app.add_option("--max-body", o.max_body_bytes, "Largest HTTP request body in bytes (more: 413)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{64} << 20));
+  app.add_option("--http-request-timeout", o.http_request_timeout_s,
+                 "Seconds an HTTP client has to send its whole request (headers and body)")
+      ->capture_default_str()->check(CLI::Range(0.01, 600.0));
+  app.add_option("--agent-port", o.agent_port,
+                 "Answer HAProxy's agent check on 127.0.0.1:PORT (0 = any; docs/cluster.md)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--workers", o.workers, "Worker threads (0 = every CPU available)")->capture_default_str();
   app.add_option("--policy", o.policy, "Core-allocation policy (default: the runtime's)");
   app.add_option("--os-slice-us", o.os_slice_us,
@@ -274,6 +347,7 @@ int main(int argc, char** argv) {
         throw CLI::ValidationError("--os-slice-us", e.what());
       }
     }
+    check_http_options(o);
     if (!o.tcp.empty()) (void)promptly::server::daemon::parse_host_port(o.tcp);
     if (!o.metrics.empty()) (void)promptly::server::daemon::parse_host_port(o.metrics);
     for (const auto& v : o.partitions) parts.specs.push_back(promptly::server::daemon::parse_partition(v));

@@ -18,6 +18,7 @@
 
 #include <httplib.h>
 
+#include "http_api.hpp"
 #include "server/daemon_metrics.hpp"
 #include "server/daemon_socket.hpp"
 
@@ -103,11 +104,11 @@ class growing_pool final : public httplib::TaskQueue {
 // a byte every few seconds would keep a connection forever).
 class deadline_stream final : public httplib::Stream {
  public:
-  deadline_stream(int fd, steady::time_point read_by, steady::time_point write_by)
-      : fd_(fd), read_by_(read_by), write_by_(write_by) {}
+  deadline_stream(int fd, steady::time_point read_by, steady::duration write_timeout)
+      : fd_(fd), read_by_(read_by), write_timeout_(write_timeout) {}
 
   bool is_readable() const override { return off_ < len_ || wait(POLLIN, read_by_); }
-  bool is_writable() const override { return wait(POLLOUT, write_by_); }
+  bool is_writable() const override { return wait(POLLOUT, steady::now() + write_timeout_); }
 
   ssize_t read(char* ptr, size_t size) override {
     // Buffered: httplib reads its request line and headers a byte at a time.
@@ -126,7 +127,9 @@ class deadline_stream final : public httplib::Stream {
     return static_cast<ssize_t>(k);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!wait(POLLOUT, write_by_)) return -1;
+    // Per write: a long wait or an event stream writes late, but each of
+    // its writes must get through in time.
+    if (!wait(POLLOUT, steady::now() + write_timeout_)) return -1;
     ssize_t n;
     do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
@@ -168,7 +171,8 @@ class deadline_stream final : public httplib::Stream {
   }
 
   int fd_;
-  steady::time_point read_by_, write_by_;
+  steady::time_point read_by_;
+  steady::duration write_timeout_;
   char buf_[4096];
   std::size_t off_ = 0, len_ = 0;
 };
@@ -190,7 +194,7 @@ class metrics_http::server final : public httplib::Server {
     bool ok = false;
     if (!drop_current_connection) {
       const auto read_by = steady::now() + opts_.request_timeout;
-      deadline_stream strm(sock, read_by, read_by + opts_.response_timeout);
+      deadline_stream strm(sock, read_by, opts_.response_timeout);
       bool closed = false;
       ok = process_request(strm, /*close_connection=*/true, closed, [](httplib::Request&) {});
     }
@@ -203,10 +207,11 @@ class metrics_http::server final : public httplib::Server {
 };
 
 metrics_http::metrics_http(protocol::service& svc, unsigned workers, const std::string& spec, metrics_http_options opts)
-    : http_(std::make_unique<server>(opts)) {
+    : http_(std::make_unique<server>(opts)), api_(opts.api) {
   const auto hp = parse_host_port(spec);
-  if (!is_loopback(hp.host))
-    throw std::runtime_error("--metrics " + spec + " refused: the metrics endpoint listens on loopback only");
+  if (!is_loopback(hp.host) && opts.tls_cert.empty())
+    throw std::runtime_error(spec + " refused: without TLS this endpoint listens on loopback only");
+  if (api_) api_->install(*http_);
   http_->new_task_queue = [opts] { return new growing_pool(opts.max_threads); };
   http_->Get("/metrics", [&svc, workers](const httplib::Request&, httplib::Response& res) {
     res.set_content(render_metrics(svc, workers), "text/plain; version=0.0.4; charset=utf-8");
@@ -232,10 +237,11 @@ metrics_http::metrics_http(protocol::service& svc, unsigned workers, const std::
 }
 
 metrics_http::~metrics_http() {
+  if (api_) api_->stop();
   http_->stop();
   thread_.join();
 }
 
-std::string metrics_http::url() const { return "http://" + host_ + ":" + std::to_string(port_); }
+std::string metrics_http::url() const { return scheme_ + "://" + host_ + ":" + std::to_string(port_); }
 
 }  // namespace promptly::server::daemon
