@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <openssl/ssl.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -238,6 +241,50 @@ TEST_F(Http, UnsafeOptionCombinationsAreRefusedWithExitStatus2) {
     EXPECT_FALSE(d.ready());
     EXPECT_EQ(d.wait_exit(), 2) << bad[2];
   }
+}
+
+// One request over TLS (certificate not verified: the test's own,
+// self-signed); the reply as read to the end of the connection.
+std::string https_request(const std::string& host_port, const std::string& request) {
+  const auto hp = promptly::server::daemon::parse_host_port(host_port);
+  client c(promptly::server::daemon::connect_tcp(hp.host, hp.port));
+  timeval tv{10, 0};
+  ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, c.fd());
+  std::string out;
+  if (SSL_connect(ssl) == 1 && SSL_write(ssl, request.data(), static_cast<int>(request.size())) > 0) {
+    char buf[4096];
+    for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  }
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return out;
+}
+
+TEST_F(Http, ServesTheApiOverTls) {
+  const std::string cert = dir.path + "/cert.pem", key = dir.path + "/key.pem";
+  const std::string make = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost -keyout " + key +
+                           " -out " + cert + " >/dev/null 2>&1";
+  if (std::system(make.c_str()) != 0) GTEST_SKIP() << "no openssl command to make a test certificate";
+  daemon_process d(args({"--tls-cert", cert, "--tls-key", key}));
+  ASSERT_TRUE(d.ready());
+  const std::string url = d.line_value("listening http");
+  ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
+  const std::string h = url.substr(8);
+  EXPECT_EQ(https_request(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
+  const std::string body = R"({"program":"fib","args":{"n":10},"wait":true})";
+  const std::string reply = https_request(h, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+                                                 "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_EQ(reply.substr(0, 12), "HTTP/1.1 200") << reply;
+  EXPECT_EQ(json::parse(reply.substr(reply.find("\r\n\r\n") + 4))["result"], 55);
+  EXPECT_EQ(https_request(h, "GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12), "HTTP/1.1 401");
+  // Plain HTTP on the TLS port gets no answer, and the daemon goes on.
+  EXPECT_EQ(http_call(h, "GET", "/healthz", "").status, 0);
+  EXPECT_EQ(https_request(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
 }
 
 TEST(Agent, WeightFollowsCoreAndSlotRoom) {
