@@ -133,118 +133,133 @@ void http_api::stop() {
   stopped_cv_.notify_all();
 }
 
+bool http_api::authorized(const httplib::Request& req, httplib::Response& res) {
+  const std::string auth = req.get_header_value("Authorization");
+  constexpr std::string_view scheme = "Bearer ";
+  if (auth.size() > scheme.size() && std::string_view(auth).substr(0, scheme.size()) == scheme &&
+      protocol::same_token(std::string_view(auth).substr(scheme.size()), opts_.token))
+    return true;
+  svc_.count_error("not_allowed");
+  send_error(res, "not_allowed", auth.empty() ? "this API needs 'Authorization: Bearer <token>'" : "wrong token");
+  res.status = 401;
+  res.set_header("WWW-Authenticate", "Bearer");
+  return false;
+}
+
+op_reply http_api::with_ids(op_reply r) const {
+  if (r.ok && r.result.contains("id")) r.result["id"] = id_text(r.result["id"].get<std::uint64_t>());
+  return r;
+}
+
+json http_api::job_id_of(const httplib::Request& req) const {
+  const std::string text = req.matches[1];
+  const auto id = id_of(text);
+  if (!id) {
+    protocol::refuse(error_code::unknown_job,
+                     "no job '" + protocol::clip(text) + "' on this node" +
+                         (opts_.node_id.empty() ? std::string() : " (its ids are " + opts_.node_id + "-N)"));
+  }
+  return json{{"id", *id}};
+}
+
+void http_api::submit(const httplib::Request& req, httplib::Response& res) {
+  json body = body_object(req);
+  const bool wait = body.contains("wait") && body["wait"] == true;
+  std::optional<blocking_slot> slot;
+  if (wait) {
+    slot.emplace(blocking_, opts_.max_blocking);
+    if (!slot->held()) protocol::refuse(error_code::rejected, "too many waiting requests on this node");
+  }
+  op_reply r = with_ids(run_blocking(svc_, op::submit, body));
+  if (r.ok) res.set_header("Location", "/v1/jobs/" + r.result.value("id", ""));
+  send(res, std::move(r), wait ? 200 : 202);
+}
+
+void http_api::job(const httplib::Request& req, httplib::Response& res) {
+  const json id = job_id_of(req);
+  const std::string w = req.get_param_value("wait");
+  if (w.empty() || w == "0" || w == "false") return send(res, with_ids(run_blocking(svc_, op::status, id)));
+  blocking_slot slot(blocking_, opts_.max_blocking);
+  if (!slot.held()) protocol::refuse(error_code::rejected, "too many waiting requests on this node");
+  send(res, with_ids(run_blocking(svc_, op::wait, id)));
+}
+
+void http_api::cancel(const httplib::Request& req, httplib::Response& res) {
+  send(res, with_ids(run_blocking(svc_, op::cancel, job_id_of(req))));
+}
+
+void http_api::list(const httplib::Request& req, httplib::Response& res) {
+  const std::string state = req.get_param_value("state");
+  if (!state.empty() && std::find(live_states.begin(), live_states.end(), state) == live_states.end())
+    protocol::refuse(error_code::bad_request, "state '" + protocol::clip(state) +
+                                                  "' cannot be listed: the live jobs are queued or running");
+  op_reply r = run_blocking(svc_, op::jobs, json::object());
+  if (r.ok) {
+    json kept = json::array();
+    for (auto& j : r.result["jobs"]) {
+      if (!state.empty() && j.value("state", "") != state) continue;
+      j["id"] = id_text(j["id"].get<std::uint64_t>());
+      kept.push_back(std::move(j));
+    }
+    r.result["jobs"] = std::move(kept);
+  }
+  send(res, std::move(r));
+}
+
+void http_api::events(const httplib::Request& req, httplib::Response& res) {
+  json sub = json::object();
+  if (req.has_param("interval_ms")) {
+    const std::string v = req.get_param_value("interval_ms");
+    if (v.empty() || v.size() > 10 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      protocol::refuse(error_code::bad_request, "interval_ms must be a non-negative integer");
+    sub["interval_ms"] = std::stoll(v);
+  }
+  op_reply r = run_blocking(svc_, op::subscribe, sub);
+  if (!r.ok) return send(res, std::move(r));
+  // The slot is the stream's for as long as httplib keeps the provider.
+  auto slot = std::make_shared<blocking_slot>(blocking_, opts_.max_blocking);
+  if (!slot->held()) protocol::refuse(error_code::rejected, "too many waiting requests on this node");
+  const auto interval = std::chrono::milliseconds(r.subscribe_ms);
+  auto seq = std::make_shared<std::uint64_t>(0);
+  res.set_header("Cache-Control", "no-store");
+  res.set_chunked_content_provider("text/event-stream", [this, slot, seq, interval](std::size_t, httplib::DataSink& sink) {
+    const std::string event =
+        "event: stats\ndata: " + protocol::stream_line(svc_.jobs().stats(), (*seq)++, interval.count()) + "\n\n";
+    if (!sink.write(event.data(), event.size())) return false;
+    std::unique_lock lock(mu_);
+    stopped_cv_.wait_for(lock, interval, [this] { return stopped_; });
+    if (stopped_) sink.done();
+    return true;
+  });
+}
+
 void http_api::install(httplib::Server& s) {
   s.set_payload_max_length(opts_.max_body_bytes);
   // The token guards every /v1 route; probes and metrics stay open.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    constexpr std::string_view scheme = "Bearer ";
-    const bool good = auth.size() > scheme.size() && std::string_view(auth).substr(0, scheme.size()) == scheme &&
-                      protocol::same_token(std::string_view(auth).substr(scheme.size()), opts_.token);
-    if (good) return httplib::Server::HandlerResponse::Unhandled;
-    svc_.count_error("not_allowed");
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, "not_allowed", auth.empty() ? "this API needs 'Authorization: Bearer <token>'" : "wrong token");
-    res.status = 401;
-    return httplib::Server::HandlerResponse::Handled;
+    const bool pass = req.path.rfind("/v1/", 0) != 0 || authorized(req, res);
+    return pass ? httplib::Server::HandlerResponse::Unhandled : httplib::Server::HandlerResponse::Handled;
   });
-  // A refusal or error thrown by a route becomes its error reply.
-  auto guarded = [this](auto route) {
-    return [this, route](const httplib::Request& req, httplib::Response& res) {
+  // A refusal thrown by a route becomes its error reply.
+  using route = void (http_api::*)(const httplib::Request&, httplib::Response&);
+  auto bind = [this](route r) {
+    return [this, r](const httplib::Request& req, httplib::Response& res) {
       try {
-        route(req, res);
-      } catch (const protocol::refusal& r) {
-        svc_.count_error(r.code);
-        send_error(res, r.code, r.message);
+        (this->*r)(req, res);
+      } catch (const protocol::refusal& e) {
+        svc_.count_error(e.code);
+        send_error(res, e.code, e.message);
       }
     };
   };
-  // With the node's ids in place of the numbers.
-  auto with_ids = [this](op_reply r) {
-    if (r.ok && r.result.contains("id")) r.result["id"] = id_text(r.result["id"].get<std::uint64_t>());
-    return r;
-  };
-  auto job_id_of = [this](const httplib::Request& req) {
-    const std::string text = req.matches[1];
-    const auto id = id_of(text);
-    if (!id) {
-      protocol::refuse(error_code::unknown_job,
-                       "no job '" + protocol::clip(text) + "' on this node" +
-                           (opts_.node_id.empty() ? std::string() : " (its ids are " + opts_.node_id + "-N)"));
-    }
-    return json{{"id", *id}};
-  };
-
-  s.Post("/v1/jobs", guarded([this, with_ids](const httplib::Request& req, httplib::Response& res) {
-    json body = body_object(req);
-    const bool wait = body.contains("wait") && body["wait"] == true;
-    std::optional<blocking_slot> slot;
-    if (wait) {
-      slot.emplace(blocking_, opts_.max_blocking);
-      if (!slot->held()) protocol::refuse(error_code::rejected, "too many waiting requests on this node");
-    }
-    op_reply r = with_ids(run_blocking(svc_, op::submit, body));
-    const std::string id = r.ok ? r.result.value("id", "") : "";
-    if (r.ok) res.set_header("Location", "/v1/jobs/" + id);
-    send(res, std::move(r), wait ? 200 : 202);
-  }));
-  s.Get(R"(/v1/jobs/([^/]+))", guarded([this, with_ids, job_id_of](const httplib::Request& req, httplib::Response& res) {
-    const json id = job_id_of(req);
-    const std::string w = req.get_param_value("wait");
-    if (w.empty() || w == "0" || w == "false") return send(res, with_ids(run_blocking(svc_, op::status, id)));
-    blocking_slot slot(blocking_, opts_.max_blocking);
-    if (!slot.held()) protocol::refuse(error_code::rejected, "too many waiting requests on this node");
-    send(res, with_ids(run_blocking(svc_, op::wait, id)));
-  }));
-  s.Delete(R"(/v1/jobs/([^/]+))", guarded([this, with_ids, job_id_of](const httplib::Request& req, httplib::Response& res) {
-    send(res, with_ids(run_blocking(svc_, op::cancel, job_id_of(req))));
-  }));
-  s.Get("/v1/jobs", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    const std::string state = req.get_param_value("state");
-    if (!state.empty() && std::find(live_states.begin(), live_states.end(), state) == live_states.end())
-      protocol::refuse(error_code::bad_request, "state '" + protocol::clip(state) +
-                                                    "' cannot be listed: the live jobs are queued or running");
-    op_reply r = run_blocking(svc_, op::jobs, json::object());
-    if (r.ok) {
-      json kept = json::array();
-      for (auto& j : r.result["jobs"]) {
-        if (!state.empty() && j.value("state", "") != state) continue;
-        j["id"] = id_text(j["id"].get<std::uint64_t>());
-        kept.push_back(std::move(j));
-      }
-      r.result["jobs"] = std::move(kept);
-    }
-    send(res, std::move(r));
-  }));
-  s.Get("/v1/stats", guarded([this](const httplib::Request&, httplib::Response& res) {
+  s.Post("/v1/jobs", bind(&http_api::submit));
+  s.Get(R"(/v1/jobs/([^/]+))", bind(&http_api::job));
+  s.Delete(R"(/v1/jobs/([^/]+))", bind(&http_api::cancel));
+  s.Get("/v1/jobs", bind(&http_api::list));
+  s.Get("/v1/stats", [this](const httplib::Request&, httplib::Response& res) {
     send(res, run_blocking(svc_, op::stats, json::object()));
-  }));
-  s.Get("/v1/events", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    json sub = json::object();
-    if (req.has_param("interval_ms")) {
-      const std::string v = req.get_param_value("interval_ms");
-      if (v.empty() || v.size() > 10 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        protocol::refuse(error_code::bad_request, "interval_ms must be a non-negative integer");
-      sub["interval_ms"] = std::stoll(v);
-    }
-    op_reply r = run_blocking(svc_, op::subscribe, sub);
-    if (!r.ok) return send(res, std::move(r));
-    auto slot = std::make_shared<blocking_slot>(blocking_, opts_.max_blocking);
-    if (!slot->held()) protocol::refuse(error_code::rejected, "too many waiting requests on this node");
-    const auto interval = std::chrono::milliseconds(r.subscribe_ms);
-    auto seq = std::make_shared<std::uint64_t>(0);
-    res.set_header("Cache-Control", "no-store");
-    res.set_chunked_content_provider("text/event-stream", [this, slot, seq, interval](std::size_t, httplib::DataSink& sink) {
-      const std::string event = "event: stats\ndata: " + protocol::stream_line(svc_.jobs().stats(), (*seq)++, interval.count()) + "\n\n";
-      if (!sink.write(event.data(), event.size())) return false;
-      std::unique_lock lock(mu_);
-      stopped_cv_.wait_for(lock, interval, [this] { return stopped_; });
-      if (!stopped_) return true;
-      sink.done();
-      return true;
-    });
-  }));
+  });
+  s.Get("/v1/events", bind(&http_api::events));
 }
 
 }  // namespace promptly::server::daemon

@@ -27,10 +27,13 @@
 #include <optional>
 #include <string>
 
+#include "server/protocol_ops.hpp"
 #include "server/protocol_service.hpp"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace promptly::server::daemon {
@@ -62,6 +65,19 @@ class http_api {
   struct blocking_slot;
 
  private:
+  // The routes (install() binds them), one per request kind.
+  void submit(const httplib::Request& req, httplib::Response& res);
+  void job(const httplib::Request& req, httplib::Response& res);
+  void cancel(const httplib::Request& req, httplib::Response& res);
+  void list(const httplib::Request& req, httplib::Response& res);
+  void events(const httplib::Request& req, httplib::Response& res);
+  // Whether the request shows the token (else the 401 is in res).
+  bool authorized(const httplib::Request& req, httplib::Response& res);
+  // The route's {"id": N} from the path's ID (a refusal if not this node's).
+  json job_id_of(const httplib::Request& req) const;
+  // The reply with this node's ids in place of the numbers.
+  protocol::op_reply with_ids(protocol::op_reply r) const;
+
   protocol::service& svc_;
   const http_api_options opts_;
   std::atomic<unsigned> blocking_{0};

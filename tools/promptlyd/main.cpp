@@ -4,7 +4,9 @@
 //
 // Threads: the runtime's workers run jobs only; the front end's epoll thread
 // serves every connection; the metrics endpoint's threads
-// (metrics_http.hpp) serve /metrics, /healthz and /readyz; with --partition,
+// (metrics_http.hpp) serve /metrics, /healthz and /readyz, and with --http
+// the HTTP API's (http_api.hpp) too; with --agent-port, the agent's thread
+// answers HAProxy (src/server/daemon_agent.hpp); with --partition,
 // the partition thread moves the cores the jobs hold between resctrl groups
 // (src/server/daemon_partition); the main thread waits for SIGTERM/SIGINT
 // and drains.
@@ -97,6 +99,44 @@ void say(const std::string& line) {
 constexpr std::chrono::milliseconds cancel_grace{1000};
 constexpr int exit_abandoned = 3;
 
+// The HTTP API's listener and HAProxy's agent, when asked for.
+struct http_listeners {
+  std::optional<daemon::http_api> api;
+  std::optional<daemon::metrics_http> http;
+  std::optional<daemon::agent_listener> agent;
+  void stop() {
+    http.reset();  // ends the event streams, then the server
+    agent.reset();
+  }
+};
+
+void start_http(const options& o, protocol::service& svc, job_server& srv, unsigned workers, const std::string& token,
+                http_listeners& out, std::vector<std::string>& lines) {
+  if (!o.http.empty()) {
+    daemon::http_api_options ao;
+    ao.token = token;
+    ao.node_id = o.node_id;
+    ao.max_body_bytes = o.max_body_bytes;
+    // Threads beyond these stay free for probes and short requests.
+    ao.max_blocking = o.http_threads - std::min(o.http_threads / 4, 8u);
+    out.api.emplace(svc, ao);
+    daemon::metrics_http_options ho;
+    ho.max_threads = o.http_threads;
+    ho.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.http_request_timeout_s * 1000));
+    ho.api = &*out.api;
+    ho.tls_cert = o.tls_cert;
+    ho.tls_key = o.tls_key;
+    out.http.emplace(svc, workers, o.http, ho);
+    lines.push_back("listening http " + out.http->url());
+  }
+  if (o.agent_port >= 0) {
+    const int fd = daemon::listen_tcp("127.0.0.1", static_cast<std::uint16_t>(o.agent_port));
+    const std::uint16_t port = daemon::bound_port(fd);
+    out.agent.emplace(srv, daemon::agent_limits{workers, o.max_running, o.max_queued}, fd);
+    lines.push_back("agent 127.0.0.1:" + std::to_string(port));
+  }
+}
+
 int serve(const options& o, const partitioning& parts) {
   // Block the stop signals before any thread exists, so every thread
   // inherits the mask and only sigwait below sees them; a closed peer must
@@ -165,33 +205,9 @@ int serve(const options& o, const partitioning& parts) {
     lines.push_back("metrics " + metrics->url() + "/metrics");
   }
   // The HTTP API (http_api.hpp) on a listener of its own, so its waiting
-  // requests never delay a --metrics scrape.
-  std::optional<daemon::http_api> api;
-  std::optional<daemon::metrics_http> http;
-  if (!o.http.empty()) {
-    daemon::http_api_options ao;
-    ao.token = token;
-    ao.node_id = o.node_id;
-    ao.max_body_bytes = o.max_body_bytes;
-    // Threads beyond these stay free for probes and short requests.
-    ao.max_blocking = o.http_threads - std::min(o.http_threads / 4, 8u);
-    api.emplace(svc, ao);
-    daemon::metrics_http_options ho;
-    ho.max_threads = o.http_threads;
-    ho.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.http_request_timeout_s * 1000));
-    ho.api = &*api;
-    ho.tls_cert = o.tls_cert;
-    ho.tls_key = o.tls_key;
-    http.emplace(svc, rt.workers(), o.http, ho);
-    lines.push_back("listening http " + http->url());
-  }
-  std::optional<daemon::agent_listener> agent;
-  if (o.agent_port >= 0) {
-    const int fd = daemon::listen_tcp("127.0.0.1", static_cast<std::uint16_t>(o.agent_port));
-    const std::uint16_t port = daemon::bound_port(fd);
-    agent.emplace(srv, daemon::agent_limits{rt.workers(), o.max_running, o.max_queued}, fd);
-    lines.push_back("agent 127.0.0.1:" + std::to_string(port));
-  }
+  // requests never delay a --metrics scrape; the agent beside it.
+  http_listeners http;
+  start_http(o, svc, srv, rt.workers(), token, http, lines);
   fe.start();
   for (const auto& l : lines) say(l);
   std::fprintf(stderr, "promptlyd %s: %u workers, max %zu running + %zu queued, pid %d\n", PROMPTLY_VERSION,
@@ -217,8 +233,7 @@ int serve(const options& o, const partitioning& parts) {
   const std::size_t unsent =
       fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
   metrics.reset();
-  http.reset();
-  agent.reset();
+  http.stop();
   if (partition) {
     if (partition->stop())
       std::fprintf(stderr, "promptlyd: partition groups removed from %s\n", o.resctrl_root.c_str());
