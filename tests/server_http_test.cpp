@@ -287,6 +287,36 @@ TEST_F(Http, ServesTheApiOverTls) {
   EXPECT_EQ(d.wait_exit(), 0);
 }
 
+// The CLI's output and exit status for one command.
+std::pair<int, std::string> cli(const std::string& args) {
+  const std::string cmd = std::string(PROMPTLY_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST_F(Http, TheCliSpeaksHttpWithUrl) {
+  daemon_process d(args({"--node-id", "n4"}));
+  ASSERT_TRUE(d.ready());
+  const std::string url = "--url " + d.line_value("listening http") + " --token-file " + token_file;
+  auto [rc, out] = cli(url + " submit fib n=10 --wait");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(json::parse(out)["result"], 55);
+  std::tie(rc, out) = cli(url + " status n4-1");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(json::parse(out)["id"], "n4-1");
+  std::tie(rc, out) = cli(url + " status n4-99");
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("error unknown_job"), std::string::npos) << out;
+  EXPECT_EQ(cli(url + " programs").first, 2);  // not an HTTP route
+  EXPECT_EQ(cli("--socket " + dir.path + "/d.sock status n4-1").first, 2);  // not a line-protocol id
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
 TEST(Agent, WeightFollowsCoreAndSlotRoom) {
   using promptly::server::daemon::agent_answer;
   const promptly::server::daemon::agent_limits l{4, 8, 8};  // 4 workers, 16 slots
