@@ -137,6 +137,37 @@ void start_http(const options& o, protocol::service& svc, job_server& srv, unsig
   }
 }
 
+// After the drain: the totals on stderr, our socket file removed, and the
+// exit status (3, without destroying anything, if jobs were abandoned).
+int finish_drain(const options& o, job_server& srv, const job_server::drain_report& drained, std::size_t unsent,
+                 std::chrono::steady_clock::time_point t0, const daemon::socket_file_id& socket_file) {
+  const auto st = srv.stats();
+  std::fprintf(stderr,
+               "promptlyd: drained in %.3f s: %zu job(s) cancelled at the deadline; totals submitted %llu done %llu "
+               "failed %llu cancelled %llu rejected %llu; %zu connection(s) closed with replies unsent\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), drained.cancelled,
+               static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
+               static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
+               static_cast<unsigned long long>(st.rejected), unsent);
+  // Only our own socket file: a daemon started since our listener closed
+  // has bound a new one at the same path.
+  if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
+    std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
+  if (!drained.abandoned.empty()) {
+    // Their tasks still run on the runtime's workers: destroying the server
+    // and the runtime would wait for them, so exit without destroying them.
+    for (const auto& j : drained.abandoned)
+      std::fprintf(stderr, "promptlyd: abandoned job %llu (%s), running %.3f s, still running %.1f s after its cancellation\n",
+                   static_cast<unsigned long long>(j.id), j.program.c_str(), j.timing.run_us / 1e6,
+                   std::chrono::duration<double>(cancel_grace).count());
+    std::fprintf(stderr, "promptlyd: exit status %d: %zu job(s) abandoned at the drain deadline\n", exit_abandoned,
+                 drained.abandoned.size());
+    std::fflush(nullptr);
+    std::_Exit(exit_abandoned);
+  }
+  return 0;
+}
+
 int serve(const options& o, const partitioning& parts) {
   // Block the stop signals before any thread exists, so every thread
   // inherits the mask and only sigwait below sees them; a closed peer must
@@ -229,7 +260,6 @@ int serve(const options& o, const partitioning& parts) {
   // one that ignores cancellation is abandoned, and the daemon exits anyway.
   const auto drained = srv.drain_within(std::chrono::milliseconds(static_cast<std::int64_t>(o.drain_timeout_s * 1000)),
                                         cancel_grace);
-  const std::size_t cancelled = drained.cancelled;
   const std::size_t unsent =
       fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
   metrics.reset();
@@ -240,57 +270,10 @@ int serve(const options& o, const partitioning& parts) {
     else
       std::fprintf(stderr, "promptlyd: some partition groups stay in %s (see above)\n", o.resctrl_root.c_str());
   }
-  const auto st = srv.stats();
-  std::fprintf(stderr,
-               "promptlyd: drained in %.3f s: %zu job(s) cancelled at the deadline; totals submitted %llu done %llu "
-               "failed %llu cancelled %llu rejected %llu; %zu connection(s) closed with replies unsent\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), cancelled,
-               static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
-               static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
-               static_cast<unsigned long long>(st.rejected), unsent);
-  // Only our own socket file: a daemon started since our listener closed
-  // has bound a new one at the same path.
-  if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
-    std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
-  if (!drained.abandoned.empty()) {
-    // Their tasks still run on the runtime's workers: destroying the server
-    // and the runtime would wait for them, so exit without destroying them.
-    for (const auto& j : drained.abandoned)
-      std::fprintf(stderr, "promptlyd: abandoned job %llu (%s), running %.3f s, still running %.1f s after its cancellation\n",
-                   static_cast<unsigned long long>(j.id), j.program.c_str(), j.timing.run_us / 1e6,
-                   std::chrono::duration<double>(cancel_grace).count());
-    std::fprintf(stderr, "promptlyd: exit status %d: %zu job(s) abandoned at the drain deadline\n", exit_abandoned,
-                 drained.abandoned.size());
-    std::fflush(nullptr);
-    std::_Exit(exit_abandoned);
-  }
-  return 0;
+  return finish_drain(o, srv, drained, unsent, t0, socket_file);
 }
 
-// Combinations that would expose the API unsafely are refused (exit 2).
-void check_http_options(const options& o) {
-  using promptly::server::daemon::http_api;
-  if (!o.node_id.empty() && !http_api::valid_node_id(o.node_id))
-    throw CLI::ValidationError("--node-id", "'" + o.node_id + "' is not 1-32 of A-Z a-z 0-9 _");
-  if (o.tls_cert.empty() != o.tls_key.empty())
-    throw CLI::ValidationError("--tls-cert", "--tls-cert and --tls-key go together");
-  if (o.http.empty()) {
-    if (!o.tls_cert.empty()) throw CLI::ValidationError("--tls-cert", "needs --http (TLS is for the HTTP API)");
-    return;
-  }
-  const auto hp = promptly::server::daemon::parse_host_port(o.http);
-  if (o.token_file.empty()) throw CLI::ValidationError("--http", "needs --token-file (HTTP clients must show a bearer token)");
-  if (!promptly::server::daemon::is_loopback(hp.host) && o.tls_cert.empty())
-    throw CLI::ValidationError("--http", o.http + " is not a loopback address: beyond loopback the API needs TLS "
-                                         "(--tls-cert and --tls-key)");
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"promptlyd: the multiprogrammed parallel job server (protocol version 1, docs/server.md)"};
-  app.set_version_flag("--version", std::string("promptlyd ") + PROMPTLY_VERSION + " (protocol 1)");
-  options o;
+void add_options(CLI::App& app, options& o) {
   app.add_option("--socket", o.socket, "Unix socket path (created mode 0600; its directory must be owned by you)")
       ->capture_default_str();
   app.add_flag("--no-socket", o.no_socket, "Do not listen on a Unix socket (then --tcp is required)");
@@ -347,6 +330,33 @@ int main(int argc, char** argv) {
   app.add_option("--partition-interval-ms", o.partition_interval_ms,
                  "Milliseconds between moves of the cores' resctrl groups (with --partition)")
       ->capture_default_str()->check(CLI::Range(1u, 60000u));
+}
+
+// Combinations that would expose the API unsafely are refused (exit 2).
+void check_http_options(const options& o) {
+  using promptly::server::daemon::http_api;
+  if (!o.node_id.empty() && !http_api::valid_node_id(o.node_id))
+    throw CLI::ValidationError("--node-id", "'" + o.node_id + "' is not 1-32 of A-Z a-z 0-9 _");
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    throw CLI::ValidationError("--tls-cert", "--tls-cert and --tls-key go together");
+  if (o.http.empty()) {
+    if (!o.tls_cert.empty()) throw CLI::ValidationError("--tls-cert", "needs --http (TLS is for the HTTP API)");
+    return;
+  }
+  const auto hp = promptly::server::daemon::parse_host_port(o.http);
+  if (o.token_file.empty()) throw CLI::ValidationError("--http", "needs --token-file (HTTP clients must show a bearer token)");
+  if (!promptly::server::daemon::is_loopback(hp.host) && o.tls_cert.empty())
+    throw CLI::ValidationError("--http", o.http + " is not a loopback address: beyond loopback the API needs TLS "
+                                         "(--tls-cert and --tls-key)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"promptlyd: the multiprogrammed parallel job server (protocol version 1, docs/server.md)"};
+  app.set_version_flag("--version", std::string("promptlyd ") + PROMPTLY_VERSION + " (protocol 1)");
+  options o;
+  add_options(app, o);
   partitioning parts;
   try {
     app.parse(argc, argv);
