@@ -28,6 +28,7 @@ def config(bind, nodes, stats_socket=None, check_ms=500):
             "    mode http",
             "    timeout connect 1s",
             "    timeout client 60s",
+            "    timeout http-request 5s",
             "    timeout server 600s",
             "    timeout queue 10s",
             "    retries 3",
