@@ -114,7 +114,8 @@ class Cluster : public ::testing::Test {
     if (haproxy_path().empty()) GTEST_SKIP() << "haproxy is not installed (./run setup installs it)";
   }
 
-  void start(std::vector<std::string> extra = {}) {
+  // extra[i]: more options for node i+1 (none if absent).
+  void start(std::vector<std::vector<std::string>> extra = {}) {
     const std::string token_file = dir.path + "/token";
     std::ofstream(token_file) << token << "\n";
     ::chmod(token_file.c_str(), 0600);
@@ -126,7 +127,7 @@ class Cluster : public ::testing::Test {
       std::vector<std::string> a{"--socket", dir.path + "/n" + std::to_string(i) + ".sock", "--workers", "1",
                                  "--http", "127.0.0.1:0", "--token-file", token_file, "--node-id",
                                  "n" + std::to_string(i), "--agent-port", "0", "--drain-timeout", "20"};
-      a.insert(a.end(), extra.begin(), extra.end());
+      if (static_cast<std::size_t>(i - 1) < extra.size()) a.insert(a.end(), extra[i - 1].begin(), extra[i - 1].end());
       node.push_back(std::make_unique<daemon_process>(a, dir.path + "/n" + std::to_string(i) + ".err"));
       ASSERT_TRUE(node.back()->ready());
       const std::string url = node.back()->line_value("listening http");
@@ -219,7 +220,10 @@ TEST_F(Cluster, JobsFromConcurrentClientsAreEachDoneOnceOnEveryNode) {
 }
 
 TEST_F(Cluster, AFullNodesRefusalsAreRetriedElsewhereAndAFullCluster503s) {
-  start({"--max-running", "1", "--max-queued", "0"});
+  // n1 holds one job, the others two: one client's jobs, one at a time, never fill n2 or n3
+  // (a node that is full when HAProxy checks it leaves rotation until the next check).
+  start({{"--max-running", "1", "--max-queued", "0"}, {"--max-running", "2", "--max-queued", "0"},
+         {"--max-running", "2", "--max-queued", "0"}});
   // Fill n1 directly: it refuses every submission now.
   const auto hold1 = http_call(node_http[0], "POST", "/v1/jobs", token, R"({"program":"bing","args":{"work_ms":10000}})");
   ASSERT_EQ(hold1.status, 202);
@@ -229,11 +233,12 @@ TEST_F(Cluster, AFullNodesRefusalsAreRetriedElsewhereAndAFullCluster503s) {
     EXPECT_NE(node_of(body_of(r)["id"]), "n1");
   }
   std::vector<std::string> held{body_of(hold1)["id"]};
-  for (int i = 1; i < nodes; ++i) {
-    const auto h = http_call(node_http[i], "POST", "/v1/jobs", token, R"({"program":"bing","args":{"work_ms":10000}})");
-    ASSERT_EQ(h.status, 202);
-    held.push_back(body_of(h)["id"]);
-  }
+  for (int i = 1; i < nodes; ++i)
+    for (int k = 0; k < 2; ++k) {
+      const auto h = http_call(node_http[i], "POST", "/v1/jobs", token, R"({"program":"bing","args":{"work_ms":10000}})");
+      ASSERT_EQ(h.status, 202);
+      held.push_back(body_of(h)["id"]);
+    }
   auto full = submit("fib", {{"n", 12}}, true);
   EXPECT_EQ(full.status, 503) << full.body;
   EXPECT_EQ(full.headers["retry-after"], "1");
