@@ -10,6 +10,12 @@ For the benchmark harness and scripts; standard library only.
         for line in c.subscribe(interval_ms=100, count=5):
             print(line["cores_in_use"], line["queued"])
 
+Over HTTP (promptlyd --http, or a cluster behind HAProxy, docs/cluster.md), the same ops:
+
+    from promptly_client import HttpClient
+    c = HttpClient("http://127.0.0.1:8080", token_file="token")
+    job = c.submit("fib", {"n": 30}, wait=True)   # job ids are strings there ("n2-17")
+
 Every request is one JSON line; replies come back one line per request, in order. `pipeline()`
 sends many requests before reading their replies. An error reply raises PromptlyError with the
 protocol's code (bad_request, unknown_op, unknown_program, bad_args, unknown_job, rejected,
@@ -19,6 +25,10 @@ not_allowed).
 import json
 import os
 import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
 
 PROTOCOL_VERSION = 1
 
@@ -26,11 +36,12 @@ PROTOCOL_VERSION = 1
 class PromptlyError(Exception):
     """An error reply: .code is the protocol's error code, .message its message."""
 
-    def __init__(self, code, message, reply=None):
+    def __init__(self, code, message, reply=None, status=None):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.reply = reply
+        self.status = status  # the HTTP status (HttpClient only)
 
 
 def default_socket_path():
@@ -170,3 +181,78 @@ class Client:
             if line.get("stream") == "stats":
                 n += 1
                 yield line
+
+
+class HttpClient:
+    """promptlyd's HTTP API (docs/server.md, "HTTP API") at url, e.g. "http://127.0.0.1:8080"
+    (a daemon's --http address or HAProxy's). Every request carries the bearer token. Error
+    replies raise PromptlyError with the protocol's code and the HTTP status (.status); a 503
+    (rejected: full or draining) carries Retry-After. For HTTPS with a self-signed certificate,
+    pass cafile=..."""
+
+    def __init__(self, url, token=None, token_file=None, timeout=None, cafile=None):
+        if token_file is not None:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.readline().strip()
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self._ssl = ssl.create_default_context(cafile=cafile) if cafile else None
+
+    def request(self, method, path, body=None):
+        """One request; the reply's JSON object, or PromptlyError for an error reply."""
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if self.token is not None:
+            req.add_header("Authorization", "Bearer " + self.token)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                reply = json.loads(raw)
+                err = reply.get("error", {})
+            except ValueError:  # not the daemon's reply (e.g. a balancer's page)
+                reply, err = None, {"code": "http", "message": raw[:200].decode(errors="replace")}
+            raise PromptlyError(err.get("code", "http"), err.get("message", ""), reply, e.code) from None
+
+    def submit(self, program, args=None, wait=False, job_class=None):
+        body = {"program": program, "args": args or {}, "wait": wait}
+        if job_class:
+            body["class"] = job_class
+        return self.request("POST", "/v1/jobs", body)
+
+    def status(self, job_id):
+        return self.request("GET", f"/v1/jobs/{urllib.parse.quote(str(job_id))}")
+
+    def wait(self, job_id):
+        return self.request("GET", f"/v1/jobs/{urllib.parse.quote(str(job_id))}?wait=1")
+
+    def cancel(self, job_id):
+        return self.request("DELETE", f"/v1/jobs/{urllib.parse.quote(str(job_id))}")
+
+    def jobs(self, state=None):
+        return self.request("GET", "/v1/jobs" + (f"?state={state}" if state else ""))["jobs"]
+
+    def stats(self):
+        return self.request("GET", "/v1/stats")
+
+    def subscribe(self, interval_ms=1000, count=None):
+        """Yield stats objects from the server-sent event stream every interval_ms; stops after
+        count events if given."""
+        req = urllib.request.Request(f"{self.url}/v1/events?interval_ms={interval_ms}")
+        if self.token is not None:
+            req.add_header("Authorization", "Bearer " + self.token)
+        n = 0
+        with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as r:
+            for raw in r:
+                line = raw.decode().rstrip("\r\n")
+                if not line.startswith("data: "):
+                    continue
+                yield json.loads(line[len("data: "):])
+                n += 1
+                if count is not None and n >= count:
+                    return

@@ -2,7 +2,7 @@
 
 Starts the daemon given by --promptlyd on a Unix socket in a private temporary directory, then
 checks submit (waiting and not), wait, status, cancel, jobs, stats, programs, version, error
-replies, pipelining and subscribe; stops the daemon with SIGTERM and expects exit status 0.
+replies, pipelining and subscribe, then the same through HttpClient on the daemon's HTTP API; stops the daemon with SIGTERM and expects exit status 0.
 """
 
 import argparse
@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from promptly_client import Client, PromptlyError  # noqa: E402
+from promptly_client import Client, HttpClient, PromptlyError  # noqa: E402
 
 
 def expect(cond, what):
@@ -29,10 +29,18 @@ def main():
     opts = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="promptly-py-")
     sock = os.path.join(tmp, "promptlyd.sock")
+    token_file = os.path.join(tmp, "token")
+    with open(token_file, "w", encoding="utf-8") as f:
+        f.write("python-client-test-token-0123456\n")
+    os.chmod(token_file, 0o600)
     proc = subprocess.Popen([opts.promptlyd, "--socket", sock, "--workers", "2", "--max-running", "2",
-                             "--max-queued", "4"], stdout=subprocess.PIPE, text=True)
+                             "--max-queued", "4", "--http", "127.0.0.1:0", "--token-file", token_file,
+                             "--node-id", "py"], stdout=subprocess.PIPE, text=True)
+    url = None
     try:
         for line in proc.stdout:  # start-up lines end with "ready"
+            if line.startswith("listening http "):
+                url = line.split()[2]
             if line.strip() == "ready":
                 break
         else:
@@ -84,6 +92,24 @@ def main():
             lines = list(sub.subscribe(interval_ms=10, count=3))
             expect([l["seq"] for l in lines] == [0, 1, 2], "three stream lines")
             expect(all("cores_in_use" in l and "queued" in l for l in lines), "stream fields")
+        h = HttpClient(url, token_file=token_file, timeout=30)
+        r = h.submit("fib", {"n": 20}, wait=True)
+        expect(r["result"] == 6765 and r["id"].startswith("py-"), f"HTTP fib(20): {r}")
+        r = h.submit("nqueens", {"n": 6})
+        expect(h.wait(r["id"])["result"]["solutions"] == 4, "HTTP wait")
+        expect(h.status(r["id"])["state"] == "done", "HTTP status")
+        long_job = h.submit("bing", {"work_ms": 5000})
+        expect(h.cancel(long_job["id"])["cancelled"] is True, "HTTP cancel")
+        expect(h.wait(long_job["id"])["state"] == "cancelled", "HTTP cancelled job")
+        for call, code, status in [(lambda: h.submit("nope"), "unknown_program", 422),
+                                   (lambda: h.status("py-999999"), "unknown_job", 404),
+                                   (lambda: HttpClient(url, token="wrong").stats(), "not_allowed", 401)]:
+            try:
+                call()
+                raise AssertionError(f"{code} did not fail")
+            except PromptlyError as e:
+                expect((e.code, e.status) == (code, status), f"{e.code} {e.status} != {code} {status}")
+        expect([l["seq"] for l in h.subscribe(interval_ms=10, count=2)] == [0, 1], "HTTP event stream")
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=60)
         expect(rc == 0, f"promptlyd exit status {rc}")

@@ -40,6 +40,34 @@ struct writer {
   }
 };
 
+// The protocol front doors' counters (requests, errors, connections).
+void protocol_metrics(writer& w, protocol::service& svc) {
+  w.head("promptly_requests_total", "counter", "Protocol requests by op (other = unknown op).");
+  for (std::size_t i = 0; i < protocol::op_count; ++i) {
+    const auto o = static_cast<protocol::op>(i);
+    w.sample("promptly_requests_total", "op=\"" + std::string(protocol::to_string(o)) + "\"", double(svc.requests(o)));
+  }
+  w.head("promptly_request_errors_total", "counter", "Error replies by code.");
+  for (const auto& [code, n] : svc.errors())
+    w.sample("promptly_request_errors_total", "code=\"" + code + "\"", double(n));
+  // Statistics only: relaxed loads.
+  w.one("promptly_connections", "gauge", "Open protocol connections.",
+        double(svc.connections.load(std::memory_order_relaxed)));
+  w.one("promptly_connections_total", "counter", "Protocol connections accepted.",
+        double(svc.connections_total.load(std::memory_order_relaxed)));
+  w.one("promptly_connections_refused_total", "counter", "Connections refused (too many).",
+        double(svc.connections_refused.load(std::memory_order_relaxed)));
+  w.one("promptly_connections_unauthenticated_total", "counter",
+        "Connections closed for showing no token within --auth-timeout.",
+        double(svc.connections_timed_out.load(std::memory_order_relaxed)));
+  w.one("promptly_connection_buffered_bytes", "gauge",
+        "Reply bytes held for protocol connections: held behind a waiting reply, or not yet written.",
+        double(svc.buffered_bytes.load(std::memory_order_relaxed)));
+  w.one("promptly_connections_reading_paused", "gauge",
+        "Connections not read because they reached a bound on pending replies or buffered bytes.",
+        double(svc.connections_reading_paused.load(std::memory_order_relaxed)));
+}
+
 }  // namespace
 
 std::string render_metrics(protocol::service& svc, unsigned workers) {
@@ -109,30 +137,7 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
     w.sample("promptly_job_overhead_seconds", base + "\"max\"", l->max_us / 1e6);
   }
 
-  w.head("promptly_requests_total", "counter", "Protocol requests by op (other = unknown op).");
-  for (std::size_t i = 0; i < protocol::op_count; ++i) {
-    const auto o = static_cast<protocol::op>(i);
-    w.sample("promptly_requests_total", "op=\"" + std::string(protocol::to_string(o)) + "\"", double(svc.requests(o)));
-  }
-  w.head("promptly_request_errors_total", "counter", "Error replies by code.");
-  for (const auto& [code, n] : svc.errors())
-    w.sample("promptly_request_errors_total", "code=\"" + code + "\"", double(n));
-  // Statistics only: relaxed loads.
-  w.one("promptly_connections", "gauge", "Open protocol connections.",
-        double(svc.connections.load(std::memory_order_relaxed)));
-  w.one("promptly_connections_total", "counter", "Protocol connections accepted.",
-        double(svc.connections_total.load(std::memory_order_relaxed)));
-  w.one("promptly_connections_refused_total", "counter", "Connections refused (too many).",
-        double(svc.connections_refused.load(std::memory_order_relaxed)));
-  w.one("promptly_connections_unauthenticated_total", "counter",
-        "Connections closed for showing no token within --auth-timeout.",
-        double(svc.connections_timed_out.load(std::memory_order_relaxed)));
-  w.one("promptly_connection_buffered_bytes", "gauge",
-        "Reply bytes held for protocol connections: held behind a waiting reply, or not yet written.",
-        double(svc.buffered_bytes.load(std::memory_order_relaxed)));
-  w.one("promptly_connections_reading_paused", "gauge",
-        "Connections not read because they reached a bound on pending replies or buffered bytes.",
-        double(svc.connections_reading_paused.load(std::memory_order_relaxed)));
+  protocol_metrics(w, svc);
   return w.out.str();
 }
 

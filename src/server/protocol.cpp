@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "server/protocol_ops.hpp"
 #include "server/protocol_reply.hpp"
 
 namespace promptly::server::protocol {
@@ -112,6 +113,64 @@ void session::complete(std::uint64_t seq, std::string line, std::int64_t subscri
     assert((!slots_.empty() || held_bytes_ == 0) && "no held bytes without held slots");
   }
   if (emitted) notify_();
+}
+
+void session::dispatch(std::uint64_t seq, std::string_view line) {
+  json req;
+  const json* tag = nullptr;
+  try {
+    if (!nesting_within(line, max_json_depth))
+      refuse(error_code::bad_request, "not a request: JSON nested deeper than " + std::to_string(max_json_depth));
+    try {
+      req = json::parse(line);
+    } catch (const json::exception& e) {
+      refuse(error_code::bad_request, std::string("not JSON: ") + e.what());
+    }
+    if (!req.is_object()) refuse(error_code::bad_request, "a request must be a JSON object");
+    if (const auto t = req.find("tag"); t != req.end()) tag = &*t;
+    const auto o_it = req.find("op");
+    if (o_it == req.end()) refuse(error_code::bad_request, "missing field 'op'");
+    if (!o_it->is_string()) refuse(error_code::bad_request, "field 'op' must be a string");
+    const std::string& op_name = o_it->get_ref<const std::string&>();
+    const op o = parse_op(op_name);
+    svc_.count_request(o);
+    authenticate(req, o);
+    run_op(svc_, o, op_name, req, reply_to(seq, tag));
+  } catch (const refusal& r) {
+    svc_.count_error(r.code);
+    complete(seq, error_line(r.code, r.message, tag));
+  }
+}
+
+void session::authenticate(const json& req, op o) {
+  // TCP listeners: a "token" on the request, or an earlier successful auth
+  // op on this connection.
+  const auto t = req.find("token");
+  if (opts_.token && !authenticated_) {
+    const bool good = t != req.end() && t->is_string() && same_token(t->get_ref<const std::string&>(), *opts_.token);
+    if (!good)
+      refuse(error_code::not_allowed, t == req.end() ? "this listener needs a token: send {\"op\":\"auth\",\"token\":...} "
+                                                       "first or a \"token\" field on each request"
+                                                     : "wrong token");
+    token_seen_ = true;
+    if (o == op::auth) authenticated_ = true;
+  } else if (t != req.end() && !t->is_string()) {
+    refuse(error_code::bad_request, "field 'token' must be a string");
+  }
+}
+
+reply_fn session::reply_to(std::uint64_t seq, const json* tag) {
+  // A reply may come after the connection is gone (a waiting op): the
+  // session is held weakly.
+  std::optional<json> tag_copy;
+  if (tag) tag_copy = *tag;
+  return [self = weak_from_this(), seq, tag_copy = std::move(tag_copy)](op_reply r) {
+    auto s = self.lock();
+    if (!s) return;
+    const json* t = tag_copy ? &*tag_copy : nullptr;
+    if (r.ok) s->complete(seq, ok_line(std::move(r.result), t), r.subscribe_ms);
+    else s->complete(seq, error_line(r.code, r.message, t));
+  };
 }
 
 void session::fail(std::uint64_t seq, error_code code, std::string_view message, const json* tag) {

@@ -36,6 +36,7 @@
 
 #include <promptly/server/job_server.hpp>
 
+#include "server/protocol_ops.hpp"
 #include "server/protocol_service.hpp"
 
 namespace promptly::server::protocol {
@@ -121,8 +122,13 @@ class session : public std::enable_shared_from_this<session> {
   void handle_line(std::string_view line);
   std::uint64_t open_slot();
   void complete(std::uint64_t seq, std::string line, std::int64_t subscribe_ms = 0);
-  // Dispatch one parsed request; completes `seq` now or later.
+  // Parse one request line and run its op (protocol_ops.hpp); completes
+  // `seq` now or later.
   void dispatch(std::uint64_t seq, std::string_view line);
+  // Throws a refusal unless the request may run on this connection.
+  void authenticate(const json& req, op o);
+  // Where the answer to request `seq` goes.
+  reply_fn reply_to(std::uint64_t seq, const json* tag);
   void fail(std::uint64_t seq, error_code code, std::string_view message, const json* tag = nullptr);
 
   service& svc_;

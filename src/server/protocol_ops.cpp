@@ -1,6 +1,7 @@
-// The ops of protocol version 1 (docs/server.md, "Ops"): one request ->
-// checks of its fields -> the job_server call -> its reply, now (most ops)
-// or when a job becomes terminal (wait; submit with "wait":true).
+// The ops of protocol version 1 (docs/server.md, "Ops"), one function each
+// (protocol_ops.hpp): one request -> checks of its fields -> the job_server
+// call -> its reply, now (most ops) or when a job becomes terminal (wait;
+// submit with "wait":true).
 //
 // Error code rules: bad_request = the line is not a request (not JSON, not
 // an object, a field missing, of the wrong type or unknown, nesting too
@@ -8,6 +9,7 @@
 // (program arguments against the program's schema, an unknown policy,
 // more cores than workers); the job_server's own errors keep their code.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -16,41 +18,15 @@
 
 #include <promptly/version.hpp>
 
+#include "server/protocol_ops.hpp"
 #include "server/protocol.hpp"
 #include "server/protocol_reply.hpp"
 
 namespace promptly::server::protocol {
 
+void refuse(error_code c, std::string message) { throw refusal{std::string(to_string(c)), std::move(message)}; }
+
 namespace {
-
-// An error reply to send (thrown inside dispatch, caught once).
-struct refusal {
-  std::string code;
-  std::string message;
-};
-
-[[noreturn]] void refuse(error_code c, std::string message) { throw refusal{std::string(to_string(c)), std::move(message)}; }
-
-// Nesting depth outside strings, so a 1 MiB line of '[' is refused before
-// the parser builds a million nested values.
-bool nesting_within(std::string_view s, unsigned limit) {
-  unsigned depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : s) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return true;
-}
 
 // Fields every request may carry besides its op's own.
 bool common_field(const std::string& k) { return k == "op" || k == "tag" || k == "token"; }
@@ -138,6 +114,200 @@ json args_of(const json& req) {
   return *a;
 }
 
+json program_list(const job_server& srv) {
+  json list = json::array();
+  for (const auto& p : srv.programs()) list.push_back({{"name", p.name}, {"help", p.help}, {"args", p.schema}});
+  return list;
+}
+
+
+// One op's call: its request and where its answer goes.
+struct op_call {
+  service& svc;
+  job_server& srv;
+  const json& req;
+  std::string_view name;
+  reply_fn& done;
+
+  void ok(json result) { done(op_reply{true, std::move(result), {}, {}, 0}); }
+  void fields(std::initializer_list<std::string_view> allowed) { only_fields(req, name, allowed); }
+  [[nodiscard]] std::uint64_t id() const { return unsigned_field(field(req, "id"), "id"); }
+};
+
+op_reply job_reply(const job_info& j) { return op_reply{true, to_json(j), {}, {}, 0}; }
+
+void op_submit(op_call& c) {
+  c.fields({"program", "args", "wait", "class", "elastic"});
+  const std::string program = string_field(c.req, "program");
+  const json args = args_of(c.req);
+  const bool wait = bool_field(c.req, "wait", false);
+  const job_handle h = c.srv.submit(program, args, submit_options_of(c.req));
+  // One callback per accepted job: it feeds the flow-time histogram and,
+  // for a waiting submit, answers.
+  auto hist = c.svc.histograms();
+  reply_fn later = wait ? c.done : reply_fn{};
+  c.srv.on_terminal(h.id(), [hist, later = std::move(later)](const job_info& j) {
+    hist->observe(j.program, to_string(j.state), j.timing.flow_us / 1e6);
+    if (later) later(job_reply(j));
+  });
+  if (!wait) c.ok(json{{"id", h.id()}, {"state", to_string(c.srv.status(h.id()).state)}});
+}
+
+void op_wait(op_call& c) {
+  c.fields({"id"});
+  c.srv.on_terminal(c.id(), [later = c.done](const job_info& j) { later(job_reply(j)); });
+}
+
+void op_status(op_call& c) {
+  c.fields({"id"});
+  c.ok(to_json(c.srv.status(c.id())));
+}
+
+void op_cancel(op_call& c) {
+  c.fields({"id"});
+  const job_id id = c.id();
+  const bool cancelled = c.srv.cancel(id);
+  const job_info now = c.srv.status(id);
+  // `cancelled`: the job is or will be cancelled; `state` is now: a running
+  // job stays running (cancel_requested) until it stops.
+  c.ok(json{{"id", id}, {"cancelled", cancelled}, {"state", to_string(now.state)}, {"cancel_requested", now.cancel_requested}});
+}
+
+void op_submit_periodic(op_call& c) {
+  c.fields({"program", "args", "period_ms", "count", "class", "elastic"});
+  const std::string program = string_field(c.req, "program");
+  const json& period = field(c.req, "period_ms");
+  if (!period.is_number()) refuse(error_code::bad_request, "field 'period_ms' must be a number");
+  periodic_options po;
+  po.period = std::chrono::microseconds(std::llround(std::min(period.get<double>(), 1e9) * 1000.0));
+  if (const auto n = c.req.find("count"); n != c.req.end()) po.count = unsigned_field(*n, "count");
+  po.submit = submit_options_of(c.req);
+  const periodic_id id = c.srv.submit_periodic(program, args_of(c.req), std::move(po));
+  c.ok(to_json(c.srv.periodic_status(id)));
+}
+
+void op_periodic(op_call& c) {
+  c.fields({"id"});
+  c.ok(to_json(c.srv.periodic_status(c.id())));
+}
+
+void op_cancel_periodic(op_call& c) {
+  c.fields({"id"});
+  const periodic_id id = c.id();
+  const bool cancelled = c.srv.cancel_periodic(id);
+  json r = to_json(c.srv.periodic_status(id));
+  r["cancelled"] = cancelled;
+  c.ok(std::move(r));
+}
+
+void op_jobs(op_call& c) {
+  c.fields({});
+  json list = json::array();
+  for (const auto& j : c.srv.jobs()) list.push_back(to_json(j));
+  c.ok(json{{"jobs", std::move(list)}});
+}
+
+void op_stats(op_call& c) {
+  c.fields({});
+  c.ok(to_json(c.srv.stats()));
+}
+
+void op_subscribe(op_call& c) {
+  c.fields({"interval_ms"});
+  std::int64_t interval = 1000;
+  if (const auto i = c.req.find("interval_ms"); i != c.req.end()) {
+    if (!i->is_number_integer()) refuse(error_code::bad_request, "field 'interval_ms' must be an integer");
+    interval = i->is_number_unsigned() && i->get<std::uint64_t>() > static_cast<std::uint64_t>(max_interval_ms)
+                   ? max_interval_ms + 1
+                   : i->get<std::int64_t>();
+    if (interval < min_interval_ms || interval > max_interval_ms)
+      refuse(error_code::bad_args, "interval_ms must be between " + std::to_string(min_interval_ms) + " and " +
+                                       std::to_string(max_interval_ms));
+  }
+  c.done(op_reply{true, json{{"subscribed", true}, {"interval_ms", interval}}, {}, {}, interval});
+}
+
+void op_unsubscribe(op_call& c) {
+  c.fields({});
+  c.done(op_reply{true, json{{"subscribed", false}}, {}, {}, -1});
+}
+
+void op_set_policy(op_call& c) {
+  c.fields({"policy"});
+  const std::string policy = string_field(c.req, "policy");
+  try {
+    c.srv.set_policy(policy);
+  } catch (const std::invalid_argument& e) {
+    refuse(error_code::bad_args, e.what());
+  }
+  c.ok(json{{"policy", policy}});
+}
+
+void op_set_cores(op_call& c) {
+  c.fields({"cores"});
+  const std::uint64_t n = unsigned_field(field(c.req, "cores"), "cores");
+  if (n > 1'000'000) refuse(error_code::bad_args, "cores must be at most the server's workers");
+  try {
+    c.srv.set_cores(static_cast<unsigned>(n));
+  } catch (const std::invalid_argument& e) {
+    refuse(error_code::bad_args, e.what());
+  }
+  c.ok(json{{"cores", n}});
+}
+
+void op_programs(op_call& c) {
+  c.fields({});
+  c.ok(json{{"programs", program_list(c.srv)}});
+}
+
+void op_version(op_call& c) {
+  c.fields({});
+  c.ok(json{{"protocol", version}, {"server", "promptlyd"}, {"version", PROMPTLY_VERSION}, {"workers", c.svc.workers}});
+}
+
+// Authentication itself is the connection's business (session::dispatch):
+// reaching the op means the token was right.
+void op_auth(op_call& c) {
+  c.fields({});
+  c.ok(json{{"authenticated", true}});
+}
+
+void op_unknown(op_call& c) { refuse(error_code::unknown_op, "unknown op '" + clip(c.name) + "'"); }
+
+// Indexed by op (protocol_service.hpp's order).
+using op_handler = void (*)(op_call&);
+constexpr std::array<op_handler, op_count> op_handlers{
+    op_submit, op_wait,     op_status,   op_cancel,   op_jobs, op_stats,           op_subscribe, op_unsubscribe,
+    op_set_policy, op_set_cores, op_programs, op_version, op_auth, op_submit_periodic, op_periodic, op_cancel_periodic,
+    op_unknown};
+
+op_reply error_reply(std::string code, std::string message) {
+  return op_reply{false, json(), std::move(code), std::move(message), 0};
+}
+
+}  // namespace
+
+// Nesting depth outside strings, so a 1 MiB line of '[' is refused before
+// the parser builds a million nested values.
+bool nesting_within(std::string_view s, unsigned limit) {
+  unsigned depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : s) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 bool same_token(std::string_view a, std::string_view b) {
   // Constant time in the contents: a remote client cannot find the token
   // byte by byte from reply timing.
@@ -146,209 +316,22 @@ bool same_token(std::string_view a, std::string_view b) {
   return diff == 0 && !b.empty();
 }
 
-json program_list(const job_server& srv) {
-  json list = json::array();
-  for (const auto& p : srv.programs()) list.push_back({{"name", p.name}, {"help", p.help}, {"args", p.schema}});
-  return list;
-}
 
-}  // namespace
-
-void session::dispatch(std::uint64_t seq, std::string_view line) {
-  json req;
-  const json* tag = nullptr;
+void run_op(service& svc, op o, std::string_view op_name, const json& req, reply_fn done) {
+  op_reply failure;
   try {
-    if (!nesting_within(line, max_json_depth))
-      refuse(error_code::bad_request, "not a request: JSON nested deeper than " + std::to_string(max_json_depth));
-    try {
-      req = json::parse(line);
-    } catch (const json::exception& e) {
-      refuse(error_code::bad_request, std::string("not JSON: ") + e.what());
-    }
-    if (!req.is_object()) refuse(error_code::bad_request, "a request must be a JSON object");
-    if (const auto t = req.find("tag"); t != req.end()) tag = &*t;
-    const std::string op_name = string_field(req, "op");
-    const op o = parse_op(op_name);
-    svc_.count_request(o);
-
-    // Authentication (TCP listeners): a "token" on the request, or an
-    // earlier successful auth op on this connection.
-    if (opts_.token && !authenticated_) {
-      const auto t = req.find("token");
-      const bool good = t != req.end() && t->is_string() && same_token(t->get_ref<const std::string&>(), *opts_.token);
-      if (!good)
-        refuse(error_code::not_allowed, t == req.end() ? "this listener needs a token: send {\"op\":\"auth\",\"token\":...} "
-                                                         "first or a \"token\" field on each request"
-                                                       : "wrong token");
-      token_seen_ = true;
-      if (o == op::auth) authenticated_ = true;
-    } else if (const auto t = req.find("token"); t != req.end() && !t->is_string()) {
-      refuse(error_code::bad_request, "field 'token' must be a string");
-    }
-
-    job_server& srv = svc_.jobs();
-    switch (o) {
-      case op::submit: {
-        only_fields(req, op_name, {"program", "args", "wait", "class", "elastic"});
-        const std::string program = string_field(req, "program");
-        const json args = args_of(req);
-        const bool wait = bool_field(req, "wait", false);
-        const job_handle h = srv.submit(program, args, submit_options_of(req));
-        // One callback per accepted job: it feeds the flow-time histogram
-        // and, for a waiting submit, completes the reply.
-        std::weak_ptr<session> self = weak_from_this();
-        auto hist = svc_.histograms();
-        std::optional<json> tag_copy;
-        if (tag) tag_copy = *tag;
-        srv.on_terminal(h.id(), [self, hist, seq, wait, tag_copy = std::move(tag_copy)](const job_info& j) {
-          hist->observe(j.program, to_string(j.state), j.timing.flow_us / 1e6);
-          if (!wait) return;
-          if (auto s = self.lock()) s->complete(seq, job_line(j, tag_copy ? &*tag_copy : nullptr));
-        });
-        if (!wait) {
-          json r{{"id", h.id()}, {"state", to_string(srv.status(h.id()).state)}};
-          complete(seq, ok_line(std::move(r), tag));
-        }
-        return;
-      }
-      case op::wait: {
-        only_fields(req, op_name, {"id"});
-        const job_id id = unsigned_field(field(req, "id"), "id");
-        std::weak_ptr<session> self = weak_from_this();
-        std::optional<json> tag_copy;
-        if (tag) tag_copy = *tag;
-        srv.on_terminal(id, [self, seq, tag_copy = std::move(tag_copy)](const job_info& j) {
-          if (auto s = self.lock()) s->complete(seq, job_line(j, tag_copy ? &*tag_copy : nullptr));
-        });
-        return;
-      }
-      case op::status: {
-        only_fields(req, op_name, {"id"});
-        complete(seq, job_line(srv.status(unsigned_field(field(req, "id"), "id")), tag));
-        return;
-      }
-      case op::cancel: {
-        only_fields(req, op_name, {"id"});
-        const job_id id = unsigned_field(field(req, "id"), "id");
-        const bool cancelled = srv.cancel(id);
-        const job_info now = srv.status(id);
-        // `cancelled`: the job is or will be cancelled; `state` is now: a
-        // running job stays running (cancel_requested) until it stops.
-        json r{{"id", id}, {"cancelled", cancelled}, {"state", to_string(now.state)}, {"cancel_requested", now.cancel_requested}};
-        complete(seq, ok_line(std::move(r), tag));
-        return;
-      }
-      case op::submit_periodic: {
-        only_fields(req, op_name, {"program", "args", "period_ms", "count", "class", "elastic"});
-        const std::string program = string_field(req, "program");
-        const json& period = field(req, "period_ms");
-        if (!period.is_number()) refuse(error_code::bad_request, "field 'period_ms' must be a number");
-        periodic_options po;
-        po.period = std::chrono::microseconds(std::llround(std::min(period.get<double>(), 1e9) * 1000.0));
-        if (const auto c = req.find("count"); c != req.end()) po.count = unsigned_field(*c, "count");
-        po.submit = submit_options_of(req);
-        const periodic_id id = srv.submit_periodic(program, args_of(req), std::move(po));
-        complete(seq, ok_line(to_json(srv.periodic_status(id)), tag));
-        return;
-      }
-      case op::periodic: {
-        only_fields(req, op_name, {"id"});
-        complete(seq, ok_line(to_json(srv.periodic_status(unsigned_field(field(req, "id"), "id"))), tag));
-        return;
-      }
-      case op::cancel_periodic: {
-        only_fields(req, op_name, {"id"});
-        const periodic_id id = unsigned_field(field(req, "id"), "id");
-        const bool cancelled = srv.cancel_periodic(id);
-        json r = to_json(srv.periodic_status(id));
-        r["cancelled"] = cancelled;
-        complete(seq, ok_line(std::move(r), tag));
-        return;
-      }
-      case op::jobs: {
-        only_fields(req, op_name, {});
-        json list = json::array();
-        for (const auto& j : srv.jobs()) list.push_back(to_json(j));
-        complete(seq, ok_line(json{{"jobs", std::move(list)}}, tag));
-        return;
-      }
-      case op::stats: {
-        only_fields(req, op_name, {});
-        complete(seq, ok_line(to_json(srv.stats()), tag));
-        return;
-      }
-      case op::subscribe: {
-        only_fields(req, op_name, {"interval_ms"});
-        std::int64_t interval = 1000;
-        if (const auto i = req.find("interval_ms"); i != req.end()) {
-          if (!i->is_number_integer())
-            refuse(error_code::bad_request, "field 'interval_ms' must be an integer");
-          interval = i->is_number_unsigned() && i->get<std::uint64_t>() > static_cast<std::uint64_t>(max_interval_ms)
-                         ? max_interval_ms + 1
-                         : i->get<std::int64_t>();
-          if (interval < min_interval_ms || interval > max_interval_ms)
-            refuse(error_code::bad_args, "interval_ms must be between " + std::to_string(min_interval_ms) + " and " +
-                                             std::to_string(max_interval_ms));
-        }
-        complete(seq, ok_line(json{{"subscribed", true}, {"interval_ms", interval}}, tag), interval);
-        return;
-      }
-      case op::unsubscribe: {
-        only_fields(req, op_name, {});
-        complete(seq, ok_line(json{{"subscribed", false}}, tag), -1);
-        return;
-      }
-      case op::set_policy: {
-        only_fields(req, op_name, {"policy"});
-        const std::string policy = string_field(req, "policy");
-        try {
-          srv.set_policy(policy);
-        } catch (const std::invalid_argument& e) {
-          refuse(error_code::bad_args, e.what());
-        }
-        complete(seq, ok_line(json{{"policy", policy}}, tag));
-        return;
-      }
-      case op::set_cores: {
-        only_fields(req, op_name, {"cores"});
-        const std::uint64_t n = unsigned_field(field(req, "cores"), "cores");
-        if (n > 1'000'000) refuse(error_code::bad_args, "cores must be at most the server's workers");
-        try {
-          srv.set_cores(static_cast<unsigned>(n));
-        } catch (const std::invalid_argument& e) {
-          refuse(error_code::bad_args, e.what());
-        }
-        complete(seq, ok_line(json{{"cores", n}}, tag));
-        return;
-      }
-      case op::programs: {
-        only_fields(req, op_name, {});
-        complete(seq, ok_line(json{{"programs", program_list(srv)}}, tag));
-        return;
-      }
-      case op::version: {
-        only_fields(req, op_name, {});
-        complete(seq, ok_line(json{{"protocol", version}, {"server", "promptlyd"}, {"version", PROMPTLY_VERSION},
-                                        {"workers", svc_.workers}}, tag));
-        return;
-      }
-      case op::auth: {
-        only_fields(req, op_name, {});
-        complete(seq, ok_line(json{{"authenticated", true}}, tag));
-        return;
-      }
-      case op::other:
-        refuse(error_code::unknown_op, "unknown op '" + clip(op_name) + "'");
-    }
+    op_call c{svc, svc.jobs(), req, op_name, done};
+    op_handlers[static_cast<std::size_t>(o)](c);
+    return;
   } catch (const refusal& r) {
-    svc_.count_error(r.code);
-    complete(seq, error_line(r.code, r.message, tag));
+    failure = error_reply(r.code, r.message);
   } catch (const error& e) {
-    fail(seq, e.code(), e.what(), tag);
+    failure = error_reply(std::string(to_string(e.code())), e.what());
   } catch (const std::exception& e) {
-    svc_.count_error(internal_error);
-    complete(seq, error_line(internal_error, e.what(), tag));
+    failure = error_reply(std::string(internal_error), e.what());
   }
+  svc.count_error(failure.code);
+  done(std::move(failure));
 }
 
 }  // namespace promptly::server::protocol

@@ -21,7 +21,12 @@ struct connection_options {
   std::string socket;
   std::string tcp;
   std::string token_file;
+  std::string url;  // the HTTP API instead (http://HOST:PORT), with the token file's bearer token
 };
+
+// One request to the HTTP API (conn.url); prints the reply as print_reply does and returns its exit code.
+int http_call_and_print(const connection_options& conn, const std::string& method, const std::string& path,
+                        const json& body = nullptr);
 
 // Connects as the options say (reads the token file for TCP).
 [[nodiscard]] server::daemon::endpoint make_endpoint(const connection_options& o);

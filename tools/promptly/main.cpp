@@ -66,6 +66,26 @@ int call_and_print(const connection_options& c, json request) {
   return print_reply(cl.call(std::move(request)));
 }
 
+// A job id of the line protocol (a number); node-prefixed ids belong to the HTTP API.
+std::uint64_t numeric_id(const std::string& text) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument("job id '" + text + "' is not a number (ids like n2-17 are the HTTP API's: use --url)");
+  return std::stoull(text);
+}
+
+// The subcommands the HTTP API serves; the rest need the line protocol.
+int over_http(const connection_options& c, const CLI::App& app, const json& submit_body, const std::string& id) {
+  if (app.got_subcommand("submit")) return http_call_and_print(c, "POST", "/v1/jobs", submit_body);
+  if (app.got_subcommand("status")) return http_call_and_print(c, "GET", "/v1/jobs/" + id);
+  if (app.got_subcommand("wait")) return http_call_and_print(c, "GET", "/v1/jobs/" + id + "?wait=1");
+  if (app.got_subcommand("cancel")) return http_call_and_print(c, "DELETE", "/v1/jobs/" + id);
+  if (app.got_subcommand("jobs")) return http_call_and_print(c, "GET", "/v1/jobs");
+  if (app.got_subcommand("stats")) return http_call_and_print(c, "GET", "/v1/stats");
+  std::fprintf(stderr, "promptly: %s is not served over --url (the HTTP API has submit, status, wait, cancel, jobs, stats)\n",
+               app.get_subcommands().front()->get_name().c_str());
+  return exit_usage;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,7 +97,10 @@ int main(int argc, char** argv) {
   app.add_option("--socket", conn.socket, "promptlyd's Unix socket (default " +
                                               promptly::server::daemon::default_socket_path() + ")");
   app.add_option("--tcp", conn.tcp, "Connect over TCP to HOST:PORT instead (needs --token-file)");
-  app.add_option("--token-file", conn.token_file, "File holding the TCP token (mode 0600)");
+  app.add_option("--token-file", conn.token_file, "File holding the TCP or HTTP token (mode 0600)");
+  app.add_option("--url", conn.url,
+                 "Use the HTTP API at http://HOST:PORT instead (a daemon's --http or a cluster's HAProxy; "
+                 "needs --token-file)");
 
   // submit
   auto* submit = app.add_subcommand("submit", "Submit a job: PROGRAM key=value... (see `promptly programs`)");
@@ -102,7 +125,7 @@ int main(int argc, char** argv) {
   submit_periodic->add_option("--count", periodic_count, "Instances to release (0 = until cancelled)")->capture_default_str();
   submit_periodic->add_option("--class", job_class, "Priority class of every instance");
 
-  std::uint64_t id = 0;
+  std::string id;
   auto* periodic = app.add_subcommand("periodic", "Print a periodic task: released, done, missed, ...");
   periodic->add_option("id", id, "Periodic task id")->required();
   auto* cancel_periodic = app.add_subcommand("cancel-periodic", "Release no further instance of a periodic task");
@@ -165,6 +188,11 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (!conn.url.empty()) {
+      json body{{"program", program}, {"args", parse_args(kv)}, {"wait", wait}};
+      if (!job_class.empty()) body["class"] = job_class;
+      return over_http(conn, app, body, id);
+    }
     if (*submit) {
       json r{{"op", "submit"}, {"program", program}, {"args", parse_args(kv)}, {"wait", wait}};
       if (!job_class.empty()) r["class"] = job_class;
@@ -176,11 +204,11 @@ int main(int argc, char** argv) {
       if (!job_class.empty()) r["class"] = job_class;
       return call_and_print(conn, r);
     }
-    if (*periodic) return call_and_print(conn, {{"op", "periodic"}, {"id", id}});
-    if (*cancel_periodic) return call_and_print(conn, {{"op", "cancel_periodic"}, {"id", id}});
-    if (*wait_cmd) return call_and_print(conn, {{"op", "wait"}, {"id", id}});
-    if (*status) return call_and_print(conn, {{"op", "status"}, {"id", id}});
-    if (*cancel) return call_and_print(conn, {{"op", "cancel"}, {"id", id}});
+    if (*periodic) return call_and_print(conn, {{"op", "periodic"}, {"id", numeric_id(id)}});
+    if (*cancel_periodic) return call_and_print(conn, {{"op", "cancel_periodic"}, {"id", numeric_id(id)}});
+    if (*wait_cmd) return call_and_print(conn, {{"op", "wait"}, {"id", numeric_id(id)}});
+    if (*status) return call_and_print(conn, {{"op", "status"}, {"id", numeric_id(id)}});
+    if (*cancel) return call_and_print(conn, {{"op", "cancel"}, {"id", numeric_id(id)}});
     if (*jobs) return call_and_print(conn, {{"op", "jobs"}});
     if (*stats) return call_and_print(conn, {{"op", "stats"}});
     if (*programs) return call_and_print(conn, {{"op", "programs"}});

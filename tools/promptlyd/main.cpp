@@ -4,7 +4,9 @@
 //
 // Threads: the runtime's workers run jobs only; the front end's epoll thread
 // serves every connection; the metrics endpoint's threads
-// (metrics_http.hpp) serve /metrics, /healthz and /readyz; with --partition,
+// (metrics_http.hpp) serve /metrics, /healthz and /readyz, and with --http
+// the HTTP API's (http_api.hpp) too; with --agent-port, the agent's thread
+// answers HAProxy (src/server/daemon_agent.hpp); with --partition,
 // the partition thread moves the cores the jobs hold between resctrl groups
 // (src/server/daemon_partition); the main thread waits for SIGTERM/SIGINT
 // and drains.
@@ -31,7 +33,9 @@
 #include <promptly/server/plugin.hpp>
 #include <promptly/version.hpp>
 
+#include "http_api.hpp"
 #include "metrics_http.hpp"
+#include "server/daemon_agent.hpp"
 #include "server/daemon_front_end.hpp"
 #include "server/daemon_metrics.hpp"
 #include "server/daemon_partition.hpp"
@@ -48,6 +52,13 @@ struct options {
   std::string tcp;
   std::string token_file;
   std::string metrics;
+  std::string http;
+  std::string node_id;
+  std::string tls_cert, tls_key;
+  unsigned http_threads = 64;
+  std::size_t max_body_bytes = std::size_t{1} << 20;
+  double http_request_timeout_s = 5;
+  int agent_port = -1;
   unsigned workers = 0;
   std::string policy;
   unsigned os_slice_us = 0;
@@ -87,6 +98,75 @@ void say(const std::string& line) {
 // daemon abandons them, and the exit status when it did (docs/server.md).
 constexpr std::chrono::milliseconds cancel_grace{1000};
 constexpr int exit_abandoned = 3;
+
+// The HTTP API's listener and HAProxy's agent, when asked for.
+struct http_listeners {
+  std::optional<daemon::http_api> api;
+  std::optional<daemon::metrics_http> http;
+  std::optional<daemon::agent_listener> agent;
+  void stop() {
+    http.reset();  // ends the event streams, then the server
+    agent.reset();
+  }
+};
+
+void start_http(const options& o, protocol::service& svc, job_server& srv, unsigned workers, const std::string& token,
+                http_listeners& out, std::vector<std::string>& lines) {
+  if (!o.http.empty()) {
+    daemon::http_api_options ao;
+    ao.token = token;
+    ao.node_id = o.node_id;
+    ao.max_body_bytes = o.max_body_bytes;
+    // Threads beyond these stay free for probes and short requests.
+    ao.max_blocking = o.http_threads - std::min(o.http_threads / 4, 8u);
+    out.api.emplace(svc, ao);
+    daemon::metrics_http_options ho;
+    ho.max_threads = o.http_threads;
+    ho.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.http_request_timeout_s * 1000));
+    ho.api = &*out.api;
+    ho.tls_cert = o.tls_cert;
+    ho.tls_key = o.tls_key;
+    out.http.emplace(svc, workers, o.http, ho);
+    lines.push_back("listening http " + out.http->url());
+  }
+  if (o.agent_port >= 0) {
+    const int fd = daemon::listen_tcp("127.0.0.1", static_cast<std::uint16_t>(o.agent_port));
+    const std::uint16_t port = daemon::bound_port(fd);
+    out.agent.emplace(srv, daemon::agent_limits{workers, o.max_running, o.max_queued}, fd);
+    lines.push_back("agent 127.0.0.1:" + std::to_string(port));
+  }
+}
+
+// After the drain: the totals on stderr, our socket file removed, and the
+// exit status (3, without destroying anything, if jobs were abandoned).
+int finish_drain(const options& o, job_server& srv, const job_server::drain_report& drained, std::size_t unsent,
+                 std::chrono::steady_clock::time_point t0, const daemon::socket_file_id& socket_file) {
+  const auto st = srv.stats();
+  std::fprintf(stderr,
+               "promptlyd: drained in %.3f s: %zu job(s) cancelled at the deadline; totals submitted %llu done %llu "
+               "failed %llu cancelled %llu rejected %llu; %zu connection(s) closed with replies unsent\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), drained.cancelled,
+               static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
+               static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
+               static_cast<unsigned long long>(st.rejected), unsent);
+  // Only our own socket file: a daemon started since our listener closed
+  // has bound a new one at the same path.
+  if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
+    std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
+  if (!drained.abandoned.empty()) {
+    // Their tasks still run on the runtime's workers: destroying the server
+    // and the runtime would wait for them, so exit without destroying them.
+    for (const auto& j : drained.abandoned)
+      std::fprintf(stderr, "promptlyd: abandoned job %llu (%s), running %.3f s, still running %.1f s after its cancellation\n",
+                   static_cast<unsigned long long>(j.id), j.program.c_str(), j.timing.run_us / 1e6,
+                   std::chrono::duration<double>(cancel_grace).count());
+    std::fprintf(stderr, "promptlyd: exit status %d: %zu job(s) abandoned at the drain deadline\n", exit_abandoned,
+                 drained.abandoned.size());
+    std::fflush(nullptr);
+    std::_Exit(exit_abandoned);
+  }
+  return 0;
+}
 
 int serve(const options& o, const partitioning& parts) {
   // Block the stop signals before any thread exists, so every thread
@@ -142,12 +222,12 @@ int serve(const options& o, const partitioning& parts) {
     fe.add_listener(daemon::listen_unix(o.socket, &socket_file), std::nullopt);
     lines.push_back("listening unix " + o.socket);
   }
+  const std::string token = o.token_file.empty() ? std::string() : daemon::read_token_file(o.token_file);
   if (!o.tcp.empty()) {
     const auto hp = daemon::parse_host_port(o.tcp);
-    std::string token = daemon::read_token_file(o.token_file);
     const int fd = daemon::listen_tcp(hp.host, hp.port);
     const std::uint16_t port = daemon::bound_port(fd);
-    fe.add_listener(fd, std::move(token));
+    fe.add_listener(fd, token);
     lines.push_back("listening tcp " + (hp.host == "::1" ? "[::1]" : hp.host) + ":" + std::to_string(port));
   }
   std::optional<daemon::metrics_http> metrics;
@@ -155,6 +235,10 @@ int serve(const options& o, const partitioning& parts) {
     metrics.emplace(svc, rt.workers(), o.metrics);
     lines.push_back("metrics " + metrics->url() + "/metrics");
   }
+  // The HTTP API (http_api.hpp) on a listener of its own, so its waiting
+  // requests never delay a --metrics scrape; the agent beside it.
+  http_listeners http;
+  start_http(o, svc, srv, rt.workers(), token, http, lines);
   fe.start();
   for (const auto& l : lines) say(l);
   std::fprintf(stderr, "promptlyd %s: %u workers, max %zu running + %zu queued, pid %d\n", PROMPTLY_VERSION,
@@ -176,49 +260,20 @@ int serve(const options& o, const partitioning& parts) {
   // one that ignores cancellation is abandoned, and the daemon exits anyway.
   const auto drained = srv.drain_within(std::chrono::milliseconds(static_cast<std::int64_t>(o.drain_timeout_s * 1000)),
                                         cancel_grace);
-  const std::size_t cancelled = drained.cancelled;
   const std::size_t unsent =
       fe.finish(std::chrono::milliseconds(static_cast<std::int64_t>(o.flush_timeout_s * 1000)));
   metrics.reset();
+  http.stop();
   if (partition) {
     if (partition->stop())
       std::fprintf(stderr, "promptlyd: partition groups removed from %s\n", o.resctrl_root.c_str());
     else
       std::fprintf(stderr, "promptlyd: some partition groups stay in %s (see above)\n", o.resctrl_root.c_str());
   }
-  const auto st = srv.stats();
-  std::fprintf(stderr,
-               "promptlyd: drained in %.3f s: %zu job(s) cancelled at the deadline; totals submitted %llu done %llu "
-               "failed %llu cancelled %llu rejected %llu; %zu connection(s) closed with replies unsent\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), cancelled,
-               static_cast<unsigned long long>(st.submitted), static_cast<unsigned long long>(st.done),
-               static_cast<unsigned long long>(st.failed), static_cast<unsigned long long>(st.cancelled),
-               static_cast<unsigned long long>(st.rejected), unsent);
-  // Only our own socket file: a daemon started since our listener closed
-  // has bound a new one at the same path.
-  if (!o.no_socket && !daemon::remove_socket_file(o.socket, socket_file))
-    std::fprintf(stderr, "promptlyd: %s is not the socket this daemon bound any more; left in place\n", o.socket.c_str());
-  if (!drained.abandoned.empty()) {
-    // Their tasks still run on the runtime's workers: destroying the server
-    // and the runtime would wait for them, so exit without destroying them.
-    for (const auto& j : drained.abandoned)
-      std::fprintf(stderr, "promptlyd: abandoned job %llu (%s), running %.3f s, still running %.1f s after its cancellation\n",
-                   static_cast<unsigned long long>(j.id), j.program.c_str(), j.timing.run_us / 1e6,
-                   std::chrono::duration<double>(cancel_grace).count());
-    std::fprintf(stderr, "promptlyd: exit status %d: %zu job(s) abandoned at the drain deadline\n", exit_abandoned,
-                 drained.abandoned.size());
-    std::fflush(nullptr);
-    std::_Exit(exit_abandoned);
-  }
-  return 0;
+  return finish_drain(o, srv, drained, unsent, t0, socket_file);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"promptlyd: the multiprogrammed parallel job server (protocol version 1, docs/server.md)"};
-  app.set_version_flag("--version", std::string("promptlyd ") + PROMPTLY_VERSION + " (protocol 1)");
-  options o;
+void add_options(CLI::App& app, options& o) {
   app.add_option("--socket", o.socket, "Unix socket path (created mode 0600; its directory must be owned by you)")
       ->capture_default_str();
   app.add_flag("--no-socket", o.no_socket, "Do not listen on a Unix socket (then --tcp is required)");
@@ -226,6 +281,22 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", o.token_file, "File whose first line is the token TCP clients must send (mode 0600)")
       ->check(CLI::ExistingFile);
   app.add_option("--metrics", o.metrics, "Serve /metrics, /healthz and /readyz on HOST:PORT (loopback only)");
+  app.add_option("--http", o.http,
+                 "Serve the HTTP/JSON API (/v1) and /metrics, /healthz, /readyz on HOST:PORT (needs --token-file; "
+                 "beyond loopback also --tls-cert and --tls-key; port 0 = any)");
+  app.add_option("--node-id", o.node_id, "Prefix of this node's job ids in the HTTP API ([A-Za-z0-9_]{1,32})");
+  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain for --http (HTTPS)")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tls_key, "PEM private key for --http (mode 0600)")->check(CLI::ExistingFile);
+  app.add_option("--http-threads", o.http_threads, "HTTP connections served at once (more wait in accept order)")
+      ->capture_default_str()->check(CLI::Range(8u, 4096u));
+  app.add_option("--max-body", o.max_body_bytes, "Largest HTTP request body in bytes (more: 413)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{64} << 20));
+  app.add_option("--http-request-timeout", o.http_request_timeout_s,
+                 "Seconds an HTTP client has to send its whole request (headers and body)")
+      ->capture_default_str()->check(CLI::Range(0.01, 600.0));
+  app.add_option("--agent-port", o.agent_port,
+                 "Answer HAProxy's agent check on 127.0.0.1:PORT (0 = any; docs/cluster.md)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--workers", o.workers, "Worker threads (0 = every CPU available)")->capture_default_str();
   app.add_option("--policy", o.policy, "Core-allocation policy (default: the runtime's)");
   app.add_option("--os-slice-us", o.os_slice_us,
@@ -259,6 +330,33 @@ int main(int argc, char** argv) {
   app.add_option("--partition-interval-ms", o.partition_interval_ms,
                  "Milliseconds between moves of the cores' resctrl groups (with --partition)")
       ->capture_default_str()->check(CLI::Range(1u, 60000u));
+}
+
+// Combinations that would expose the API unsafely are refused (exit 2).
+void check_http_options(const options& o) {
+  using promptly::server::daemon::http_api;
+  if (!o.node_id.empty() && !http_api::valid_node_id(o.node_id))
+    throw CLI::ValidationError("--node-id", "'" + o.node_id + "' is not 1-32 of A-Z a-z 0-9 _");
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    throw CLI::ValidationError("--tls-cert", "--tls-cert and --tls-key go together");
+  if (o.http.empty()) {
+    if (!o.tls_cert.empty()) throw CLI::ValidationError("--tls-cert", "needs --http (TLS is for the HTTP API)");
+    return;
+  }
+  const auto hp = promptly::server::daemon::parse_host_port(o.http);
+  if (o.token_file.empty()) throw CLI::ValidationError("--http", "needs --token-file (HTTP clients must show a bearer token)");
+  if (!promptly::server::daemon::is_loopback(hp.host) && o.tls_cert.empty())
+    throw CLI::ValidationError("--http", o.http + " is not a loopback address: beyond loopback the API needs TLS "
+                                         "(--tls-cert and --tls-key)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"promptlyd: the multiprogrammed parallel job server (protocol version 1, docs/server.md)"};
+  app.set_version_flag("--version", std::string("promptlyd ") + PROMPTLY_VERSION + " (protocol 1)");
+  options o;
+  add_options(app, o);
   partitioning parts;
   try {
     app.parse(argc, argv);
@@ -274,6 +372,7 @@ int main(int argc, char** argv) {
         throw CLI::ValidationError("--os-slice-us", e.what());
       }
     }
+    check_http_options(o);
     if (!o.tcp.empty()) (void)promptly::server::daemon::parse_host_port(o.tcp);
     if (!o.metrics.empty()) (void)promptly::server::daemon::parse_host_port(o.metrics);
     for (const auto& v : o.partitions) parts.specs.push_back(promptly::server::daemon::parse_partition(v));

@@ -16,8 +16,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <httplib.h>
 
+#include "http_api.hpp"
 #include "server/daemon_metrics.hpp"
 #include "server/daemon_socket.hpp"
 
@@ -103,19 +108,18 @@ class growing_pool final : public httplib::TaskQueue {
 // a byte every few seconds would keep a connection forever).
 class deadline_stream final : public httplib::Stream {
  public:
-  deadline_stream(int fd, steady::time_point read_by, steady::time_point write_by)
-      : fd_(fd), read_by_(read_by), write_by_(write_by) {}
+  deadline_stream(int fd, steady::time_point read_by, steady::duration write_timeout)
+      : fd_(fd), read_by_(read_by), write_timeout_(write_timeout) {}
 
-  bool is_readable() const override { return off_ < len_ || wait(POLLIN, read_by_); }
-  bool is_writable() const override { return wait(POLLOUT, write_by_); }
+  bool is_readable() const override {
+    return off_ < len_ || (ssl_ && SSL_pending(ssl_) > 0) || wait(POLLIN, read_by_);
+  }
+  bool is_writable() const override { return wait(POLLOUT, steady::now() + write_timeout_); }
 
   ssize_t read(char* ptr, size_t size) override {
     // Buffered: httplib reads its request line and headers a byte at a time.
     if (off_ == len_) {
-      if (!wait(POLLIN, read_by_)) return -1;
-      ssize_t n;
-      do n = ::recv(fd_, buf_, sizeof buf_, 0);
-      while (n < 0 && errno == EINTR);
+      const ssize_t n = ssl_ ? tls_io(false, buf_, sizeof buf_, read_by_) : plain_recv();
       if (n <= 0) return n;
       off_ = 0;
       len_ = static_cast<std::size_t>(n);
@@ -126,17 +130,56 @@ class deadline_stream final : public httplib::Stream {
     return static_cast<ssize_t>(k);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!wait(POLLOUT, write_by_)) return -1;
+    // Per write: a long wait or an event stream writes late, but each of
+    // its writes must get through in time.
+    const auto by = steady::now() + write_timeout_;
+    if (ssl_) return tls_io(true, const_cast<char*>(ptr), size, by);
+    if (!wait(POLLOUT, by)) return -1;
     ssize_t n;
     do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     return n;
+  }
+  // Serve TLS on the (non-blocking) socket: the handshake must end by read_by.
+  bool start_tls(SSL* ssl) {
+    ssl_ = ssl;
+    for (;;) {
+      const int r = SSL_accept(ssl_);
+      if (r == 1) return true;
+      if (!wait_for_tls(SSL_get_error(ssl_, r), read_by_)) return false;
+    }
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
   void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
   socket_t socket() const override { return fd_; }
 
  private:
+  ssize_t plain_recv() {
+    if (!wait(POLLIN, read_by_)) return -1;
+    ssize_t n;
+    do n = ::recv(fd_, buf_, sizeof buf_, 0);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  // One SSL_read or SSL_write, waiting (until `by`) for what the record
+  // layer needs: a TLS read may need to write and a write to read.
+  ssize_t tls_io(bool writing, char* p, std::size_t n, steady::time_point by) {
+    for (;;) {
+      const int len = static_cast<int>(std::min<std::size_t>(n, 1 << 30));
+      const int r = writing ? SSL_write(ssl_, p, len) : SSL_read(ssl_, p, len);
+      if (r > 0) return r;
+      const int e = SSL_get_error(ssl_, r);
+      if (e == SSL_ERROR_ZERO_RETURN) return 0;
+      if (!wait_for_tls(e, by)) return -1;
+    }
+  }
+  bool wait_for_tls(int ssl_error, steady::time_point by) const {
+    ERR_clear_error();
+    if (ssl_error == SSL_ERROR_WANT_READ) return wait(POLLIN, by);
+    if (ssl_error == SSL_ERROR_WANT_WRITE) return wait(POLLOUT, by);
+    return false;
+  }
+
   // Whether the socket is ready for `events` before `by`.
   bool wait(short events, steady::time_point by) const {
     for (;;) {
@@ -168,7 +211,9 @@ class deadline_stream final : public httplib::Stream {
   }
 
   int fd_;
-  steady::time_point read_by_, write_by_;
+  steady::time_point read_by_;
+  steady::duration write_timeout_;
+  SSL* ssl_ = nullptr;
   char buf_[4096];
   std::size_t off_ = 0, len_ = 0;
 };
@@ -179,7 +224,25 @@ class deadline_stream final : public httplib::Stream {
 // read through a deadline_stream.
 class metrics_http::server final : public httplib::Server {
  public:
-  explicit server(metrics_http_options opts) : opts_(opts) {}
+  explicit server(metrics_http_options opts) : opts_(opts) {
+    if (opts_.tls_cert.empty()) return;
+    tls_ = SSL_CTX_new(TLS_server_method());
+    if (!tls_) throw std::runtime_error("TLS: cannot create a context");
+    SSL_CTX_set_min_proto_version(tls_, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(tls_, opts_.tls_cert.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(tls_, opts_.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(tls_) != 1) {
+      char why[256];
+      ERR_error_string_n(ERR_get_error(), why, sizeof why);
+      SSL_CTX_free(tls_);
+      throw std::runtime_error("TLS: cannot use certificate " + opts_.tls_cert + " with key " + opts_.tls_key + ": " + why);
+    }
+  }
+  ~server() override {
+    if (tls_) SSL_CTX_free(tls_);
+  }
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
   // httplib listens with a backlog of 5: connections beyond it wait for a
   // SYN retransmission (1 s and more), probes included. Linux takes a new
   // backlog from a second listen().
@@ -190,9 +253,23 @@ class metrics_http::server final : public httplib::Server {
     bool ok = false;
     if (!drop_current_connection) {
       const auto read_by = steady::now() + opts_.request_timeout;
-      deadline_stream strm(sock, read_by, read_by + opts_.response_timeout);
-      bool closed = false;
-      ok = process_request(strm, /*close_connection=*/true, closed, [](httplib::Request&) {});
+      deadline_stream strm(sock, read_by, opts_.response_timeout);
+      SSL* ssl = nullptr;
+      if (tls_) {
+        ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
+        ssl = SSL_new(tls_);
+        if (ssl && SSL_set_fd(ssl, sock) != 1) {
+          SSL_free(ssl);
+          ssl = nullptr;
+        }
+      }
+      if (!tls_ || (ssl && strm.start_tls(ssl))) {
+        bool closed = false;
+        ok = process_request(strm, /*close_connection=*/true, closed, [](httplib::Request&) {});
+        if (ssl) SSL_shutdown(ssl);  // one try: the close below ends the connection either way
+      }
+      if (ssl) SSL_free(ssl);
+      ERR_clear_error();
     }
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
@@ -200,13 +277,16 @@ class metrics_http::server final : public httplib::Server {
   }
 
   const metrics_http_options opts_;
+  SSL_CTX* tls_ = nullptr;
 };
 
 metrics_http::metrics_http(protocol::service& svc, unsigned workers, const std::string& spec, metrics_http_options opts)
-    : http_(std::make_unique<server>(opts)) {
+    : http_(std::make_unique<server>(opts)), api_(opts.api) {
   const auto hp = parse_host_port(spec);
-  if (!is_loopback(hp.host))
-    throw std::runtime_error("--metrics " + spec + " refused: the metrics endpoint listens on loopback only");
+  if (!is_loopback(hp.host) && opts.tls_cert.empty())
+    throw std::runtime_error(spec + " refused: without TLS this endpoint listens on loopback only");
+  if (api_) api_->install(*http_);
+  if (!opts.tls_cert.empty()) scheme_ = "https";
   http_->new_task_queue = [opts] { return new growing_pool(opts.max_threads); };
   http_->Get("/metrics", [&svc, workers](const httplib::Request&, httplib::Response& res) {
     res.set_content(render_metrics(svc, workers), "text/plain; version=0.0.4; charset=utf-8");
@@ -232,10 +312,11 @@ metrics_http::metrics_http(protocol::service& svc, unsigned workers, const std::
 }
 
 metrics_http::~metrics_http() {
+  if (api_) api_->stop();
   http_->stop();
   thread_.join();
 }
 
-std::string metrics_http::url() const { return "http://" + host_ + ":" + std::to_string(port_); }
+std::string metrics_http::url() const { return scheme_ + "://" + host_ + ":" + std::to_string(port_); }
 
 }  // namespace promptly::server::daemon
