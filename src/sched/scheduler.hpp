@@ -136,11 +136,14 @@ class scheduler {
   pool_record& make_pool_record_locked(std::uint32_t id);
 
   // scheduling_loop.cpp
+  // The set-walking rules (set_walk.hpp) read pools through this.
+  auto ready_in_pool() const noexcept {
+    return [this](std::uint32_t id) noexcept { return pool_at(id).has_ready_work(); };
+  }
   unsigned pool_to_serve(worker& w) noexcept;  // the loop top's pick from w's set
-  std::uint8_t pools_to_take_from(const pool_set& s) noexcept;
   void refresh_boundary_word(worker& w) noexcept;
   bool more_urgent_work_in_set(worker& w) noexcept;
-  bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;
+  bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;  // set_walk.hpp, on this runtime's pools
   task* find_work(worker& w);                   // mugging, then Algorithm 5
   task* wait_for_task(worker& w);               // Algorithm 5 over w's set
   task* explore_task(worker& w);                // Algorithm 4

@@ -24,7 +24,7 @@
 //    touches all agree.
 //  * A worker that accepted its assignment serves a pool of its set.
 //  * A ranked set is a priority order: a worker takes work only from the
-//    pools of its set up to the first with ready work (pools_to_take_from).
+//    pools of its set up to the first with ready work (set_walk.hpp).
 //    A thief that leaves queued work of a pool below that one untaken naps
 //    (sentinel_nap) rather than sleeps and passes the wake-up on, so Lemma
 //    1's bound (work waits at most a nap) holds for that pool too once the
@@ -49,6 +49,7 @@
 
 #include "chaos.hpp"
 #include "scheduler.hpp"
+#include "set_walk.hpp"
 
 namespace promptly::detail {
 namespace {
@@ -147,39 +148,15 @@ void scheduler::run_scheduling_loop() {
   }
 }
 
-// The pool the worker should serve now: none if its set is empty (it
-// sleeps); the pool it serves if the set is every pool; else, walking the
-// ranked set, the first pool ranked above the pool it serves that has ready
-// work (queued, or running on a worker), else that pool, and the set's most
-// urgent pool if the pool it serves is not in the set. Running work counts,
-// as it does for the policies: a pool whose workers run work that keeps
-// spawning keeps the cores ranked to it, though at a given instant it may
-// have nothing to steal (else a core would leave at every such instant and
-// be back at its next strand boundary).
+// The pool the worker should serve now (set_walk.hpp), reading its
+// assignment again if the word changed.
 unsigned scheduler::pool_to_serve(worker& w) noexcept {
   unsigned word = assignment_of(w.assigned.load(std::memory_order_acquire));  // acquire: the published set (assignment.hpp)
   if (word != w.set_word) [[unlikely]] {
     w.set = read_assignment(w, word);
     w.set_word = word;
   }
-  const pool_set& s = w.set;
-  if (s.every()) return w.pool;
-  for (std::uint8_t i = 0; i < s.count; ++i) {
-    const std::uint32_t id = s.ids[i];
-    if (id == w.pool || pool_at(id).has_ready_work()) return id;
-  }
-  return s.first();  // no_pool when asleep
-}
-
-// How many pools of a ranked set a worker takes work from now: those up to
-// and including the first with ready work (all of them if none has any).
-// A worker takes work from a less urgent pool of its set only while every
-// more urgent one is idle: it donates itself, it does not wander.
-std::uint8_t scheduler::pools_to_take_from(const pool_set& s) noexcept {
-  if (s.count < 2) return s.count;
-  for (std::uint8_t i = 0; i + 1 < s.count; ++i)
-    if (pool_at(s.ids[i]).has_ready_work()) return static_cast<std::uint8_t>(i + 1);
-  return s.count;
+  return set_walk::pool_to_serve(w.set, w.pool, ready_in_pool());
 }
 
 // The donated mark (worker_view.hpp): set while the worker serves a pool
@@ -190,13 +167,8 @@ void scheduler::refresh_boundary_word(worker& w) noexcept {
   w.boundary_word = w.accepted | (donated ? donated_mark : 0u);
 }
 
-// True when `pool` is in ranked set `s` and a pool ranked above it has
-// ready work: a worker serving `pool` with that set belongs further up.
 bool scheduler::ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept {
-  if (s.what != pool_set::kind::pools) return false;
-  for (std::uint8_t i = 0; i < s.count && s.ids[i] != pool; ++i)
-    if (pool_at(s.ids[i]).has_ready_work()) return s.contains(pool);
-  return false;
+  return set_walk::ready_work_ranked_above(s, pool, ready_in_pool());
 }
 
 // A donated worker at a strand boundary: does a pool of its set ranked
@@ -340,7 +312,7 @@ bool scheduler::moved(const worker& w) const noexcept {
 // deques left there). A worker serving every pool takes from any.
 task* scheduler::steal_once(worker& w) {
   const pool_set& s = w.set;
-  const std::uint8_t takeable = s.every() ? 0 : pools_to_take_from(s);
+  const std::uint8_t takeable = set_walk::pools_to_take_from(s, ready_in_pool());  // 0 for every pool
   const std::span<const std::uint32_t> from(s.ids.data(), takeable);
   const unsigned v = w.next_random(worker_count());
   if (v != w.index) {
@@ -481,11 +453,11 @@ task* scheduler::wait_for_task(worker& w) {
   }
   const std::span<domain> mine(domains.data(), count);
   // A pool of a ranked set below one with ready work is not taken from
-  // (pools_to_take_from): its queued work neither keeps the worker
+  // (set_walk::pools_to_take_from): its queued work neither keeps the worker
   // exploring nor is left behind while it sleeps (it naps, below).
   auto takeable = [&](const domain& d) {
     if (s.every()) return true;
-    const auto end = s.ids.begin() + pools_to_take_from(s);
+    const auto end = s.ids.begin() + set_walk::pools_to_take_from(s, ready_in_pool());
     return std::find(s.ids.begin(), end, d.id) != end;
   };
   auto queued_in = [&](const domain& d) {
