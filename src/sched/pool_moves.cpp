@@ -69,7 +69,7 @@ void scheduler::leave_pool(worker& w) {
   chaos::point();
   if (left_work) {
     note_nonempty(p.id);
-    notify_pool(p.id);  // a sleeping worker of the old pool can mug it
+    sleep_.notify_pool(p.id);  // a sleeping worker of the old pool can mug it
   } else {
     note_maybe_empty(p.id);
   }

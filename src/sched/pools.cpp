@@ -353,7 +353,7 @@ void scheduler::inject(task* t, bool resumed) noexcept {
   else
     p.injection.push(t);
   note_nonempty(id);
-  notify_pool(id);
+  sleep_.notify_pool(id);
 }
 
 void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
@@ -381,7 +381,7 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_
   }
   pool_at(pool).injection.push_batch(tasks, count);
   note_nonempty(pool);
-  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_pool(pool);
+  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) sleep_.notify_pool(pool);
 }
 
 // ---- the inline API's entry points (worker_view.hpp) ----

@@ -4,7 +4,9 @@
 // lives (src/sched/README.md has the protocols):
 //   scheduler.cpp        construction, worker threads, fibers, shutdown
 //   pools.cpp            the pool table: create, remove, recycle; making work ready
-//   scheduling_loop.cpp  the worker loop and the sleep protocol, per pool
+//   scheduling_loop.cpp  the worker loop and the waiting side of the sleep protocol, per pool
+//   set_walk.hpp         walking a ranked set (shared with the simulator)
+//   sleep_protocol.*     the sleep domains, their counters, waking a worker of one
 //   pool_moves.cpp       a worker leaving and arriving at pools
 //   parking.cpp          waiting: parking fibers, blocking threads
 //   policy_driver.cpp    the policy thread: events, quanta, stats
@@ -36,6 +38,7 @@
 #include "promptly/ext/policy.hpp"
 #include "promptly/pool.hpp"
 #include "promptly/stats.hpp"
+#include "sleep_protocol.hpp"
 #include "worker.hpp"
 
 namespace promptly::detail {
@@ -155,21 +158,6 @@ class scheduler {
   void become_active(worker& w) noexcept;
   void become_inactive(worker& w) noexcept;
   void set_phase(worker& w, worker_phase p) noexcept;
-  // The sleep domain of the workers that serve every pool (Lemma 1's
-  // counters for them), named like a pool in notify_thief_of.
-  static constexpr std::uint32_t every_domain = max_pools;
-  // Wakes one waiting worker whose set holds `pool` (a worker serving every
-  // pool too; for every_domain, one serving every pool): work arrived there.
-  // Never one the policy put to sleep.
-  void notify_pool(std::uint32_t pool) noexcept;
-  // Wakes one waiting worker counted among the thieves of `domain` (a pool:
-  // a worker whose ranked set holds it; every_domain: one serving every
-  // pool): Lemma 1's hand-over.
-  void notify_thief_of(std::uint32_t domain) noexcept;
-  void notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept;
-  // v's assignment for the word `word` read from v.assigned (updated if it
-  // changed while the set was read).
-  pool_set read_assignment(const worker& v, unsigned& word) const noexcept;
 
   // pool_moves.cpp
   void leave_pool(worker& w);
@@ -225,11 +213,8 @@ class scheduler {
 
   runtime_config cfg_;
   std::vector<std::unique_ptr<worker>> workers_;
+  sleep_protocol sleep_{workers_};  // the sleep domains and waking a worker of one
   alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished counted tasks (all pools)
-  // The every-pool domain's Taskflow counters (a worker serving every pool
-  // and active at pool P counts in P's num_actives and here).
-  alignas(64) std::atomic<int> every_actives_{0};
-  alignas(64) std::atomic<int> every_thieves_{0};
   std::atomic<bool> accepting_{true};
   std::atomic<int> foreign_injectors_{0};  // non-worker threads inside inject (pools.cpp)
   std::atomic<bool> stopping_{false};

@@ -215,13 +215,9 @@ void scheduler::become_active(worker& w) noexcept {
   const bool adaptive = cfg_.sleep == sleep_mode::adaptive;
   pool_record& p = *w.at;
   w.active_domain = &p;
-  if (p.num_actives.fetch_add(1, std::memory_order_seq_cst) == 0 && adaptive &&
-      p.num_thieves.load(std::memory_order_seq_cst) == 0)
-    notify_thief_of(p.id);
+  sleep_.become_active(sleep_protocol::of(p), adaptive);
   w.active_every = w.set.every();
-  if (w.active_every && every_actives_.fetch_add(1, std::memory_order_seq_cst) == 0 && adaptive &&
-      every_thieves_.load(std::memory_order_seq_cst) == 0)
-    notify_thief_of(every_domain);
+  if (w.active_every) sleep_.become_active(sleep_.every(), adaptive);
   // A decision that read the pool between our taking the task and the
   // increment above saw it empty (nothing queued, nobody active). Seq-cst
   // after the increment: either that decision's re-check saw us, or we see
@@ -235,14 +231,9 @@ void scheduler::become_inactive(worker& w) noexcept {
   if (!w.active) return;
   w.active = false;
   set_phase(w, worker_phase::looking);
-  const int before = w.active_domain->num_actives.fetch_sub(1, std::memory_order_seq_cst);
-  assert(before > 0 && "num_actives never goes negative");
-  if (before == 1) wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
-  if (w.active_every) {
-    const int every_before = every_actives_.fetch_sub(1, std::memory_order_seq_cst);
-    assert(every_before > 0 && "the every-pool domain's num_actives never goes negative");
-    (void)every_before;
-  }
+  if (sleep_.become_inactive(sleep_protocol::of(*w.active_domain)) == 1)
+    wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
+  if (w.active_every) sleep_.become_inactive(sleep_.every());
 }
 
 void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
@@ -258,42 +249,6 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   block_current_thread(publish, event);
   if (was_active) become_active(w);
   p.parked.fetch_sub(1, std::memory_order_seq_cst);
-}
-
-pool_set scheduler::read_assignment(const worker& v, unsigned& word) const noexcept {
-  for (;;) {
-    if (word == no_pool) return pool_set::none();
-    if (!(word & published_bit)) return pool_set::one(word);
-    const pool_set s = v.published.read(word);
-    std::atomic_thread_fence(std::memory_order_acquire);  // acquire: pairs with publish's release fence (assignment.hpp)
-    const unsigned again = assignment_of(v.assigned.load(std::memory_order_relaxed));  // relaxed: ordered by the fence
-    if (again == word) return s;
-    word = again;
-  }
-}
-
-void scheduler::notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false, nullptr); }
-void scheduler::notify_thief_of(std::uint32_t domain) noexcept { notify_matching(domain, true, nullptr); }
-
-void scheduler::notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept {
-  notifier::fence_before_notify();
-  const std::size_t n = workers_.size();
-  static thread_local unsigned rotor = 0;
-  const unsigned start = rotor++;
-  for (std::size_t k = 0; k < n; ++k) {
-    worker& v = *workers_[(start + k) % n];
-    if (&v == except) continue;
-    unsigned word = assignment_of(v.assigned.load(std::memory_order_seq_cst));  // seq-cst: the waiter re-reads it after prepare_wait
-    if (word == no_pool) continue;  // asleep by the policy's choice: a wake-up would be swallowed
-    bool match = false;
-    if (!(word & published_bit)) {
-      match = word == pool;  // a one-pool set (never every_domain: pool ids are below it)
-    } else {
-      const pool_set s = read_assignment(v, word);
-      match = pool == every_domain ? s.every() : s.every() ? !thieves_only : s.contains(pool);
-    }
-    if (match && notifier::notify(v.slot)) return;
-  }
 }
 
 // True when the wait must end: the policy changed the worker's assignment
@@ -435,22 +390,14 @@ task* scheduler::find_work(worker& w) {
 // policy moved the worker or asked it to decide, or &stop_marker when the
 // scheduler stops.
 task* scheduler::wait_for_task(worker& w) {
-  struct domain {
-    std::atomic<int>* actives;
-    std::atomic<int>* thieves;
-    std::uint32_t id;
-  };
+  using domain = sleep_protocol::domain;
   const pool_set& s = w.set;  // fixed for the wait: a new assignment ends it (moved)
   std::array<domain, max_ranked_pools> domains;
   std::size_t count = 0;
-  if (s.every()) {
-    domains[count++] = {&every_actives_, &every_thieves_, every_domain};
-  } else {
-    for (std::uint8_t i = 0; i < s.count; ++i) {
-      pool_record& p = pool_at(s.ids[i]);
-      domains[count++] = {&p.num_actives, &p.num_thieves, p.id};
-    }
-  }
+  if (s.every())
+    domains[count++] = sleep_.every();
+  else
+    for (std::uint8_t i = 0; i < s.count; ++i) domains[count++] = sleep_protocol::of(pool_at(s.ids[i]));
   const std::span<domain> mine(domains.data(), count);
   // A pool of a ranked set below one with ready work is not taken from
   // (set_walk::pools_to_take_from): its queued work neither keeps the worker
@@ -461,7 +408,7 @@ task* scheduler::wait_for_task(worker& w) {
     return std::find(s.ids.begin(), end, d.id) != end;
   };
   auto queued_in = [&](const domain& d) {
-    if (d.id != every_domain) return pool_at(d.id).has_queued_work();
+    if (d.id != sleep_protocol::every_domain) return pool_at(d.id).has_queued_work();
     const std::uint32_t end = pool_id_end_.load(std::memory_order_seq_cst);
     for (std::uint32_t id = 0; id < end; ++id)
       if (pool_at(id).has_queued_work()) return true;
@@ -476,9 +423,9 @@ task* scheduler::wait_for_task(worker& w) {
       const int before = d.thieves->fetch_sub(1, std::memory_order_seq_cst);
       assert(before > 0 && "num_thieves never goes negative");
       if (before == 1 && (found || d.actives->load(std::memory_order_seq_cst) > 0))
-        notify_thief_of(d.id);
+        sleep_.notify_thief_of(d.id);
       else if (!found && queued_in(d))
-        notify_pool(d.id);  // a wake-up aimed at us may have been for that work
+        sleep_.notify_pool(d.id);  // a wake-up aimed at us may have been for that work
     }
   };
   for (;;) {
@@ -527,7 +474,7 @@ task* scheduler::wait_for_task(worker& w) {
     // serves its pool.
     for (const domain& d : mine)
       if (!takeable(d) && queued_in(d)) {
-        notify_matching(d.id, false, &w);
+        sleep_.notify_other(d.id, w);
         last_thief_of_busy_domain = true;
       }
     if (last_thief_of_busy_domain) {
