@@ -74,7 +74,7 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   }
   for (auto& w : workers_) {
     w->at = &pool_at(0);
-    w->deque = own_deque(*w, *w->at);
+    w->deque = moves_.own_deque(*w, *w->at);
     w->visible.store(w->deque, std::memory_order_relaxed);
   }
   // Each worker's first fiber is made here, so that a stack that cannot be

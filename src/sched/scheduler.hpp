@@ -7,7 +7,7 @@
 //   scheduling_loop.cpp  the worker loop and the waiting side of the sleep protocol, per pool
 //   set_walk.hpp         walking a ranked set (shared with the simulator)
 //   sleep_protocol.*     the sleep domains, their counters, waking a worker of one
-//   pool_moves.cpp       a worker leaving and arriving at pools
+//   pool_moves.*         a worker leaving and arriving at pools, its deques per pool
 //   parking.cpp          waiting: parking fibers, blocking threads
 //   policy_driver.cpp    the policy thread: events, quanta, stats
 //   decision.cpp         what a policy sees and does (ext::decision), applied to workers
@@ -33,6 +33,7 @@
 #include "fiber.hpp"
 #include "notifier.hpp"
 #include "pool.hpp"
+#include "pool_moves.hpp"
 #include "promptly/config.hpp"
 #include "promptly/detail/waiting.hpp"
 #include "promptly/ext/policy.hpp"
@@ -163,9 +164,6 @@ class scheduler {
   void leave_pool(worker& w);
   void arrive_at_pool(worker& w, std::uint32_t target);
   void move_to_pool(worker& w, std::uint32_t target);
-  void adopt_deque(worker& w, task_deque* d);
-  task_deque* own_deque(worker& w, pool_record& p);
-  task_deque* new_deque();
 
   // policy_driver.cpp
   void note_nonempty(std::uint32_t pool) noexcept;
@@ -231,8 +229,7 @@ class scheduler {
   std::atomic<std::uint32_t> pool_id_end_{0};  // every id ever made is below it
   std::atomic<std::size_t> live_pools_{0};
 
-  std::mutex deques_mutex_;
-  std::vector<std::unique_ptr<task_deque>> deques_;   // owns every deque
+  pool_moves moves_;  // the workers' deques per pool, and leaving and arriving at pools
   mutable std::mutex fibers_mutex_;
   std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record
   std::vector<fiber_record*> spare_fibers_;            // idle fibers no worker keeps (fibers_mutex_)

@@ -363,7 +363,7 @@ task* scheduler::find_work(worker& w) {
       if (p.muggable_count.load(std::memory_order_relaxed) != 0) {  // relaxed: a hint; take_muggable locks
         if (id != w.pool) move_to_pool(w, id);
         while (task_deque* m = w.at->take_muggable()) {
-          adopt_deque(w, m);
+          moves_.adopt_deque(w, m);
           if (task* t = m->pop()) {
             w.samples.record(mechanism_op::mug, elapsed_since(start));
             trace(w, trace_kind::mug, w.pool);
