@@ -251,7 +251,7 @@ double seconds(std::uint64_t ns) noexcept { return static_cast<double>(ns) * 1e-
 void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  const std::uint32_t end = pools_.id_end();
   if (view_index_.size() < max_pools) {
     view_index_.assign(max_pools, absent_view);
     view_marked_.assign(max_pools, false);
@@ -286,7 +286,7 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
     }
   }
   view_dirty_.clear();
-  std::lock_guard identity(pools_mutex_);  // rank, weight, creation: written under it
+  std::lock_guard identity(pools_.mutex());  // rank, weight, creation: written under it
   bool reorder = false;
   if (advance) {
     for (const std::uint32_t id : view_since_tick_) view_read_since_tick_[id] = false;
@@ -451,7 +451,7 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
 // serving every pool count nowhere). The caller holds policy_mutex_.
 std::vector<unsigned> scheduler::cores_by_pool() const {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
+  std::vector<unsigned> cores(pools_.id_end(), 0);
   for (const pool_set& a : applied_)
     if (const std::uint32_t first = a.first(); first < cores.size()) ++cores[first];
   return cores;
@@ -819,7 +819,7 @@ void scheduler::set_fairness(std::vector<long long> weights) {
   (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
   {
-    std::lock_guard identity(pools_mutex_);
+    std::lock_guard identity(pools_.mutex());
     for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
   }
   pool_views_valid_ = false;  // weights changed without an event: the next view reads every pool
@@ -898,7 +898,7 @@ runtime_stats scheduler::stats() const {
   s.mechanism.resume = mechanism(mechanism_op::resume);
   s.mechanism.mug = mechanism(mechanism_op::mug);
   s.mechanism.steal = mechanism(mechanism_op::steal);
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  const std::uint32_t end = pools_.id_end();
   const std::vector<unsigned> cores = cores_by_pool();
   for (std::size_t c = 0; c < workers_.size(); ++c) {
     const auto& w = workers_[c];
@@ -916,7 +916,7 @@ runtime_stats scheduler::stats() const {
     s.worker_states.push_back(std::move(ws));
   }
   const std::uint64_t now = now_ns();
-  std::lock_guard identity(pools_mutex_);  // rank, weight: written under it
+  std::lock_guard identity(pools_.mutex());  // rank, weight: written under it
   for (std::uint32_t id = 0; id < end; ++id) {
     const pool_record& p = pool_at(id);
     const pool_phase ph = p.phase.load(std::memory_order_relaxed);

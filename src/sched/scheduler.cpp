@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,13 +41,19 @@ std::vector<int> affinity_cpus() {
   return cpus;
 }
 
+// The configuration with its defaults filled in from the machine and the
+// environment; throws std::invalid_argument naming a bad field.
+runtime_config resolved(runtime_config cfg) {
+  validate(cfg);
+  cfg.os_time_slice = resolve_os_time_slice(cfg.os_time_slice);  // the environment's, if the field is 0
+  if (cfg.workers == 0) cfg.workers = default_worker_count();
+  if (cfg.steal_bound == 0) cfg.steal_bound = 2 * (cfg.workers + 1);  // Taskflow's executor, Sec. III
+  return cfg;
+}
+
 }  // namespace
 
-scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
-  validate(cfg_);
-  cfg_.os_time_slice = resolve_os_time_slice(cfg_.os_time_slice);  // the environment's, if the field is 0
-  if (cfg_.workers == 0) cfg_.workers = default_worker_count();
-  if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // Taskflow's executor, Sec. III
+scheduler::scheduler(runtime_config cfg) : cfg_(resolved(std::move(cfg))), pools_(cfg_.workers) {
   workers_.reserve(cfg_.workers);
   for (unsigned i = 0; i < cfg_.workers; ++i) {
     auto w = std::make_unique<worker>();
@@ -60,17 +67,15 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   }
   applied_.assign(cfg_.workers, pool_set::one(0));  // every word starts at pool 0 (worker_view::assigned)
   // The levels: pools 0..L-1 with rank = level, never removed.
-  pool_slots_ = std::make_unique<std::atomic<pool_record*>[]>(max_pools);
   for (unsigned l = 0; l < cfg_.levels; ++l) {
-    std::lock_guard lock(pools_mutex_);
-    pool_record& p = make_pool_record_locked(l);
+    std::lock_guard lock(pools_.mutex());
+    pool_record& p = pools_.open_locked();
+    assert(p.id == l && "the levels are pools 0..L-1");
     p.rank = l;
     p.weight = level_weight(cfg_.fair.weights, l);
     p.created_ns = now_ns();
-    p.creation_seq = next_creation_seq_++;
     p.fixed = true;
     p.phase.store(pool_phase::live, std::memory_order_relaxed);  // no other thread exists yet
-    live_pools_.fetch_add(1, std::memory_order_relaxed);
   }
   for (auto& w : workers_) {
     w->at = &pool_at(0);
@@ -186,7 +191,7 @@ void scheduler::shutdown() {
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
     write_trace();  // every thread that records has stopped
-    run_leftover_drain_notices();
+    pools_.run_leftover_drain_notices();
     for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));
   });
 }

@@ -3,7 +3,8 @@
 // pool events and quantum ticks into worker assignments. Where each concept
 // lives (src/sched/README.md has the protocols):
 //   scheduler.cpp        construction, worker threads, fibers, shutdown
-//   pools.cpp            the pool table: create, remove, recycle; making work ready
+//   pool_table.*         the pool table: ids to type-stable records, drain notices
+//   pools.cpp            creating and removing pools, admission, making work ready
 //   scheduling_loop.cpp  the worker loop and the waiting side of the sleep protocol, per pool
 //   set_walk.hpp         walking a ranked set (shared with the simulator)
 //   sleep_protocol.*     the sleep domains, their counters, waking a worker of one
@@ -34,6 +35,7 @@
 #include "notifier.hpp"
 #include "pool.hpp"
 #include "pool_moves.hpp"
+#include "pool_table.hpp"
 #include "promptly/config.hpp"
 #include "promptly/detail/waiting.hpp"
 #include "promptly/ext/policy.hpp"
@@ -60,10 +62,8 @@ class scheduler {
 
   // ---- pools (pools.cpp) ----
   // The record of pool `id` if one was ever made (live or not), else null.
-  pool_record* find_pool(std::uint32_t id) const noexcept {
-    return id < max_pools ? pool_slots_[id].load(std::memory_order_acquire) : nullptr;  // acquire: the record's construction
-  }
-  pool_record& pool_at(std::uint32_t id) const noexcept { return *pool_slots_[id].load(std::memory_order_acquire); }
+  pool_record* find_pool(std::uint32_t id) const noexcept { return pools_.find(id); }
+  pool_record& pool_at(std::uint32_t id) const noexcept { return pools_.at(id); }
   std::uint32_t create_pool(const pool_options& opts);
   void remove_pool(std::uint32_t id);
   void on_drained(std::uint32_t id, std::function<void()> fn);
@@ -72,7 +72,7 @@ class scheduler {
   void admit(std::uint32_t id, admission from);
   void count_started(std::uint32_t id) noexcept;
   void count_finished(std::uint32_t id) noexcept;
-  std::size_t live_pool_count() const noexcept { return live_pools_.load(std::memory_order_relaxed); }
+  std::size_t live_pool_count() const noexcept { return pools_.live_count(); }
 
   // Algorithm 1: push to a pool's injection queue and wake a worker of it.
   // Noexcept and allocation-free (the queue is intrusive): also the wake
@@ -136,9 +136,6 @@ class scheduler {
   friend worker_view* detail::switch_pool_at_boundary();
   void worker_main(worker& w);
 
-  // pools.cpp
-  pool_record& make_pool_record_locked(std::uint32_t id);
-
   // scheduling_loop.cpp
   // The set-walking rules (set_walk.hpp) read pools through this.
   auto ready_in_pool() const noexcept {
@@ -183,16 +180,6 @@ class scheduler {
   // Sets decide_request in v's word; false if the policy put v to sleep.
   bool ask_to_decide(worker& v) noexcept;
 
-  // Wakes a remove_pool waiting for the pool to drain and runs the pool's
-  // on_drained notices if it is drained (pools.cpp).
-  void wake_drain_waiter(pool_record& p) noexcept;
-  // Takes p's notices if `all` or p is drained (pools_mutex_ held).
-  static std::vector<std::function<void()>> take_drain_notices_locked(pool_record& p, bool all) noexcept;
-  // Runs taken notices, outside pools_mutex_; a notice that throws terminates.
-  static void run_drain_notices(std::vector<std::function<void()>>& due) noexcept;
-  // At shutdown, once no task is left: every pool is drained, so a notice
-  // still registered runs now (none should be: the last decrement ran them).
-  void run_leftover_drain_notices() noexcept;
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
@@ -218,17 +205,7 @@ class scheduler {
   std::atomic<bool> stopping_{false};
   std::once_flag shutdown_once_;
 
-  // The pool table: slot i points to pool i's record once one was made
-  // (records are type-stable, pool.hpp); guarded by pools_mutex_ for
-  // writers. Ids of removed pools return to free_pool_ids_ (pools.cpp).
-  std::unique_ptr<std::atomic<pool_record*>[]> pool_slots_;
-  mutable std::mutex pools_mutex_;
-  std::vector<std::unique_ptr<pool_record>> pool_records_;
-  std::vector<std::uint32_t> free_pool_ids_;
-  std::uint64_t next_creation_seq_ = 0;
-  std::atomic<std::uint32_t> pool_id_end_{0};  // every id ever made is below it
-  std::atomic<std::size_t> live_pools_{0};
-
+  pool_table pools_;  // ids to type-stable records, the identity lock, drain notices
   pool_moves moves_;  // the workers' deques per pool, and leaving and arriving at pools
   mutable std::mutex fibers_mutex_;
   std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record

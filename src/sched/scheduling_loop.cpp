@@ -232,7 +232,7 @@ void scheduler::become_inactive(worker& w) noexcept {
   w.active = false;
   set_phase(w, worker_phase::looking);
   if (sleep_.become_inactive(sleep_protocol::of(*w.active_domain)) == 1)
-    wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
+    pools_.wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
   if (w.active_every) sleep_.become_inactive(sleep_.every());
 }
 
@@ -287,7 +287,7 @@ task* scheduler::steal_once(worker& w) {
     // thieves emptied, which only a steal attempt moves to `spare`; skipping
     // it kept `queued` true with nothing to take (a livelock, at shutdown a
     // hang).
-    const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+    const std::uint32_t end = pools_.id_end();
     const std::uint32_t first = w.next_random(end);
     for (std::uint32_t k = 0; k < end; ++k) {
       pool_record& p = pool_at((first + k) % end);
@@ -409,7 +409,7 @@ task* scheduler::wait_for_task(worker& w) {
   };
   auto queued_in = [&](const domain& d) {
     if (d.id != sleep_protocol::every_domain) return pool_at(d.id).has_queued_work();
-    const std::uint32_t end = pool_id_end_.load(std::memory_order_seq_cst);
+    const std::uint32_t end = pools_.id_end(std::memory_order_seq_cst);
     for (std::uint32_t id = 0; id < end; ++id)
       if (pool_at(id).has_queued_work()) return true;
     return false;
