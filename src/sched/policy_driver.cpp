@@ -877,10 +877,7 @@ runtime_stats scheduler::stats() const {
   s.policy = std::string(policy_->name());
   s.workers = worker_count();
   s.core_limit = core_limit();
-  {
-    std::lock_guard lock(fibers_mutex_);
-    s.fibers = fibers_.size();
-  }
+  s.fibers = fibers_.count();
   s.decisions = decisions_;
   s.quanta = quanta_;
   s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);

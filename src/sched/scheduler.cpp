@@ -196,39 +196,12 @@ void scheduler::shutdown() {
   });
 }
 
-namespace {
-constexpr std::size_t idle_fibers_kept = 16;  // per worker; beyond it half go to the shared spares
-}  // namespace
-
-void scheduler::make_fiber_idle(worker& w, fiber_record& f) {
-  w.idle.push_back(&f);
-  if (w.idle.size() <= idle_fibers_kept) return;
-  std::lock_guard lock(fibers_mutex_);
-  while (w.idle.size() > idle_fibers_kept / 2) {
-    spare_fibers_.push_back(w.idle.back());
-    w.idle.pop_back();
-  }
-}
-
 fiber_record& scheduler::take_idle_fiber(worker& w) {
-  if (!w.idle.empty()) {
-    fiber_record* f = w.idle.back();
-    w.idle.pop_back();
-    return *f;
-  }
+  if (fiber_record* f = fiber_cache::take_own_idle(w)) return *f;
   if (chaos::fiber_creation_fails()) throw std::bad_alloc();
-  fiber_record* rec;
-  {
-    std::lock_guard lock(fibers_mutex_);
-    if (!spare_fibers_.empty()) {
-      fiber_record* f = spare_fibers_.back();
-      spare_fibers_.pop_back();
-      return *f;
-    }
-    fibers_.push_back(std::make_unique<fiber_record>());
-    rec = fibers_.back().get();
-    rec->trace_number = static_cast<std::uint16_t>((fibers_.size() - 1) % 65535 + 1);
-  }
+  const fiber_cache::taken got = fibers_.take_spare_or_make();
+  if (!got.fresh) return *got.fiber;
+  fiber_record* rec = got.fiber;
   try {
     start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
       run_scheduling_loop();
@@ -239,8 +212,7 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
       return std::move(self.main_fiber.context);
     });
   } catch (...) {
-    std::lock_guard lock(fibers_mutex_);
-    std::erase_if(fibers_, [rec](const std::unique_ptr<fiber_record>& f) { return f.get() == rec; });
+    fibers_.discard(*rec);
     throw;
   }
   return *rec;
@@ -252,11 +224,7 @@ fiber_record* scheduler::try_take_idle_fiber(worker& w) noexcept {
   } catch (...) {
     static std::once_flag warned;
     std::call_once(warned, [this] {
-      std::size_t fibers;
-      {
-        std::lock_guard lock(fibers_mutex_);
-        fibers = fibers_.size();
-      }
+      const std::size_t fibers = fibers_.count();
       std::fprintf(stderr,
                    "promptly: cannot map another fiber stack (%zu fibers of %zu KiB exist; the limit is "
                    "vm.max_map_count, about two mappings per fiber, or the address-space limit): waiting tasks "
@@ -284,16 +252,9 @@ void scheduler::worker_main(worker& w) {
   // Wake every pooled fiber so that each leaves its loop and ends: this
   // worker's, then any left in the shared spares (every worker helps).
   for (;;) {
-    fiber_record* f = nullptr;
-    if (!w.idle.empty()) {
-      f = w.idle.back();
-      w.idle.pop_back();
-    } else {
-      std::lock_guard lock(fibers_mutex_);
-      if (spare_fibers_.empty()) break;
-      f = spare_fibers_.back();
-      spare_fibers_.pop_back();
-    }
+    fiber_record* f = fiber_cache::take_own_idle(w);
+    if (f == nullptr) f = fibers_.take_spare();
+    if (f == nullptr) break;
     w.current = f;
     switch_fiber(w.main_fiber, *f, [] {});
     finish_exited();

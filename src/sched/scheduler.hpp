@@ -2,7 +2,8 @@
 // and go at run time), the notifier slots, and the policy thread that turns
 // pool events and quantum ticks into worker assignments. Where each concept
 // lives (src/sched/README.md has the protocols):
-//   scheduler.cpp        construction, worker threads, fibers, shutdown
+//   scheduler.cpp        construction, worker threads, shutdown
+//   fiber_cache.*        the fibers: owned, idle, spare
 //   pool_table.*         the pool table: ids to type-stable records, drain notices
 //   pools.cpp            creating and removing pools, admission, making work ready
 //   scheduling_loop.cpp  the worker loop and the waiting side of the sleep protocol, per pool
@@ -32,6 +33,7 @@
 #include "decision.hpp"
 #include "event_bitmap.hpp"
 #include "fiber.hpp"
+#include "fiber_cache.hpp"
 #include "notifier.hpp"
 #include "pool.hpp"
 #include "pool_moves.hpp"
@@ -117,13 +119,11 @@ class scheduler {
   // kind spawn (a task; a submit on the external track when the caller is
   // no worker) or wake_ready (a parked fiber). Only while tracing.
   void trace_ready(const worker_view* w, trace_kind kind, std::uint32_t pool, std::uint32_t what) noexcept;
+  // An idle fiber for w (fiber_cache.hpp), else a new one running the
+  // scheduling loop; throws if no stack can be mapped.
   fiber_record& take_idle_fiber(worker& w);
-  // A fiber suspended in the loop becomes idle on worker w. Fibers migrate
-  // (a fiber parked on one worker resumes on another, whose loop fiber then
-  // idles there), so past a small bound a worker's idle fibers go to a
-  // shared spare list that take_idle_fiber uses before it makes a new one:
-  // the fibers made stay bounded by the most ever parked at once.
-  void make_fiber_idle(worker& w, fiber_record& f);
+  // A fiber suspended in the loop becomes idle on worker w (fiber_cache.hpp).
+  void make_fiber_idle(worker& w, fiber_record& f) { fibers_.make_idle(w, f); }
   // As take_idle_fiber, but null (and a one-time warning) when no new fiber
   // stack can be mapped: the caller falls back to a mode that cannot fail.
   fiber_record* try_take_idle_fiber(worker& w) noexcept;
@@ -207,9 +207,7 @@ class scheduler {
 
   pool_table pools_;  // ids to type-stable records, the identity lock, drain notices
   pool_moves moves_;  // the workers' deques per pool, and leaving and arriving at pools
-  mutable std::mutex fibers_mutex_;
-  std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record
-  std::vector<fiber_record*> spare_fibers_;            // idle fibers no worker keeps (fibers_mutex_)
+  fiber_cache fibers_;  // owns every fiber record; idle fibers kept for reuse
 
   // Pool events posted to the policy thread.
   event_bitmap became_nonempty_, maybe_empty_, pools_added_, pools_removed_, cores_requested_, backlogged_;
