@@ -72,10 +72,10 @@ class sleep_protocol {
   // Wakes one waiting worker whose set holds `pool` (a worker serving every
   // pool too; for every_domain, one serving every pool): work arrived there.
   void notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false, nullptr); }
-  // Wakes one waiting worker counted among the thieves of `domain` (a pool:
+  // Wakes one waiting worker counted among the thieves of domain `id` (a pool:
   // a worker whose ranked set holds it; every_domain: one serving every
   // pool): Lemma 1's hand-over.
-  void notify_thief_of(std::uint32_t domain) noexcept { notify_matching(domain, true, nullptr); }
+  void notify_thief_of(std::uint32_t id) noexcept { notify_matching(id, true, nullptr); }
   // As notify_pool, but never `except` (a waiter passing a wake-up on).
   void notify_other(std::uint32_t pool, const worker& except) noexcept { notify_matching(pool, false, &except); }
 
