@@ -23,6 +23,7 @@
 
 #include "policy/fair.hpp"
 #include "policy_support.hpp"
+#include "sched/decision.hpp"
 #include "promptly/promptly.hpp"
 #include "test_support.hpp"
 
@@ -268,6 +269,100 @@ TEST(FairAllotment, WinnerTakeAllIsPrompt) {
       EXPECT_EQ(df.decide(*fair, ev, 0, s), dp.decide(*prompt, ev, 0, s)) << "mask " << mask;
     }
   }
+}
+
+// --- decision cost and CPU time ------------------------------------------------
+
+namespace {
+
+// A decision that counts how often the policy asks for the whole view
+// (pools()); everything else goes to the runtime's decision object.
+class counting_decision final : public promptly::ext::decision {
+ public:
+  explicit counting_decision(promptly::ext::decision& d) : d_(d) {}
+  std::span<const pool_view> pools() const noexcept override {
+    ++whole_view_reads;
+    return d_.pools();
+  }
+  std::span<const pool_view> pools_with_work() const noexcept override { return d_.pools_with_work(); }
+  const pool_view* find(promptly::ext::pool_id id) const noexcept override { return d_.find(id); }
+  std::span<const promptly::ext::core_view> cores() const noexcept override { return d_.cores(); }
+  void give_core(unsigned c, promptly::ext::pool_id p) override { d_.give_core(c, p); }
+  void serve(unsigned c, std::span<const promptly::ext::pool_id> r) override { d_.serve(c, r); }
+  void take_core(unsigned c) override { d_.take_core(c); }
+  void serve_every_pool(unsigned c) override { d_.serve_every_pool(c); }
+  void allot(promptly::ext::pool_id p, unsigned n) override { d_.allot(p, n); }
+  void donate_to(promptly::ext::pool_id p) override { d_.donate_to(p); }
+  void set_quantum(std::chrono::microseconds q) override { d_.set_quantum(q); }
+  std::chrono::microseconds quantum() const noexcept override { return d_.quantum(); }
+  mutable int whole_view_reads = 0;
+
+ private:
+  promptly::ext::decision& d_;
+};
+
+std::vector<promptly::ext::core_view> cores_asleep(unsigned n) {
+  std::vector<promptly::ext::core_view> cores(n);
+  for (unsigned c = 0; c < n; ++c) cores[c].index = c;
+  return cores;
+}
+
+}  // namespace
+
+// Between rounds, a decision reads the pools with work and the event's pool,
+// never the whole view: with 4000 pools (a job server's), each event used
+// to cost every pool. Rounds (ticks) and installation read every pool.
+TEST(FairCost, EventsBetweenRoundsReadOnlyThePoolsWithWork) {
+  auto fair = promptly::ext::make_policy("fair");
+  std::vector<pool_view> pools(4000);
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    pools[i].id = static_cast<promptly::ext::pool_id>(i);
+    pools[i].rank = i == 0 ? 0 : 1;
+  }
+  auto decide = [&](promptly::ext::event_kind kind, promptly::ext::pool_id pool) {
+    promptly::detail::decision_impl d(pools, cores_asleep(2), 5ms, kind == promptly::ext::event_kind::installed);
+    counting_decision counted(d);
+    fair->on_event(promptly::ext::event{kind, pool, {}}, counted);
+    std::vector<unsigned> per_pool(pools.size(), 0);
+    for (const auto& t : d.resolve())
+      if (!t.asleep()) ++per_pool[policy_support::decisions::serves(t, pools)];
+    return std::pair{counted.whole_view_reads, per_pool};
+  };
+  EXPECT_GT(decide(promptly::ext::event_kind::installed, promptly::ext::no_pool).first, 0);
+  pools[3999].has_ready_work = true;
+  const auto [reads, cores] = decide(promptly::ext::event_kind::became_nonempty, 3999);
+  EXPECT_EQ(reads, 0) << "a became_nonempty decision read the whole view";
+  EXPECT_EQ(cores[3999], 2u) << "the only pool with work gets both cores";
+  pools[17].has_ready_work = true;
+  EXPECT_EQ(decide(promptly::ext::event_kind::became_nonempty, 17).first, 0);
+  pools[3999].has_ready_work = false;
+  EXPECT_EQ(decide(promptly::ext::event_kind::became_empty, 3999).first, 0);
+  EXPECT_GT(decide(promptly::ext::event_kind::quantum, promptly::ext::no_pool).first, 0) << "a round reads every pool";
+}
+
+// The received share is of CPU time: a core the OS preempted for half of a
+// quantum did half the work its wall time says. Pools 0 and 1 each had one
+// core for the whole quantum, pool 0's getting half the CPU.
+TEST(FairCost, ReceivedSharesCountCpuTime) {
+  auto fair = promptly::ext::make_policy("fair");
+  std::vector<pool_view> pools = with_work({true, true});
+  auto cores = cores_asleep(2);
+  {
+    promptly::detail::decision_impl d(pools, cores, 5ms, true);
+    fair->on_event(promptly::ext::event{promptly::ext::event_kind::installed, promptly::ext::no_pool, {}}, d);
+  }
+  for (unsigned c = 0; c < 2; ++c) {
+    cores[c].target = promptly::ext::core_target::pool;
+    cores[c].assigned = c;
+    cores[c].pools = {c};
+    cores[c].work_s = 0.005;
+    cores[c].cpu_s = c == 0 ? 0.0025 : 0.005;
+    pools[c].work_s = 0.005;
+  }
+  promptly::detail::decision_impl d(pools, cores, 5ms, false);
+  fair->on_event(promptly::ext::event{promptly::ext::event_kind::quantum, promptly::ext::no_pool, {}}, d);
+  EXPECT_NEAR(fair->fairness(0).received_share, 1.0 / 3, 1e-9);
+  EXPECT_NEAR(fair->fairness(1).received_share, 2.0 / 3, 1e-9);
 }
 
 // --- independent sampling, with a fixed seed and a clock the test advances ---

@@ -17,7 +17,11 @@
 #include <vector>
 
 #include "promptly/promptly.hpp"
+#include "sched/fiber_stack.hpp"
 #include "test_support.hpp"
+#if PROMPTLY_UNDER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace {
 
@@ -72,6 +76,37 @@ TEST_P(FiberStack, ChainOf100000FuturesCompletes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, FiberStack, ::testing::Values(1u, 2u));
+
+// AddressSanitizer keeps shadow memory across munmap and mmap, so a fiber
+// stack mapped where poisoned memory was (an ended fiber's stack, whose
+// entry frames never return) must be unpoisoned when it is made: an
+// uninstrumented frame on it (libstdc++'s steady_clock::now) would otherwise
+// be reported as touching a redzone. The second stack lands where the first
+// was (mmap reuses the hole); if it does not, the check is retried.
+TEST(FiberStack, ANewStackStartsWithoutPoisonLeftWhereItIsMapped) {
+#if PROMPTLY_UNDER_ASAN
+  promptly::detail::fiber_stack record;
+  promptly::detail::recorded_stack_allocator stacks(record, 256 * 1024);
+  int reused = 0;
+  for (int attempt = 0; attempt < 10 && reused < 3; ++attempt) {
+    boost::context::stack_context first = stacks.allocate();
+    char* const bottom = record.bottom;
+    char* const top = record.top;
+    __asan_poison_memory_region(bottom, static_cast<std::size_t>(top - bottom));
+    stacks.deallocate(first);
+    boost::context::stack_context second = stacks.allocate();
+    if (record.bottom == bottom) {
+      ++reused;
+      EXPECT_EQ(__asan_region_is_poisoned(record.bottom, static_cast<std::size_t>(record.top - record.bottom)),
+                nullptr);
+    }
+    stacks.deallocate(second);
+  }
+  EXPECT_GT(reused, 0) << "no stack was mapped where the previous one was";
+#else
+  GTEST_SKIP() << "only AddressSanitizer keeps shadow memory";
+#endif
+}
 
 // About `kib` KiB of stack in 1 KiB frames; volatile so that the frames are
 // neither merged nor turned into a loop, and indexed by a run-time value: a

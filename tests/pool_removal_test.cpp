@@ -1,7 +1,8 @@
 // Removing a pool while tasks still make work for it: a remover running as
 // a task parks (its worker is free to serve the pool it waits for), and a
 // task still running in the closing pool may start a graph run there, like
-// the other work a running task makes (async, task_group, runtime::run).
+// the other work a running task makes (async, task_group, runtime::run);
+// and removal waits for work its task left in deques, stolen or mugged.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -170,3 +171,62 @@ TEST_P(RemovalRacingATakenChild, NoChildOfARemovedPoolRunsAfterRemovalReturned) 
 // CPU at the kernel's 4 ms ticks), so the rounds are few and the guard is
 // wide: 300 rounds took up to 7.4 s there and reached a 10 s guard.
 INSTANTIATE_TEST_SUITE_P(Policies, RemovalRacingATakenChild, ::testing::Values("", "oblivious", "prompt"), policy_label);
+
+class RemovalRacingAGrandchild : public ::testing::TestWithParam<std::string> {};
+
+// Grandchildren of a pool's task wait in deques after their parents
+// returned: asyncs that the task's children started and dropped (counted
+// in the pool, help-first: pushed on the spawning worker's deque). Meanwhile
+// thieves steal them (every worker serves p under oblivious), or the policy
+// moves p's workers to an urgent burst at level 0 at their next strand
+// boundary, handing their deques over as muggable for the next worker at p
+// to mug (prompt and the default policy). remove_pool, called from outside
+// at a varying moment once the task has returned, must return only after
+// every grandchild ran, and none may start after it returned.
+TEST_P(RemovalRacingAGrandchild, EveryGrandchildRunsBeforeRemovalReturns) {
+  struct chaos_on {
+    chaos_on() { promptly::detail::chaos::enable(11); }
+    ~chaos_on() { promptly::detail::chaos::enable(0); }
+  } chaos;
+  promptly::runtime rt(removal_config(GetParam()));
+  watchdog guard(30s, "remove_pool racing grandchildren under " + rt.policy(), [&] { return describe(rt); });
+  constexpr int children = 2;
+  constexpr int per_child = 4;
+  std::atomic<int> late{0};
+  int missing = 0;
+  std::uint64_t delay = 0x2545F4914F6CDD1DULL;
+  for (int round = 0; round < 60; ++round) {
+    const promptly::pool p = rt.create_pool();
+    std::atomic<int> ran{0};
+    std::atomic<bool> removal_returned{false};
+    auto parent = rt.submit(p, [&] {
+      promptly::task_group tg;
+      for (int c = 0; c < children; ++c)
+        tg.spawn([&] {
+          for (int g = 0; g < per_child; ++g)
+            (void)promptly::async([&] {
+              if (removal_returned.load()) late.fetch_add(1);
+              ran.fetch_add(1);
+            });
+        });
+      tg.wait();
+    });
+    auto urgent = rt.submit(promptly::level{0}, [] {
+      for (int i = 0; i < 8; ++i) promptly::join([] {}, [] {});
+    });
+    parent.get();  // the task and its children returned; grandchildren may still be queued
+    delay ^= delay << 13;
+    delay ^= delay >> 7;
+    delay ^= delay << 17;
+    for (std::uint64_t i = 0, n = delay % 20000; i < n; ++i) (void)ran.load();
+    rt.remove_pool(p);
+    removal_returned.store(true);
+    missing += children * per_child - ran.load();
+    urgent.get();
+  }
+  EXPECT_EQ(missing, 0) << "grandchildren had not run when remove_pool returned";
+  EXPECT_EQ(late.load(), 0) << "grandchildren of removed pools started after remove_pool returned";
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RemovalRacingAGrandchild, ::testing::Values("", "oblivious", "prompt"), policy_label);

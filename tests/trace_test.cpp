@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +166,29 @@ TEST(Trace, SubmitsSpawnsAndWakeUpsNameTheTasksAndFibersTheyLink) {
   for (const auto& r : resumed)
     root_resumed = root_resumed || (r["args"]["fiber"] == root["args"]["fiber"] && r["args"]["end"] == "end");
   EXPECT_TRUE(root_resumed) << "the root resumed on its fiber and ended there";
+}
+
+// OS samples (promptly-prof record-os) carry the steady clock; the trace says where its time 0 is on it.
+TEST(Trace, TimeZeroIsGivenOnTheSteadyClock) {
+  const auto path = temp_file("trace_t0");
+  const auto before = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  {
+    promptly::runtime_config cfg = config(1, "prompt", 1);
+    cfg.trace_file = path.string();
+    promptly::runtime rt(cfg);
+  }
+  const auto after = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+  const nlohmann::json doc = read_json(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(doc.contains("otherData"));
+  ASSERT_TRUE(doc["otherData"].contains("t0_steady_ns"));
+  const auto t0 = doc["otherData"]["t0_steady_ns"].get<std::int64_t>();
+  EXPECT_GE(t0, before);
+  EXPECT_LE(t0, after);
 }
 
 TEST(Trace, TheEnvironmentVariableTurnsItOn) {

@@ -106,6 +106,26 @@ struct job {
     }
 };
 
+// Submits jobs[first, first + count) to rt, one per period_us from t0 (an absolute schedule);
+// returns when the schedule is over (not necessarily when the jobs are done).
+template <class Runtime>
+void submit_window(Runtime& rt, std::vector<job>& jobs, std::size_t first, long count, long period_us,
+                   clock::time_point t0) {
+    const auto period = std::chrono::microseconds(period_us);
+    for (long k = 0; k < count; ++k) {
+        std::this_thread::sleep_until(t0 + k * period);
+        job& j = jobs[first + std::size_t(k)];
+        j.submitted = clock::now();
+        rt.submit(j);
+    }
+    std::this_thread::sleep_until(t0 + count * period);
+}
+
+inline void wait_done(std::vector<job>& jobs, std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i)
+        while (!jobs[i].done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
 struct rep_result {
     std::vector<double> lat_us, floor_us;
     double rate_without = 0, rate_with = 0;
@@ -173,24 +193,6 @@ private:
         return bench::median(t);
     }
 
-    // Submits `count` jobs, one per period from t0; returns when the schedule is over (not
-    // necessarily when the jobs are done).
-    void submit_window(std::vector<job>& jobs, std::size_t first, long count, clock::time_point t0) {
-        const auto period = std::chrono::microseconds(p_.period_us);
-        for (long k = 0; k < count; ++k) {
-            std::this_thread::sleep_until(t0 + k * period);
-            job& j = jobs[first + std::size_t(k)];
-            j.submitted = clock::now();
-            rt_.submit(j);
-        }
-        std::this_thread::sleep_until(t0 + count * period);
-    }
-
-    static void wait_done(std::vector<job>& jobs, std::size_t first, std::size_t last) {
-        for (std::size_t i = first; i < last; ++i)
-            while (!jobs[i].done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-
     rep_result one_rep() {
         rep_result r;
         const long total = p_.floor_jobs + p_.windows * p_.window_jobs;
@@ -201,7 +203,7 @@ private:
             jobs[std::size_t(i)].sub_iters = p_.sub_iters;
         }
         // 2. the no-load floor
-        submit_window(jobs, 0, p_.floor_jobs, clock::now());
+        submit_window(rt_, jobs, 0, p_.floor_jobs, p_.period_us, clock::now());
         wait_done(jobs, 0, std::size_t(p_.floor_jobs));
         for (long i = 0; i < p_.floor_jobs; ++i)
             r.floor_us.push_back(seconds_since(jobs[std::size_t(i)].submitted, jobs[std::size_t(i)].done_at) * 1e6);
@@ -227,7 +229,7 @@ private:
             leaves_without += double(c1 - c0);
             s_without += seconds_since(t0, t1);
 
-            submit_window(jobs, next, p_.window_jobs, t1);
+            submit_window(rt_, jobs, next, p_.window_jobs, p_.period_us, t1);
             auto t2 = clock::now();
             std::uint64_t c2 = bg.leaves.total();
             leaves_with += double(c2 - c1);

@@ -1,10 +1,14 @@
-// latency-under-load with the operating system's own priorities (protocol: latency_driver.hpp):
-// no task runtime, plain std::threads.
+// latency-under-load with the operating system's own priorities (protocol: latency_driver.hpp),
+// and with `--protocol preempt` the `preempt` bench (preempt_driver.hpp): no task runtime, plain
+// std::threads.
 // Background: --workers std::threads, each of which lowers itself to nice 19
 // (setpriority(PRIO_PROCESS, its tid, 19)). fib(n) is split into its subtrees of size n < split
 // (n = cutoff + 8: a few hundred subtrees, the same call tree and the same leaves below the
 // cutoff as the task-parallel versions); per fib the threads take subtrees from a shared atomic
 // index and meet at a std::barrier, whose completion checks the value and starts the next fib.
+// Strand background (preempt): --workers std::threads at nice 19 take the round's 2 x workers
+// strands from a shared atomic index and meet at a std::barrier, whose completion starts the next
+// round. The kernel preempts them whenever a nice-0 thread is runnable: no strand boundary needed.
 // Interaction: a pool of --workers std::threads at nice 0 (the process's default) sleeping on a
 // condition variable. The driver thread (nice 0) pushes each job; the root spins, pushes 3
 // subtasks to the pool, runs the 4th itself, then helps with queued work until its subtasks are
@@ -21,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "latency_driver.hpp"
+#include "preempt_driver.hpp"
 
 namespace {
 
@@ -149,6 +153,25 @@ struct nice_rt {
                 }
             });
     }
+    void start_strands(prio::strand_background& bg) {
+        next = 0;
+        exit_bg = false;
+        auto done = [this, &bg]() noexcept {
+            bg.round_done();
+            next.store(0);
+            exit_bg = bg.stop.load();
+        };
+        auto bar = std::make_shared<std::barrier<decltype(done)>>(workers, done);
+        for (int i = 0; i < workers; ++i)
+            bg_threads.emplace_back([this, &bg, bar] {
+                set_nice(19);
+                for (;;) {
+                    for (std::size_t k; (k = next.fetch_add(1)) < std::size_t(bg.tasks);) bg.strand(k);
+                    bar->arrive_and_wait();
+                    if (exit_bg) return;
+                }
+            });
+    }
     void stop_background() {
         for (auto& t : bg_threads) t.join();
         bg_threads.clear();
@@ -159,10 +182,19 @@ struct nice_rt {
 
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
-    prio::latency_params p;
-    p.parse(a);
+    const std::string protocol = a.get_string("protocol", "latency");
+    if (protocol != "latency" && protocol != "preempt") bench::args::fail("--protocol must be latency or preempt");
+    prio::preempt_params pp;
+    if (protocol == "preempt")
+        pp.parse(a);
+    else
+        pp.job.parse(a);
     a.finish();
-    nice_rt rt{int(p.workers)};
-    prio::latency_driver<nice_rt> d{p, rt};
+    nice_rt rt{int(pp.job.workers)};
+    if (protocol == "preempt") {
+        prio::preempt_driver<nice_rt> d{pp, rt};
+        return d.run();
+    }
+    prio::latency_driver<nice_rt> d{pp.job, rt};
     return d.run();
 }

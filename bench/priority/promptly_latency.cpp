@@ -1,15 +1,19 @@
-// latency-under-load on Promptly (protocol: latency_driver.hpp). One runtime of --workers workers
-// and 3 levels, policy --policy (oblivious | prompt | aps, with --rho --delta --quantum-us, and
-// --aps-exact 1 for the paper's APS rule exactly: runtime_config::aps.exact).
+// latency-under-load on Promptly (protocol: latency_driver.hpp), and with `--protocol preempt` the
+// `preempt` bench (preempt_driver.hpp). One runtime of --workers workers and 3 levels, policy
+// --policy (oblivious | prompt | aps | fair, with --rho --delta --quantum-us, and --aps-exact 1 for
+// the paper's APS rule exactly: runtime_config::aps.exact).
 // Background: one task submitted at level 2 that loops over fib(n), each call with n >= cutoff
 // forking both branches with promptly::join (one spawn per call), serial leaves below the cutoff.
+// Strand background (preempt): one task at level 2 that loops over rounds of a task_group of
+// 2 x workers spawned tasks, each one serial strand, then waits for the round.
 // Interaction: the driver thread submits each job with rt.submit(level{0}, ...); the root spins,
 // spawns its 4 subtasks into a promptly::task_group (they inherit level 0) and waits.
 #include <promptly/promptly.hpp>
 
 #include <vector>
 
-#include "latency_driver.hpp"
+#include "preempt_driver.hpp"
+#include "promptly_preemption.hpp"
 
 namespace {
 
@@ -30,6 +34,16 @@ struct promptly_rt {
     void start_background(prio::background& bg) {
         bg_done = rt.submit(promptly::level{2}, [&bg] {
             while (!bg.stop.load(std::memory_order_relaxed)) bg.finished(bg_fib(bg, bg.n, 1));
+        });
+    }
+    void start_strands(prio::strand_background& bg) {
+        bg_done = rt.submit(promptly::level{2}, [&bg] {
+            while (!bg.stop.load(std::memory_order_relaxed)) {
+                promptly::task_group round;
+                for (long i = 0; i < bg.tasks; ++i) round.spawn([&bg, i] { bg.strand(std::uint64_t(i)); });
+                round.wait();
+                bg.round_done();
+            }
         });
     }
     void stop_background() { bg_done.get(); }
@@ -54,8 +68,16 @@ struct promptly_rt {
 
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
-    prio::latency_params p;
-    p.parse(a);
+    const std::string protocol = a.get_string("protocol", "latency");
+    if (protocol != "latency" && protocol != "preempt") bench::args::fail("--protocol must be latency or preempt");
+    prio::preempt_params pp;
+    prio::latency_params& p = pp.job;
+    if (protocol == "preempt")
+        pp.parse(a);
+    else
+        p.parse(a);
+    const long preemption = a.get_long("preemption", -1);
+    if (preemption < -1 || preemption > 1) bench::args::fail("--preemption must be 0 or 1");
     std::string policy = a.get_string("policy", "aps");
     double rho = prio::get_double(a, "rho", 2.0);
     double delta = prio::get_double(a, "delta", 0.9);
@@ -71,9 +93,16 @@ int main(int argc, char** argv) {
     cfg.aps.delta = delta;
     cfg.aps.quantum = std::chrono::microseconds(quantum_us);
     cfg.aps.exact = aps_exact;
+    prio::set_preemption(cfg, preemption);
     promptly_rt rt{cfg};
-    prio::latency_driver<promptly_rt> d{p, rt};
-    int rc = d.run();
+    int rc = 0;
+    if (protocol == "preempt") {
+        prio::preempt_driver<promptly_rt> d{pp, rt};
+        rc = d.run();
+    } else {
+        prio::latency_driver<promptly_rt> d{p, rt};
+        rc = d.run();
+    }
     for (auto& f : rt.jobs) f.get();
     return rc;
 }

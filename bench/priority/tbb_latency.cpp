@@ -1,4 +1,5 @@
-// latency-under-load on oneTBB with two task arenas (protocol: latency_driver.hpp).
+// latency-under-load on oneTBB with two task arenas (protocol: latency_driver.hpp), and with
+// `--protocol preempt` the `preempt` bench (preempt_driver.hpp).
 // Worker count: global_control caps TBB's thread pool at --workers + 1 so that TBB starts
 // exactly --workers worker threads; the main (driver) thread only submits and never joins an
 // arena, so --workers threads compute, as in every runtime of this bench. Both arenas have
@@ -6,6 +7,8 @@
 // Background: enqueued into a task_arena with priority::low; the enqueued task loops over
 // fib(n), one tbb::task_group per call with n >= cutoff (run() the first branch, compute the
 // second inline, wait()), serial leaves below the cutoff.
+// Strand background (preempt): enqueued into the low arena, rounds of a tbb::task_group of
+// 2 x workers run() tasks, each one serial strand, then wait().
 // Interaction: each job is enqueued with high.enqueue() from the driver thread into a task_arena
 // with priority::high; its root spins, runs its 4 subtasks in a tbb::task_group and waits.
 // oneTBB moves workers to the higher-priority arena when they look for work; it does not preempt
@@ -17,7 +20,7 @@
 #include <atomic>
 #include <thread>
 
-#include "latency_driver.hpp"
+#include "preempt_driver.hpp"
 
 namespace {
 
@@ -48,6 +51,18 @@ struct tbb_rt {
             bg_finished.store(true, std::memory_order_release);
         });
     }
+    void start_strands(prio::strand_background& bg) {
+        bg_finished = false;
+        low.enqueue([this, &bg] {
+            while (!bg.stop.load(std::memory_order_relaxed)) {
+                tbb::task_group round;
+                for (long i = 0; i < bg.tasks; ++i) round.run([&bg, i] { bg.strand(std::uint64_t(i)); });
+                round.wait();
+                bg.round_done();
+            }
+            bg_finished.store(true, std::memory_order_release);
+        });
+    }
     void stop_background() {
         while (!bg_finished.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -68,10 +83,19 @@ struct tbb_rt {
 
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
-    prio::latency_params p;
-    p.parse(a);
+    const std::string protocol = a.get_string("protocol", "latency");
+    if (protocol != "latency" && protocol != "preempt") bench::args::fail("--protocol must be latency or preempt");
+    prio::preempt_params pp;
+    if (protocol == "preempt")
+        pp.parse(a);
+    else
+        pp.job.parse(a);
     a.finish();
-    tbb_rt rt{int(p.workers)};
-    prio::latency_driver<tbb_rt> d{p, rt};
+    tbb_rt rt{int(pp.job.workers)};
+    if (protocol == "preempt") {
+        prio::preempt_driver<tbb_rt> d{pp, rt};
+        return d.run();
+    }
+    prio::latency_driver<tbb_rt> d{pp.job, rt};
     return d.run();
 }

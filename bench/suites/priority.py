@@ -31,6 +31,9 @@ were cut: the 8-worker (oversubscribed) promptly-aps rows of fib-ep and fib-rp (
 how a policy behaves when the OS preempts its workers, bench/README.md; the last run with them is
 in the git history of bench/results/priority/), and fib-rp's size, fib(43) to fib(40) (two strands
 of fib(39) and fib(38) instead of three of 41/40/41, ~75 s).
+
+The latency against long serial strands (preempt, preempt-server) is the suite `preempt`
+(bench/suites/preempt.py): with it this suite took about 15 minutes.
 """
 
 import importlib.util
@@ -187,10 +190,8 @@ SUITE = {
     "title": "Priority levels: fib-ep / fib-rp (I-Cilk Sec. 5.1) and latency under load",
     # Not (yet) a harness key: the allotment timeline plots, see allotment_plots().
     "extra_plots": allotment_plots,
-    "runtime_order": [
-        "promptly-oblivious", "promptly-prompt", "promptly-aps", "promptly-aps-exact", "tbb-arenas", "os-nice",
-        "go",
-    ],
+    "runtime_order": ["promptly-oblivious", "promptly-prompt", "promptly-aps", "promptly-aps-exact", "tbb-arenas",
+                      "os-nice", "go"],
     "benches": [
         fib_bench("fib-ep", *FIB_EP),
         fib_bench("fib-rp", *FIB_RP),

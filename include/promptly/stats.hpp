@@ -24,10 +24,15 @@ struct pool_stats {
   double look_s = 0;            // cumulative worker-seconds looking for work at the level
   std::uint64_t tasks_run = 0;  // tasks executed in the pool
   std::uint64_t switches_in = 0;  // times a worker moved to the pool
+  // 0, or when (seconds after the runtime started) the pool began to have
+  // ready work that no core serves, once that lasted 0.2 s while a core
+  // idled and the policy had nothing left to decide (said once on stderr):
+  // a policy that never serves the pool leaves that work waiting forever.
+  double unserved_since_s = 0;
   // Policy "fair" only (zeros otherwise), since its criterion was installed:
   double share = 0;           // F(level), the criterion normalised to sum 1
   double sampled_share = 0;   // fraction of worker-rounds that drew this level as primary
-  double received_share = 0;  // fraction of all worker time spent working at this level
+  double received_share = 0;  // fraction of all work done at this level, in CPU time
   double credit_s = 0;        // worker-seconds owed (+) or over-served (-), capped at one round
 };
 using level_stats = pool_stats;
@@ -79,8 +84,14 @@ struct runtime_stats {
   // mapped (vm.max_map_count or the address-space limit reached); see
   // src/sched/README.md, "Waiting when no stack can be mapped".
   std::uint64_t blocked_waits = 0;
-  // The policy thread's latency from the first event it had not yet decided
-  // to the decision applied, over the most recent decisions (up to 4096).
+  // Exceptions the installed policies threw from on_event (each event
+  // retried 1 ms later; the first is printed on stderr, docs/policies.md).
+  std::uint64_t policy_failures = 0;
+  // Decision latency, one sample per decision taken on events or a quantum
+  // tick, over the most recent 4096: for events, from the oldest event the
+  // decision took to the decision applied; for a tick, from its deadline to
+  // the decision applied. Decisions of set_policy / set_core_limit are not
+  // sampled (nothing waited for them).
   std::size_t decision_latency_samples = 0;
   double decision_latency_p50_us = 0;
   double decision_latency_p99_us = 0;

@@ -4,8 +4,9 @@
 //
 // Every quantum (default 2 ms) each pool with work gets a new desire from
 // how it used its cores in the quantum that ended (asteal_next_desire in
-// job_policies.hpp): utilisation = work / (work + look) of its cores, the
-// runtime's measure of A-STEAL's "non-steal usage"; a pool below delta
+// job_policies.hpp): utilisation = CPU time spent working / (work + look)
+// wall time of its cores, the runtime's measure of A-STEAL's "non-steal
+// usage" (utilization() below); a pool below delta
 // halves its desire, an efficient pool that got its desire doubles it, an
 // efficient deprived one keeps it. A pool that gets work starts at
 // desire 1 (A-STEAL's d_1 = 1); one without work desires nothing.
@@ -50,6 +51,18 @@ asteal_desire asteal_next_desire(double desire, unsigned allotted, double utiliz
 
 namespace {
 
+// A-STEAL's utilisation counts the steps the job's processors ran its work
+// against the steps its allotment offered (Agrawal et al., Sec. 3). A core
+// the OS preempted ran nothing, yet by the wall clock it was working: with
+// CPU time (measured at ticks) a pool whose cores other processes take
+// looks less efficient and asks for fewer cores instead of more. Without a
+// CPU measure (no core was placed at the pool) the wall-clock ratio stands.
+double utilization(const ext::pool_view& p) noexcept {
+  const double wall = p.work_s + p.look_s;
+  if (p.cpu_s <= 0 || wall <= 0) return p.utilization();
+  return std::min(1.0, p.cpu_s / wall);
+}
+
 class asteal_policy final : public ext::policy {
  public:
   explicit asteal_policy(const asteal_params& p) : params_(p) {}
@@ -74,7 +87,7 @@ class asteal_policy final : public ext::policy {
       if (dsr == 0.0) {
         dsr = 1.0;  // arrival: A-STEAL starts every job at desire 1
       } else if (ev.kind == ext::event_kind::quantum) {
-        dsr = asteal_next_desire(dsr, p.cores, p.utilization(), params_.delta, params_.rho, cores).desire;
+        dsr = asteal_next_desire(dsr, p.cores, utilization(p), params_.delta, params_.rho, cores).desire;
       }
     }
 

@@ -3,16 +3,26 @@
 // two places are in fair.hpp.
 //
 // Invariants
-//  * The shares of a decision sum to 1 over its pools; primaries_ (by pool
-//    id) sums to the worker count of the last round's sampling, over the
-//    pools live then.
+//  * live_[id] holds exactly for the pools live at the last decision that
+//    read them: every pool at installation and at ticks, the event's pool
+//    and the pools with work in between (pools come and go by events).
+//    total_weight_ and live_count_ are the sum of weight_ and the count
+//    over the live pools, so F(p) = weight_[p] / total_weight_ sums to 1.
+//  * primaries_ (by pool id) holds the last round's draws of the pools
+//    still live, primaries_sum_ their sum (the worker count of that round
+//    less the draws of pools removed since): the primaries of pools without
+//    work are primaries_sum_ less those of the pools with work, so a
+//    decision between rounds reads no idle pool.
 //  * credit_ is each pool's credit at last_tick_, within [-floor, +cap]:
 //    cap = one round of one worker, floor = debt_rounds of them; decisions between ticks add the accrual
 //    since last_tick_ and subtract the work the driver reports since then
-//    (its stats cover the interval since the last quantum tick).
+//    (its stats cover the interval since the last quantum tick). Ticks
+//    bring every pool's credit forward; last_credit_ (stats) is a pool's
+//    credit at the last decision that read it.
 //  * sampled_ and received_ only grow while a pool lives; they count since
 //    construction, and a new criterion builds a new policy
 //    (runtime::set_fairness). A removed pool's entries are cleared.
+//    sampled_total_ and received_total_ are their sums over the live pools.
 //    sampled_ counts worker-rounds in both modes: P per round under
 //    systematic sampling, one per worker's draw under independent sampling.
 //  * Independent sampling: core_primary_[c] is a pool that was live at the
@@ -27,7 +37,6 @@
 #include <array>
 #include <chrono>
 #include <functional>
-#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -51,34 +60,18 @@ void sample_primaries(std::span<const double> shares, unsigned workers, double u
   }
 }
 
-void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
-                std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment) noexcept {
-  const std::size_t pools = stats.size();
-  std::fill(allotment.begin(), allotment.end(), 0u);
-  std::size_t top = pools;  // the most urgent pool with work
-  for (std::size_t p = 0; p < pools; ++p)
-    if (stats[p].has_ready_work) {
-      top = p;
-      break;
-    }
-  if (top == pools) {
-    if (pools > 0) allotment[0] = workers;
-    return;
-  }
-  unsigned donated = 0;
-  for (std::size_t p = 0; p < pools; ++p) {
-    if (stats[p].has_ready_work)
-      allotment[p] = primaries[p];
-    else
-      donated += primaries[p];
-  }
-  allotment[top] += donated;  // Sec. 3.1: donation to the highest available priority
+void allot_fair_with_work(std::span<const unsigned> primaries, std::span<const double> credit_s,
+                          unsigned idle_primaries, std::span<unsigned> allotment) noexcept {
+  const std::size_t pools = primaries.size();
+  std::copy(primaries.begin(), primaries.end(), allotment.begin());
+  unsigned donated = idle_primaries;
+  allotment[0] += donated;  // Sec. 3.1: donation to the highest available priority
 
   for (std::size_t p = 0; p < pools; ++p) {
-    if (!stats[p].has_ready_work || allotment[p] > 0 || !(credit_s[p] > 0)) continue;
+    if (allotment[p] > 0 || !(credit_s[p] > 0)) continue;
     std::size_t victim = pools;
     if (donated > 0) {
-      victim = top;  // a donated worker: taking it costs no pool its own share
+      victim = 0;  // a donated worker: taking it costs no pool its own share
       --donated;
     } else {
       // The pool with the least credit (the least urgent among equals), if
@@ -92,6 +85,31 @@ void allot_fair(std::span<const unsigned> primaries, std::span<const double> cre
     --allotment[victim];
     allotment[p] = 1;
   }
+}
+
+void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
+                std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment) {
+  std::fill(allotment.begin(), allotment.end(), 0u);
+  std::vector<std::size_t> busy;  // positions of the pools with work, most urgent first
+  std::vector<unsigned> busy_primaries;
+  std::vector<double> busy_credit;
+  unsigned idle = 0;
+  for (std::size_t p = 0; p < stats.size(); ++p) {
+    if (!stats[p].has_ready_work) {
+      idle += primaries[p];
+      continue;
+    }
+    busy.push_back(p);
+    busy_primaries.push_back(primaries[p]);
+    busy_credit.push_back(credit_s[p]);
+  }
+  if (busy.empty()) {
+    if (!stats.empty()) allotment[0] = workers;
+    return;
+  }
+  std::vector<unsigned> busy_allotment(busy.size());
+  allot_fair_with_work(busy_primaries, busy_credit, idle, busy_allotment);
+  for (std::size_t i = 0; i < busy.size(); ++i) allotment[busy[i]] = busy_allotment[i];
 }
 
 std::size_t draw_primary(std::span<const double> shares, double u) noexcept {
@@ -147,46 +165,44 @@ class fair_policy final : public ext::policy {
   std::string_view name() const noexcept override { return "fair"; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    const auto pools = d.pools();
     const unsigned workers = d.core_count();
-    std::uint32_t end = 0;
-    for (const ext::pool_view& p : pools) end = std::max(end, p.id + 1);
-    grow(end);
     const bool installed = ev.kind == ext::event_kind::installed;
     if (installed)
       d.set_quantum(sampling_ == promptly::fair_sampling::independent ? independent_tick(round_, workers) : round_);
-    if (ev.kind == ext::event_kind::pool_removed && ev.pool < share_.size()) forget(ev.pool);
     const auto now = now_();
     const bool first = !started_;
     if (first) {
       started_ = true;
       last_tick_ = now;
     }
-    const std::vector<double> shares = criterion(pools);
-    const std::vector<double> credit = accrued_credit(pools, shares, workers, now);
     const bool tick = ev.kind == ext::event_kind::quantum;
-    if (tick) {
-      for (std::size_t i = 0; i < pools.size(); ++i) {
-        credit_[pools[i].id] = credit[i];
-        received_[pools[i].id] += pools[i].work_s;
-      }
-      last_tick_ = now;
-    }
-    if (sampling_ == promptly::fair_sampling::independent)
-      decide_independent(d, shares, now, installed || first);
+    // Systematic sampling reads every pool only at installation and at
+    // ticks (a new round); other events cost the pools with work and the
+    // event's pool. Independent sampling draws over every pool at each
+    // worker's boundary, so it reads them all.
+    const bool every_pool = installed || first || tick || sampling_ == promptly::fair_sampling::independent;
+    if (every_pool)
+      learn_every_pool(d.pools());
     else
-      decide_systematic(d, shares, credit, first || tick || installed);
-    for (std::size_t i = 0; i < pools.size(); ++i) last_credit_[pools[i].id] = credit[i];
+      learn_pool(ev, d);
+    if (tick) end_quantum(d, now);
+    if (sampling_ == promptly::fair_sampling::independent) {
+      const auto pools = d.pools();
+      std::vector<double> shares(pools.size());
+      for (std::size_t i = 0; i < pools.size(); ++i) shares[i] = share_of(pools[i].id);
+      decide_independent(d, shares, now, installed || first);
+    } else {
+      decide_systematic(d, first || tick || installed, tick, now);
+    }
   }
 
   ext::fair_account fairness(ext::pool_id pool) const noexcept override {
     ext::fair_account a;
-    if (pool >= share_.size()) return a;
-    a.share = share_[pool];
-    const double rounds = static_cast<double>(std::accumulate(sampled_.begin(), sampled_.end(), std::uint64_t{0}));
-    const double worked = std::accumulate(received_.begin(), received_.end(), 0.0);
-    a.sampled_share = rounds > 0 ? static_cast<double>(sampled_[pool]) / rounds : 0.0;
-    a.received_share = worked > 0 ? received_[pool] / worked : 0.0;
+    if (pool >= live_.size() || !live_[pool]) return a;
+    a.share = share_of(pool);
+    // Totals kept beside the per-pool counts: stats() asks for every pool.
+    a.sampled_share = sampled_total_ > 0 ? static_cast<double>(sampled_[pool]) / static_cast<double>(sampled_total_) : 0.0;
+    a.received_share = received_total_ > 0 ? received_[pool] / received_total_ : 0.0;
     a.credit_s = last_credit_[pool];
     return a;
   }
@@ -200,70 +216,172 @@ class fair_policy final : public ext::policy {
   static constexpr double debt_rounds = 100;
   using time_point = std::chrono::steady_clock::time_point;
 
-  void grow(std::uint32_t end) {
-    if (share_.size() >= end) return;
-    share_.resize(end, 0.0);
+  void grow(std::size_t end) {
+    if (live_.size() >= end) return;
+    live_.resize(end, false);
+    weight_.resize(end, 0.0);
     credit_.resize(end, 0.0);
     last_credit_.resize(end, 0.0);
     received_.resize(end, 0.0);
     primaries_.resize(end, 0);
     sampled_.resize(end, 0);
+    cpu_weighted_.resize(end, 0.0);
+    cpu_wall_.resize(end, 0.0);
+  }
+
+  void add(const ext::pool_view& p) {
+    grow(std::size_t{p.id} + 1);
+    if (live_[p.id]) return;
+    live_[p.id] = true;
+    weight_[p.id] = p.weight;
+    total_weight_ += p.weight;
+    ++live_count_;
   }
 
   void forget(ext::pool_id pool) {
-    share_[pool] = credit_[pool] = last_credit_[pool] = received_[pool] = 0;
+    if (pool >= live_.size() || !live_[pool]) return;
+    live_[pool] = false;
+    total_weight_ -= weight_[pool];
+    --live_count_;
+    primaries_sum_ -= primaries_[pool];
+    sampled_total_ -= sampled_[pool];
+    received_total_ -= received_[pool];
+    weight_[pool] = credit_[pool] = last_credit_[pool] = received_[pool] = 0;
     primaries_[pool] = 0;
     sampled_[pool] = 0;
   }
 
-  // The criterion over the pools that exist now (shares_ by id for stats).
-  std::vector<double> criterion(std::span<const ext::pool_view> pools) {
-    double total = 0;
-    for (const ext::pool_view& p : pools) total += p.weight;
-    std::vector<double> shares(pools.size());
-    for (std::size_t i = 0; i < pools.size(); ++i) {
-      shares[i] = total > 0 ? pools[i].weight / total : 1.0 / static_cast<double>(pools.size());
-      share_[pools[i].id] = shares[i];
-    }
-    return shares;
+  // The criterion, F(p) = weight / total weight of the live pools.
+  double share_of(ext::pool_id pool) const noexcept {
+    if (pool >= live_.size() || !live_[pool]) return 0.0;
+    if (total_weight_ > 0) return weight_[pool] / total_weight_;
+    return live_count_ > 0 ? 1.0 / static_cast<double>(live_count_) : 0.0;
   }
 
-  // Each pool's credit now: its credit at the last tick, plus its share of
+  // The live pools and their weights, read again from the whole view.
+  void learn_every_pool(std::span<const ext::pool_view> pools) {
+    std::size_t end = 0;
+    for (const ext::pool_view& p : pools) end = std::max(end, std::size_t{p.id} + 1);
+    grow(end);
+    std::vector<bool> present(live_.size(), false);
+    for (const ext::pool_view& p : pools) present[p.id] = true;
+    for (std::size_t id = 0; id < live_.size(); ++id)
+      if (live_[id] && !present[id]) forget(static_cast<ext::pool_id>(id));
+    total_weight_ = 0;
+    live_count_ = 0;
+    for (const ext::pool_view& p : pools) {
+      live_[p.id] = true;
+      weight_[p.id] = p.weight;
+      total_weight_ += p.weight;
+      ++live_count_;
+    }
+  }
+
+  // What one event changes: its pool came or went (its weight joins or
+  // leaves the total). The runtime tells removals before additions of a
+  // reused id (policy.hpp).
+  void learn_pool(const ext::event& ev, const ext::decision& d) {
+    if (ev.pool == ext::no_pool) return;
+    if (ev.kind == ext::event_kind::pool_removed) {
+      forget(ev.pool);
+      return;
+    }
+    if (const ext::pool_view* p = d.find(ev.pool))
+      add(*p);
+    else
+      forget(ev.pool);  // gone since the event was posted
+  }
+
+  // A pool's credit now: its credit at the last tick, plus its share of
   // the workers since, minus the work the driver reports since (choice 2 in
-  // fair.hpp), clamped to [-floor, +cap].
-  std::vector<double> accrued_credit(std::span<const ext::pool_view> pools, std::span<const double> shares,
-                                     unsigned workers, time_point now) const {
+  // fair.hpp), clamped to [-floor, +cap]. At a tick (`folded`) credit_
+  // already holds it.
+  double credit_now(const ext::pool_view& p, unsigned workers, time_point now, bool folded) const {
+    if (folded) return credit_[p.id];
     const double elapsed = std::chrono::duration<double>(now - last_tick_).count();
-    std::vector<double> credit(pools.size());
-    for (std::size_t i = 0; i < pools.size(); ++i)
-      credit[i] = std::clamp(credit_[pools[i].id] + shares[i] * workers * elapsed - pools[i].work_s, floor_s_, cap_s_);
-    return credit;
+    return std::clamp(credit_[p.id] + share_of(p.id) * workers * elapsed - p.work_s, floor_s_, cap_s_);
+  }
+
+  // A quantum tick: every pool's credit and received work are brought up
+  // to now (once per round, not per event).
+  //
+  // Received work is CPU time where it can be told (the paper's share is of
+  // processor time, "Fairness in Responsive Parallelism", Sec. 3): a core
+  // the OS preempted is working by the wall clock. The view's per-pool
+  // wall work is scaled by the CPU fraction of the cores that served the
+  // pool (those whose ranked set holds it), from each core's thread CPU
+  // clock at the tick. Credit, which decisions between ticks spend, stays
+  // in wall time: CPU time is read only at ticks.
+  void end_quantum(const ext::decision& d, time_point now) {
+    const unsigned workers = d.core_count();
+    std::vector<ext::pool_id> measured;
+    for (const ext::core_view& c : d.cores()) {
+      if (c.target != ext::core_target::pool || !(c.work_s > 0)) continue;
+      const double cpu_fraction = std::min(c.cpu_s, c.work_s) / c.work_s;
+      for (const ext::pool_id id : c.pools) {
+        grow(std::size_t{id} + 1);
+        if (cpu_wall_[id] == 0) measured.push_back(id);
+        cpu_weighted_[id] += cpu_fraction * c.work_s;
+        cpu_wall_[id] += c.work_s;
+      }
+    }
+    for (const ext::pool_view& p : d.pools()) {
+      credit_[p.id] = credit_now(p, workers, now, false);
+      last_credit_[p.id] = credit_[p.id];
+      const double cpu_fraction = cpu_wall_[p.id] > 0 ? cpu_weighted_[p.id] / cpu_wall_[p.id] : 1.0;
+      received_[p.id] += p.work_s * cpu_fraction;
+      received_total_ += p.work_s * cpu_fraction;
+    }
+    for (const ext::pool_id id : measured) cpu_weighted_[id] = cpu_wall_[id] = 0;
+    last_tick_ = now;
   }
 
   // Systematic sampling with credit (fair.hpp, choices 1 and 2): one draw
   // per round places every worker; counts per pool, the runtime picks cores.
-  void decide_systematic(ext::decision& d, std::span<const double> shares, std::span<const double> credit,
-                         bool new_round) {
-    const auto pools = d.pools();
+  // Only pools with work get cores, so between rounds the decision reads
+  // those and no other pool.
+  void decide_systematic(ext::decision& d, bool new_round, bool folded, time_point now) {
     const unsigned workers = d.core_count();
-    std::vector<unsigned> primaries(pools.size(), 0);
     if (new_round) {
+      const auto pools = d.pools();
+      std::vector<double> shares(pools.size());
+      for (std::size_t i = 0; i < pools.size(); ++i) shares[i] = share_of(pools[i].id);
+      std::vector<unsigned> primaries(pools.size(), 0);
       sample_primaries(shares, workers, uniform(rng_), primaries);
       std::fill(primaries_.begin(), primaries_.end(), 0u);
+      primaries_sum_ = 0;
       for (std::size_t i = 0; i < pools.size(); ++i) {
         primaries_[pools[i].id] = primaries[i];
+        primaries_sum_ += primaries[i];
         sampled_[pools[i].id] += primaries[i];
+        sampled_total_ += primaries[i];
       }
-    } else {
-      for (std::size_t i = 0; i < pools.size(); ++i) primaries[i] = primaries_[pools[i].id];
     }
-    std::vector<unsigned> allotment(pools.size(), 0);
-    allot_fair(primaries, credit, pools, workers, allotment);
-    for (std::size_t i = 0; i < pools.size(); ++i) d.allot(pools[i].id, allotment[i]);
+    const auto busy = d.pools_with_work();
+    if (busy.empty()) {
+      const auto pools = d.pools();
+      if (!pools.empty()) d.allot(pools.front().id, workers);  // no work anywhere: the cores sleep
+      d.donate_to(ext::no_pool);
+      return;
+    }
+    std::vector<unsigned> primaries(busy.size());
+    std::vector<double> credit(busy.size());
+    unsigned busy_primaries = 0;
+    for (std::size_t i = 0; i < busy.size(); ++i) {
+      add(busy[i]);  // known already (its addition was an event); cheap if so
+      primaries[i] = primaries_[busy[i].id];
+      busy_primaries += primaries[i];
+      credit[i] = credit_now(busy[i], workers, now, folded);
+      last_credit_[busy[i].id] = credit[i];
+    }
+    std::vector<unsigned> allotment(busy.size());
+    allot_fair_with_work(primaries, credit, primaries_sum_ > busy_primaries ? primaries_sum_ - busy_primaries : 0,
+                         allotment);
+    for (std::size_t i = 0; i < busy.size(); ++i)
+      if (allotment[i] > 0) d.allot(busy[i].id, allotment[i]);  // pools not named get none
     // Between decisions a core whose pool runs out of work donates itself
     // to the most urgent pool with work, and comes back by itself.
-    const auto top = std::find_if(pools.begin(), pools.end(), [](const ext::pool_view& p) { return p.has_ready_work; });
-    d.donate_to(top != pools.end() ? top->id : ext::no_pool);
+    d.donate_to(busy.front().id);
   }
 
   // Independent sampling (the paper's rule, fair.hpp): each worker redraws
@@ -281,6 +399,7 @@ class fair_policy final : public ext::policy {
         if (!gone) core_round_end_[c] = next_boundary(core_round_end_[c], now);
         core_primary_[c] = pools[draw_primary(shares, uniform(rng_))].id;
         ++sampled_[core_primary_[c]];
+        ++sampled_total_;
       }
       primary[c] = position_of(pools, core_primary_[c]);
     }
@@ -320,9 +439,16 @@ class fair_policy final : public ext::policy {
   promptly::fair_sampling sampling_;
   double cap_s_, floor_s_;
   // By pool id:
-  std::vector<double> share_, credit_, last_credit_, received_;
+  std::vector<bool> live_;
+  std::vector<double> weight_, credit_, last_credit_, received_;
   std::vector<unsigned> primaries_;  // systematic: the round's primaries
   std::vector<std::uint64_t> sampled_;
+  std::vector<double> cpu_weighted_, cpu_wall_;  // end_quantum's scratch, zero between ticks
+  double total_weight_ = 0;    // of the live pools
+  std::size_t live_count_ = 0;
+  unsigned primaries_sum_ = 0;  // primaries_ summed over the live pools
+  std::uint64_t sampled_total_ = 0;  // sampled_ summed
+  double received_total_ = 0;        // received_ summed
   // By core (independent sampling):
   std::vector<ext::pool_id> core_primary_;
   std::vector<time_point> core_round_end_;

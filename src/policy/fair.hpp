@@ -87,7 +87,15 @@ void sample_primaries(std::span<const double> shares, unsigned workers, double u
 // urgent pool with work; then credit claims (choice 2 above), most urgent
 // pool first. With no work anywhere, every worker goes to pool 0 (asleep).
 void allot_fair(std::span<const unsigned> primaries, std::span<const double> credit_s,
-                std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment) noexcept;
+                std::span<const ext::pool_view> stats, unsigned workers, std::span<unsigned> allotment);
+
+// allot_fair on the pools with work only, most urgent first (the rule
+// gives cores to no other pool): their primaries and credit, and
+// `idle_primaries`, the round's primaries at pools without work, which go
+// to the first (the donation). Costs the pools with work, not the pool
+// count. `primaries` must not be empty.
+void allot_fair_with_work(std::span<const unsigned> primaries, std::span<const double> credit_s,
+                          unsigned idle_primaries, std::span<unsigned> allotment) noexcept;
 
 // One worker's draw (independent sampling): the pool whose interval of the
 // cumulative distribution of `shares` holds u, u in [0, 1). Pools with share

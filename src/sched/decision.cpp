@@ -14,6 +14,7 @@ decision_impl::decision_impl(std::vector<ext::pool_view> pools, std::vector<ext:
     : owned_pools_(std::move(pools)), cores_(std::move(cores)), quantum_(quantum) {
   ext::pool_id end = 0;
   for (const auto& p : owned_pools_) end = std::max(end, p.id + 1);
+  id_end_ = end;
   owned_index_.assign(end, static_cast<std::uint32_t>(owned_pools_.size()));
   for (std::size_t i = 0; i < owned_pools_.size(); ++i) {
     owned_index_[owned_pools_[i].id] = static_cast<std::uint32_t>(i);
@@ -54,6 +55,13 @@ const ext::pool_view* decision_impl::find(ext::pool_id id) const noexcept {
   return i < pools_.size() ? &pools_[i] : nullptr;
 }
 
+bool decision_impl::gone(ext::pool_id id, const char* action) const {
+  if (index_of(id) != pools_.size()) return false;
+  if (id < id_end_) return true;
+  throw std::invalid_argument(std::string("promptly: policy ") + action + ": pool " +
+                              (id == ext::no_pool ? std::string("no_pool") : std::to_string(id)) + " is not a live pool");
+}
+
 void decision_impl::check_core(unsigned core, const char* action) const {
   if (core >= cores_.size())
     throw std::invalid_argument(std::string("promptly: policy ") + action + ": core " + std::to_string(core) +
@@ -62,8 +70,7 @@ void decision_impl::check_core(unsigned core, const char* action) const {
 
 void decision_impl::give_core(unsigned core, ext::pool_id pool) {
   check_core(core, "give_core");
-  if (index_of(pool) == pools_.size())
-    throw std::invalid_argument("promptly: policy give_core: pool " + std::to_string(pool) + " is not a live pool");
+  if (gone(pool, "give_core")) return;
   targets_[core] = pool_set::one(pool);
   explicit_[core] = true;
 }
@@ -75,14 +82,16 @@ void decision_impl::serve(unsigned core, std::span<const ext::pool_id> ranked) {
     throw std::invalid_argument("promptly: policy serve: " + std::to_string(ranked.size()) + " pools for core " +
                                 std::to_string(core) + "; a ranked set holds at most " +
                                 std::to_string(max_ranked_pools) + " (serve_every_pool serves them all)");
+  std::array<ext::pool_id, max_ranked_pools> live{};
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < ranked.size(); ++i) {
-    if (index_of(ranked[i]) == pools_.size())
-      throw std::invalid_argument("promptly: policy serve: pool " + std::to_string(ranked[i]) + " is not a live pool");
+    if (!gone(ranked[i], "serve")) live[kept++] = ranked[i];
     if (std::find(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked[i]) != ranked.begin() + static_cast<std::ptrdiff_t>(i))
       throw std::invalid_argument("promptly: policy serve: pool " + std::to_string(ranked[i]) + " appears twice in core " +
                                   std::to_string(core) + "'s set");
   }
-  targets_[core] = pool_set::ranked(ranked);
+  if (kept == 0) return;  // every pool of the set was removed since
+  targets_[core] = pool_set::ranked({live.data(), kept});
   explicit_[core] = true;
 }
 
@@ -99,22 +108,20 @@ void decision_impl::serve_every_pool(unsigned core) {
 }
 
 void decision_impl::allot(ext::pool_id pool, unsigned cores) {
+  if (gone(pool, "allot")) return;
   const std::size_t i = index_of(pool);
-  if (i == pools_.size())
-    throw std::invalid_argument("promptly: policy allot: pool " + std::to_string(pool) + " is not a live pool");
   counts_[i] = cores;
   counted_ = true;
 }
 
 void decision_impl::donate_to(ext::pool_id pool) {
-  if (pool != ext::no_pool && index_of(pool) == pools_.size())
-    throw std::invalid_argument("promptly: policy donate_to: pool " + std::to_string(pool) + " is not a live pool");
+  if (pool != ext::no_pool && gone(pool, "donate_to")) return;
   donation_ = pool;
 }
 
 void decision_impl::set_quantum(std::chrono::microseconds q) {
   if (q.count() < 0) throw std::invalid_argument("promptly: policy set_quantum: the quantum must be >= 0");
-  quantum_ = q;
+  quantum_ = std::min(q, ext::max_quantum);  // a longer one overflows the deadline arithmetic (steady_clock's ns)
 }
 
 std::vector<pool_set> decision_impl::resolve() const {

@@ -5,6 +5,8 @@
 //
 // Invariants
 //  * Built and used on the policy thread only, under policy_mutex_.
+//  * An action naming a pool absent from the view but below id_end_ (removed
+//    since the event was posted) changes nothing; resolve() never sees it.
 //  * resolve() gives every core exactly one assignment: a ranked set of
 //    live pools of the view (pools that are gone drop out of a set; a core
 //    whose set empties sleeps), asleep, or every pool.
@@ -50,11 +52,22 @@ class decision_impl final : public ext::decision {
   void set_quantum(std::chrono::microseconds q) override;
   std::chrono::microseconds quantum() const noexcept override { return quantum_; }
 
+  // Every pool id the runtime ever gave is below `end`: an action naming an
+  // id below it that is absent from the view (a pool removed since) is
+  // ignored, one at or above it is an error. Defaults to one past the
+  // largest id of the view with the first constructor; to 0 (every absent
+  // id an error) with the kept view's, whose caller sets it (finding the
+  // largest id would walk every pool).
+  void set_pool_id_end(ext::pool_id end) noexcept { id_end_ = end; }
+
   // The assignment of every core after the policy acted (see the invariants).
   std::vector<pool_set> resolve() const;
 
  private:
   std::size_t index_of(ext::pool_id id) const noexcept;  // pools_.size() if absent
+  // Absent from the view: false if `id` is live; true if a pool had it
+  // (removed since: the action is ignored); throws naming `action` otherwise.
+  bool gone(ext::pool_id id, const char* action) const;
   void check_core(unsigned core, const char* action) const;
 
   void start(bool from_scratch);
@@ -63,6 +76,7 @@ class decision_impl final : public ext::decision {
   std::vector<std::uint32_t> owned_index_;
   std::span<const ext::pool_view> pools_;
   std::span<const std::uint32_t> index_by_id_;  // pool id -> position in pools_ (>= pools_.size(): absent)
+  ext::pool_id id_end_ = 0;                      // every id ever given is below it (set_pool_id_end)
   std::vector<ext::pool_view> with_work_;
   std::vector<ext::core_view> cores_;
   std::vector<pool_set> targets_;

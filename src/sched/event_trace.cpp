@@ -136,7 +136,9 @@ void write_chrome_trace(const std::string& path, const std::vector<const trace_r
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error("promptly: cannot write the trace file '" + path + "'");
   out << std::fixed << std::setprecision(3);  // ns resolution in us; the default 6 digits were 10 us after 1 s
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  // otherData.t0_steady_ns: time 0 on the steady clock (now_ns()), so that samples taken beside the
+  // run on the same clock (promptly-prof record-os: the OS's run-queue waits and steal time) line up.
+  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"t0_steady_ns\":" << t0_ns << "},\"traceEvents\":[\n";
   json_events ev(out);
   ev.set_t0(t0_ns);
   for (unsigned i = 0; i < worker_rings.size(); ++i) {

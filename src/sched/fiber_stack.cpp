@@ -40,6 +40,7 @@
 
 #include "toolchain.hpp"
 #if PROMPTLY_UNDER_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -177,6 +178,16 @@ boost::context::stack_context recorded_stack_allocator::allocate() {
   record_->bottom = base + boost::context::protected_fixedsize_stack::traits_type::page_size();
   record_->top = static_cast<char*>(sctx.sp);
   record_->configured = bytes_;
+#if PROMPTLY_UNDER_ASAN
+  // AddressSanitizer (clang 14) keeps shadow memory across munmap and mmap,
+  // so a stack mapped where an ended fiber's stack was inherits the redzones
+  // of that fiber's frames that never returned (its entry frames: the body
+  // ends by jumping to the thread's context). Instrumented frames rewrite
+  // their own shadow, but uninstrumented ones (libstdc++'s steady_clock::now
+  // passing a local to clock_gettime) would land on a stale redzone and be
+  // reported. A new stack starts clean.
+  __asan_unpoison_memory_region(record_->bottom, static_cast<std::size_t>(record_->top - record_->bottom));
+#endif
   return sctx;
 }
 

@@ -1,4 +1,4 @@
-// The policy thread: feeds the policy its events (installation, quantum
+// The policy driver: feeds the policy its events (installation, quantum
 // ticks, pools added, removed, becoming non-empty or empty, asking for
 // cores, a queue forming at a pool with work) with a view of the pools and
 // cores, and applies what it decides by setting workers' assignments
@@ -11,24 +11,9 @@
 //    policy call into the policy; they hold policy_mutex_, which guards
 //    policy_, the quantum state, the seen_* baselines, the latency samples
 //    and the trace. No holder waits for a worker, so a worker may wait for it.
-//    The mechanism (submitters, wakers, workers, pool creation and removal)
-//    only records events: a bit per pool in an event_bitmap and a futex wake
-//    of this thread (post_event) or a request to the workers
-//    (post_event_for_workers), which never blocks on the policy, allocates
-//    or throws, so it is safe on the noexcept wake path of a parked fiber.
-//  * A posted event is decided: by this thread, which re-reads every bitmap
-//    before it sleeps, or by a worker asked to (ask_workers_to_decide). A
-//    decision that overwrites an asked worker's word clears its request;
-//    the worker that decided re-reads the pool-table bitmaps afterwards and
-//    wakes this thread if one is set (decide_at_loop_top).
-//  * pool_record::believed_nonempty is what the policy last saw: every
-//    decision sets it from the view it decided on. A submitter pushes first
-//    and then exchanges it to true; if it was false, the submitter posts
-//    became_nonempty. A decision that clears it re-reads the pool after the
-//    clear (both seq-cst), so either the submitter sees false and posts the
-//    event, or the decision sees the work and decides again: work never
-//    waits in a pool the policy believes empty. A worker that becomes
-//    active re-reads the belief after its increment (scheduling_loop.cpp).
+//    The mechanism only records events (event_board.cpp, which states the
+//    posting side's invariants and the belief protocol with submitters):
+//    this file takes them and decides; stats() reads (runtime_stats.cpp).
 //  * The kept view (pool_views_, under policy_mutex_) lists every live or
 //    closing pool once, most urgent first; view_index_ maps each listed id
 //    to its position; view_busy_ holds, ascending, exactly the positions
@@ -37,12 +22,17 @@
 //    either posts an event that reads it again), so reading again only
 //    the pools of the events, of the cores' sets and of the cores misses no
 //    flip (refresh_pool_views_locked).
-//  * Backlog events (only for a policy that wants_backlog_events) are a
-//    hint, not a liveness guarantee: at most one per pool is posted between
-//    two decisions (pool_record::backlog_posted, cleared by every view of
-//    the pool), and a stale read of either flag posts one more or one fewer.
-//    Work is never left behind by a missing one: it is queued at a pool the
-//    policy believes non-empty, whose cores take it.
+//  * A decision is all or none: the policy's actions go to a decision_impl
+//    that is applied only after on_event returned for every event of the
+//    batch. An event it threw on waits in deferred_ (never in a bitmap, so
+//    no worker is asked to decide it and idle workers sleep) until
+//    retry_at_ns_, 1 ms after the last failure; the rest of the batch is
+//    decided at once without it. Each failure removes one event from the
+//    batch, so a batch ends. Events of a pool that is not live, or of an
+//    earlier pool on the same id (creation_seq), are dropped when taken.
+//  * unserved_ holds pools a decision left with ready work and no core;
+//    the policy thread reports one once it lasted unserved_report_ns while
+//    a core idled and nothing was left to decide (watch_unserved_locked).
 //  * The thread decides on the quantum deadline whatever else wakes it
 //    (events never push the deadline out). Quanta run while at least two
 //    pools (one, if the policy asks: ticks_while_one_pool_is_busy) had work
@@ -57,173 +47,26 @@
 #include <exception>
 #include <thread>
 
+#include <pthread.h>
+#include <time.h>
+
 #include "chaos.hpp"
 #include "os_time_slice.hpp"
 #include "decision.hpp"
 #include "scheduler.hpp"
+#include "worker_accounts.hpp"
 
 namespace promptly::detail {
 
 namespace {
-// A worker working this long without a pause may be in one long strand:
-// an event then also wakes a sleeping worker to decide. Beside such a
-// strand an event waits at most about this plus a wake-up (p50 14-20 us
-// here), twice aps's 500 us quantum; a shorter mark would wake sleepers
-// beside ordinary busy workers more often. Not tuned: in the apps' A/B
-// (4 rounds, then 10 more of prompt) every median stayed inside the old
-// rule's range (bench/results/apps/long-strand-wake/).
-constexpr std::uint64_t long_strand_ns = 1'000'000;
-}  // namespace
-
-// Seq-cst mode loads: a submitter that pushed after a decision read the
-// pool must see that decision's store of every_core_serves_every_pool_
-// (both seq-cst).
-void scheduler::note_nonempty(std::uint32_t pool) noexcept {
-  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return;
-  pool_record& p = pool_at(pool);
-  if (!p.believed_nonempty.exchange(true, std::memory_order_seq_cst)) {
-    post_event_for_workers(became_nonempty_, pool);
-    return;
-  }
-  // Already non-empty: no event, unless the policy asked to hear of a queue
-  // forming (ext::policy::wants_backlog_events). Without it a pool whose
-  // cores are busy queues what arrives until the next tick (README.md,
-  // "Backlog events").
-  if (backlog_events_.load(std::memory_order_relaxed) && p.injection.size() >= 2 &&
-      !p.backlog_posted.exchange(true, std::memory_order_relaxed))
-    post_event_for_workers(backlogged_, pool);
-}
-
-// The policy thread needs a core to run, and on a machine whose cores all
-// run workers that means preempting one (measured with every decision on
-// that thread and a core taken by other work: an urgent job's p99 of 4.0 ms
-// under prompt, bench/results/priority/latency-recheck/driver-only-one-core/).
-// So the workers decide instead: every awake worker gets decide_request (a
-// working one parks its task at its next strand boundary and its loop top
-// decides; an idle one leaves its wait, `moved`), the first to get there
-// decides and the others find nothing pending. Asking all, not one, makes
-// the delay the nearest strand boundary of any worker. If every worker
-// waits, one is woken to decide (one, not all: no herd). So is one when
-// every working worker has been working for long_strand_ns or more: it may
-// be in one long strand (a loop with no boundary), and the event would wait
-// for that strand to end while a core sleeps (README.md, "Decisions in one
-// place"). A worker busy that long with many boundaries costs the sleeper a
-// needless wake, rarely: a worker that long busy beside a sleeping one is
-// unusual in fork-join code, where the idle one steals. Only a worker the
-// policy put to sleep (no pool) cannot decide (it waits for an assignment,
-// sleep_unassigned), so then the policy thread is woken as well: it is the
-// only one that may wake such a core, and the core it runs on is idle.
-//
-// Why no event is left undecided: the caller set the event bit (seq-cst)
-// and the fence below orders it before the slot reads. A worker read here
-// as awake stores `preparing` (seq-cst) before it re-checks `moved` (which
-// reads the bit) in wait_for_task, and a working one reaches its loop top,
-// which reads the bit, before it can wait at all. A worker read as waiting
-// is woken (notifier.hpp, no lost wake-up). A loop top that finds the
-// policy lock held wakes the policy thread (decide_at_loop_top), which
-// re-reads the bits before it sleeps (driver_main).
-bool scheduler::ask_workers_to_decide() noexcept {
-  notifier::fence_before_notify();
-  bool someone_decides = false;
-  bool someone_decides_soon = false;  // a worker looking for work, or working for less than long_strand_ns
-  worker* waiting = nullptr;
-  const std::uint64_t now = now_ns();
-  for (const auto& wp : workers_) {
-    worker& v = *wp;
-    if (v.assigned.load(std::memory_order_relaxed) == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it (relaxed: ask_to_decide re-reads it)
-    if (notifier::is_waiting(v.slot)) {
-      waiting = &v;
-      continue;
-    }
-    if (!ask_to_decide(v)) return false;  // the policy put it to sleep meanwhile
-    someone_decides = true;
-    // Relaxed: statistics the worker writes; a stale read wakes a sleeper
-    // needlessly or leaves the event to the working worker's next boundary.
-    const std::uint64_t since = v.phase_since_ns.load(std::memory_order_relaxed);
-    if (v.phase.load(std::memory_order_relaxed) != worker_phase::working || now < since + long_strand_ns)
-      someone_decides_soon = true;
-  }
-  // The waiting worker gets the request too: its wait ends on it (`moved`)
-  // whatever the event is, and its loop top then decides.
-  if (!someone_decides_soon && waiting != nullptr) {
-    if (!ask_to_decide(*waiting)) return false;
-    someone_decides = notifier::notify(waiting->slot) || someone_decides;
-  }
-  return someone_decides;
-}
-
-// Creating and removing a pool (pools.cpp) post this way too: the caller
-// (a job server's submitting or reaping thread) then makes no futex wake of
-// the policy thread on a loaded machine, and that thread does not preempt
-// a worker to decide (with the drain wake-up below, remove p50 went from
-// 11.7 to 0.7 us under 75% load: bench/results/jobs/overheads/ab-pool-events/).
-void scheduler::post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept {
-  post_event(events, pool, decider::poster);  // the bit first: whoever is asked below must see it
-  if (!ask_workers_to_decide()) poke_driver();
-}
-
-bool scheduler::events_posted() const noexcept {
-  return became_nonempty_.any() || maybe_empty_.any() || pools_added_.any() || pools_removed_.any() ||
-         cores_requested_.any() || backlogged_.any();
-}
-
-bool scheduler::ask_to_decide(worker& v) noexcept {
-  unsigned word = v.assigned.load(std::memory_order_relaxed);  // relaxed: the CAS re-reads it
-  // Release: the worker's acquire at its loop top then sees the event bits set before.
-  while (!(word & decide_request) && word != no_pool &&
-         !v.assigned.compare_exchange_weak(word, word | decide_request, std::memory_order_release,
-                                           std::memory_order_relaxed)) {
-  }
-  return word != no_pool;
-}
-
-bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
-  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return false;
-  pool_record& p = pool_at(pool);
-  if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return false;
-  post_event(maybe_empty_, pool, who);
-  return true;
-}
-
-// An event's poster either wakes the policy thread or sees to it that a
-// worker decides at its loop top (decider::poster: the poster itself, an
-// idle worker, or the workers it asks, ask_workers_to_decide): then
-// decide_at_loop_top either takes the event bits under the policy lock, or,
-// finding the lock held, wakes the thread, which re-reads the bits before
-// it sleeps. No event waits for a decision nobody will take.
-void scheduler::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
-  // The first event since the thread last decided starts the latency clock
-  // (relaxed: a measurement; the event itself is ordered below).
-  std::uint64_t none = 0;
-  if (oldest_event_ns_.load(std::memory_order_relaxed) == 0)
-    oldest_event_ns_.compare_exchange_strong(none, now_ns(), std::memory_order_relaxed);
-  // Seq-cst (event_bitmap), then the notifier's fence: the thread's
-  // prepare_wait/re-check either sees the bit or is woken (notifier.hpp).
-  events.set(pool);
-  if (who == decider::poster) return;
-  notifier::fence_before_notify();
-  notifier::notify(driver_slot_);
-}
-
-void scheduler::poke_driver() noexcept {
-  driver_poked_.store(true, std::memory_order_seq_cst);  // seq-cst: as post_event
-  notifier::fence_before_notify();
-  notifier::notify(driver_slot_);
-}
-
-namespace {
-// The phase interval a worker is in now, not yet added to the accounts.
-struct open_interval {
-  std::uint32_t pool;
-  bool working;
-  std::uint64_t ns;
-};
-open_interval open_interval_of(const worker& w, std::uint64_t now) noexcept {
-  const std::uint64_t since = w.phase_since_ns.load(std::memory_order_relaxed);
-  return {w.serving.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed) == worker_phase::working,
-          now > since ? now - since : 0};
-}
-double seconds(std::uint64_t ns) noexcept { return static_cast<double>(ns) * 1e-9; }
+// An event the policy threw on is retried no sooner than this after the
+// last failure (docs/policies.md, "Rules"); meanwhile the workers sleep.
+constexpr std::uint64_t retry_delay_ns = 1'000'000;
+// Ready work that no core has served for this long while a core idles and
+// no decision is pending is reported (watch_unserved_locked). Far above any
+// decision latency (p99 well under 1 ms), short enough to be seen by a
+// person waiting for a hung program.
+constexpr std::uint64_t unserved_report_ns = 200'000'000;
 }  // namespace
 
 // The view a decision is made on. Pools that are live or draining (closing)
@@ -341,11 +184,12 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
     v.age = std::chrono::nanoseconds(now > p.created_ns ? now - p.created_ns : 0);
     v.has_ready_work = p.has_ready_work();
     v.queued = p.injection.size();
-    v.work_s = seconds(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
-    v.look_s = seconds(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
+    v.work_s = seconds_of(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
+    v.look_s = seconds_of(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
     v.cores = cores;
     v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
     v.elastic = p.elastic;
+    v.level = id < level_count();
     if (advance) {
       // Relaxed: a statistic; a task counted late only hides a stall for a tick.
       const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
@@ -437,14 +281,66 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
     v.assigned = a.first();
     v.pools.assign(a.ranked_ids().begin(), a.ranked_ids().end());
     v.serving = open.pool;
-    v.work_s = seconds(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
-    v.look_s = seconds(look > seen_core_look_ns_[c] ? look - seen_core_look_ns_[c] : 0);
+    v.work_s = seconds_of(work > seen_core_work_ns_[c] ? work - seen_core_work_ns_[c] : 0);
+    v.look_s = seconds_of(look > seen_core_look_ns_[c] ? look - seen_core_look_ns_[c] : 0);
     if (advance) {
       seen_core_work_ns_[c] = work;
       seen_core_look_ns_[c] = look;
     }
   }
   return cores;
+}
+
+// CPU time beside wall time, at quantum ticks: a core the OS preempted
+// is "working" by the wall clock (on a loaded machine a 3:1 share policy
+// drifted to 4.1-4.4:1 in work done while work_s said 3:1). Each core's
+// thread CPU clock is read here, once per tick (a system call per core per
+// quantum, none on the workers' paths); the core's CPU time, up to its
+// wall work time, is counted at the pool the previous decision put first
+// in its set (the pool it serves if it serves
+// every pool). Cores move between pools inside a quantum without being
+// read, so a pool's cpu_s is an estimate; a core's is exact.
+void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  if (seen_core_cpu_ns_.size() != workers_.size()) seen_core_cpu_ns_.assign(workers_.size(), 0);
+  // The kept view's positions credited by this tick: each starts from 0 at
+  // its first credit, so a pool the tick did not read again (a core's
+  // serving pool read after the view was) shows this tick's time only.
+  std::vector<std::uint32_t> credited;
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    clockid_t clock;
+    timespec ts{};
+    if (pthread_getcpuclockid(workers_[c]->thread.native_handle(), &clock) != 0 || clock_gettime(clock, &ts) != 0)
+      continue;  // the thread has ended (shutdown)
+    const std::uint64_t cpu = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+    const std::uint64_t delta = cpu > seen_core_cpu_ns_[c] ? cpu - seen_core_cpu_ns_[c] : 0;
+    seen_core_cpu_ns_[c] = cpu;
+    ext::core_view& v = cores[c];
+    v.cpu_s = seconds_of(delta);
+    const double wall = v.work_s + v.look_s;
+    if (wall <= 0) continue;
+    const ext::pool_id id = v.target == ext::core_target::pool ? v.assigned : v.serving;
+    if (id >= view_index_.size() || view_index_[id] == absent_view) continue;
+    const std::uint32_t at = view_index_[id];
+    ext::pool_view& pv = pool_views_[at];
+    if (std::find(credited.begin(), credited.end(), at) == credited.end()) {
+      credited.push_back(at);
+      pv.cpu_s = 0;
+      view_dirty_.push_back(id);  // the next decision reads it again: cpu_s is 0 between ticks
+    }
+    // Looking may sleep (no CPU) or spin: the CPU time is counted as work up
+    // to the core's wall work time, exact for a core preempted while working
+    // or sleeping while looking, an overestimate only for one both spinning
+    // and preempted. (Scaling the CPU time by the work fraction instead
+    // counted a sleeping thief's core twice as idle: under fair 1:3 on a
+    // loaded machine, level 0 was credited 0.46 of the work.)
+    pv.cpu_s += std::min(v.cpu_s, v.work_s);
+  }
+  // pools_with_work() holds copies of the kept view (refresh_pool_views_locked).
+  for (const std::uint32_t at : credited) {
+    const auto it = std::lower_bound(view_busy_.begin(), view_busy_.end(), at);
+    if (it != view_busy_.end() && *it == at) views_with_work_[static_cast<std::size_t>(it - view_busy_.begin())].cpu_s = pool_views_[at].cpu_s;
+  }
 }
 
 // Cores whose set's most urgent pool is each pool id ever made (cores
@@ -459,68 +355,230 @@ std::vector<unsigned> scheduler::cores_by_pool() const {
 
 // One decision on one view for a batch of events (coalesced: the policy
 // hears each event, in order, then the runtime applies what it did once).
+// The batch is the caller's decision (installed, a tick): if the policy
+// throws on it, nothing is applied and the caller hears of it. What the
+// decision causes (belief flips, below) is decided afterwards like any
+// event: a throw there sets that event aside for a retry.
 void scheduler::decide_locked(std::vector<ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::size_t failed = 0;
+  decide_isolating_locked(decide_once_locked(events, failed));
+}
+
+void scheduler::decide_isolating_locked(std::vector<ext::event> events) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  // Each failure removes one event, so this ends; an event that throws
+  // cannot keep the others of its batch from being decided.
   while (!events.empty()) {
-    bool tick = false, installed = false;
-    for (const ext::event& ev : events) {
-      tick = tick || ev.kind == ext::event_kind::quantum;
-      installed = installed || ev.kind == ext::event_kind::installed;
-    }
-    refresh_pool_views_locked(installed, tick, events);
-    const std::span<const ext::pool_view> pools = pool_views_;
-    decision_impl d(pools, view_index_, views_with_work_, view_cores_locked(tick), quantum_, installed);
+    std::size_t failed = events.size();
+    [[maybe_unused]] const std::size_t before = events.size();
     try {
-      for (const ext::event& ev : events) policy_->on_event(ev, d);
-      apply_locked(d.resolve());
+      events = decide_once_locked(events, failed);
+      continue;
+    } catch (const std::exception& e) {
+      policy_failed_locked(events, failed, e.what());
     } catch (...) {
-      // The beliefs below were not set from this view: the retry reads these pools again.
-      view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
-      throw;
+      policy_failed_locked(events, failed, "an exception that is not a std::exception");
     }
-    if (tracing_) [[unlikely]]
-      policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
-                           static_cast<std::uint32_t>(events.size()));
-    quantum_ = d.quantum();
-    if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (refresh_pool_views_locked)
-      last_quantum_.clear();
-      for (const std::uint32_t id : view_refreshed_)
-        if (view_index_[id] != absent_view) last_quantum_.push_back(pool_views_[view_index_[id]]);
-    }
-    for (const ext::event& ev : events)
-      if (ev.kind == ext::event_kind::more_cores_requested)
-        if (pool_record* p = find_pool(ev.pool)) {
-          p->wants_more_cores.store(false, std::memory_order_relaxed);
-          view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
-        }
-    ++decisions_;
-    trace_locked(pools);
-    // The belief follows the view. A flip the policy was not told of by an
-    // event of this batch becomes an event of the next one: a pool seen
-    // empty here is no news to the worker that reports it a moment later
-    // (handle_events_locked drops it), so an event-driven policy would
-    // never hear that the pool emptied (or, symmetrically, filled).
-    auto told = [&](ext::event_kind kind, ext::pool_id id) {
-      return std::any_of(events.begin(), events.end(), [&](const ext::event& e) { return e.kind == kind && e.pool == id; });
-    };
-    // Only the pools this view read again can have flipped (refresh_pool_views_locked).
-    std::vector<ext::event> next;
-    for (const std::uint32_t id : view_refreshed_) {
-      if (view_index_[id] == absent_view) continue;
-      const ext::pool_view& v = pool_views_[view_index_[id]];
-      pool_record& p = pool_at(v.id);
-      const bool was = p.believed_nonempty.exchange(v.has_ready_work, std::memory_order_seq_cst);
-      if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
-        p.believed_nonempty.store(true, std::memory_order_seq_cst);
-        next.push_back({ext::event_kind::became_nonempty, v.id, {}});
-      } else if (was && !v.has_ready_work && !told(ext::event_kind::became_empty, v.id)) {
-        next.push_back({ext::event_kind::became_empty, v.id, {}});
-      } else if (!was && v.has_ready_work && !told(ext::event_kind::became_nonempty, v.id)) {
-        next.push_back({ext::event_kind::became_nonempty, v.id, {}});
-      }
-    }
-    events = std::move(next);
+    assert(events.size() == before - 1 && "a failure sets exactly one event aside");
   }
+}
+
+// Sets events[failed] aside for a retry and removes it from `events`. A
+// quantum tick is not retried: the next one comes anyway.
+void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  if (failed >= events.size()) throw;  // not the policy's (views, applying): the caller reports it
+  const ext::event ev = events[failed];
+  events.erase(events.begin() + static_cast<std::ptrdiff_t>(failed));
+  ++policy_failures_;
+  if (!policy_failure_reported_) {
+    policy_failure_reported_ = true;
+    std::fprintf(stderr,
+                 "promptly: policy '%.*s' threw on an event (kind %d, pool %u): %s; the event is retried 1 ms later, and "
+                 "further failures are only counted (runtime_stats::policy_failures)\n",
+                 static_cast<int>(policy_->name().size()), policy_->name().data(), static_cast<int>(ev.kind), ev.pool,
+                 what);
+  }
+  retry_at_ns_ = now_ns() + retry_delay_ns;
+  if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) return;
+  const pool_record* p = ev.pool == ext::no_pool ? nullptr : find_pool(ev.pool);
+  std::uint64_t seq = 0;
+  if (p != nullptr) {
+    std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
+    seq = p->creation_seq;
+  }
+  deferred_.push_back({ev, seq});
+}
+
+std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  bool tick = false, installed = false;
+  for (const ext::event& ev : events) {
+    tick = tick || ev.kind == ext::event_kind::quantum;
+    installed = installed || ev.kind == ext::event_kind::installed;
+  }
+  refresh_pool_views_locked(installed, tick, events);
+  const std::span<const ext::pool_view> pools = pool_views_;
+  try {
+    std::vector<ext::core_view> cores = view_cores_locked(tick);
+    if (tick) add_cpu_time_locked(cores);
+    decision_impl d(pools, view_index_, views_with_work_, std::move(cores), quantum_, installed);
+    d.set_pool_id_end(pools_.id_end());
+    // A throw leaves d unapplied: the decision is all or none.
+    for (failed = 0; failed < events.size(); ++failed) policy_->on_event(events[failed], d);
+    failed = events.size();  // a throw below is not the policy's
+    apply_locked(d.resolve());
+    quantum_ = d.quantum();
+  } catch (...) {
+    // The beliefs below were not set from this view: the retry reads these pools again.
+    view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
+    throw;
+  }
+  if (tracing_) [[unlikely]]
+    policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
+                         static_cast<std::uint32_t>(events.size()));
+  if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (refresh_pool_views_locked)
+    last_quantum_.clear();
+    for (const std::uint32_t id : view_refreshed_)
+      if (view_index_[id] != absent_view) last_quantum_.push_back(pool_views_[view_index_[id]]);
+  }
+  for (const ext::event& ev : events)
+    if (ev.kind == ext::event_kind::more_cores_requested)
+      if (pool_record* p = find_pool(ev.pool)) {
+        p->wants_more_cores.store(false, std::memory_order_relaxed);
+        view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
+      }
+  ++decisions_;
+  trace_locked(pools);
+  note_unserved_locked();
+  // The belief follows the view. A flip the policy was not told of by an
+  // event of this batch becomes an event of the next one: a pool seen
+  // empty here is no news to the worker that reports it a moment later
+  // (handle_events_locked drops it), so an event-driven policy would
+  // never hear that the pool emptied (or, symmetrically, filled).
+  auto told = [&](ext::event_kind kind, ext::pool_id id) {
+    return std::any_of(events.begin(), events.end(), [&](const ext::event& e) { return e.kind == kind && e.pool == id; });
+  };
+  // Only the pools this view read again can have flipped (refresh_pool_views_locked).
+  std::vector<ext::event> next;
+  for (const std::uint32_t id : view_refreshed_) {
+    if (view_index_[id] == absent_view) continue;
+    const ext::pool_view& v = pool_views_[view_index_[id]];
+    pool_record& p = pool_at(v.id);
+    const bool was = p.believed_nonempty.exchange(v.has_ready_work, std::memory_order_seq_cst);
+    if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
+      p.believed_nonempty.store(true, std::memory_order_seq_cst);
+      next.push_back({ext::event_kind::became_nonempty, v.id, {}});
+    } else if (was && !v.has_ready_work && !told(ext::event_kind::became_empty, v.id)) {
+      next.push_back({ext::event_kind::became_empty, v.id, {}});
+    } else if (!was && v.has_ready_work && !told(ext::event_kind::became_nonempty, v.id)) {
+      next.push_back({ext::event_kind::became_nonempty, v.id, {}});
+    }
+  }
+  return next;
+}
+
+// Work that no core will serve. A policy may leave a pool with work and no
+// core on purpose (prompt starves a level while a more urgent one has
+// work), so what is reported is narrower: the pool has had ready work and no
+// core for unserved_report_ns, a core idles (asleep, or no pool of its set
+// has ready work) and nothing is left to decide (no event posted or set
+// aside). A policy that never gives the pool a core then hangs the program
+// (a destructor waiting for the pool's task): it is said once on stderr and
+// in stats(). Decisions note candidates from the pools with work of the
+// view they decided on; the policy thread checks them at the deadline.
+bool scheduler::served_locked(std::uint32_t pool) const {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  const unsigned usable = usable_cores();
+  for (unsigned c = 0; c < usable; ++c) {
+    const pool_set& a = applied_[c];
+    if (a.every()) return true;
+    for (const std::uint32_t id : a.ranked_ids())
+      if (id == pool) return true;
+  }
+  return false;
+}
+
+// Walks the kept view's pools with work (views_with_work_) and the cores'
+// sets, not every pool: a decision costs what changed (refresh_pool_views_locked).
+// unserved_ is kept sorted by id.
+void scheduler::note_unserved_locked() {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::vector<std::uint32_t> served;  // the pools of the usable cores' sets, sorted
+  const unsigned usable = usable_cores();
+  for (unsigned c = 0; c < usable; ++c) {
+    if (applied_[c].every()) {
+      unserved_.clear();
+      return;
+    }
+    for (const std::uint32_t id : applied_[c].ranked_ids()) served.push_back(id);
+  }
+  std::sort(served.begin(), served.end());
+  auto is_served = [&](std::uint32_t id) { return std::binary_search(served.begin(), served.end(), id); };
+  std::erase_if(unserved_, [&](const unserved_pool& u) { return is_served(u.id); });
+  const std::size_t listed = unserved_.size();
+  const std::uint64_t now = now_ns();
+  {
+    std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
+    for (const ext::pool_view& v : views_with_work_) {
+      if (!v.has_ready_work || is_served(v.id)) continue;
+      const auto first = unserved_.begin(), last = first + static_cast<std::ptrdiff_t>(listed);
+      const auto it = std::lower_bound(first, last, v.id, [](const unserved_pool& u, std::uint32_t id) { return u.id < id; });
+      if (it != last && it->id == v.id) continue;
+      unserved_.push_back({v.id, pool_at(v.id).creation_seq, now, false});
+    }
+  }
+  if (unserved_.size() == listed) return;
+  std::inplace_merge(unserved_.begin(), unserved_.begin() + static_cast<std::ptrdiff_t>(listed), unserved_.end(),
+                     [](const unserved_pool& a, const unserved_pool& b) { return a.id < b.id; });
+  poke_driver();  // to arm the check (driver_main)
+}
+
+// Returns when to look again (0: nothing to watch).
+std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  if (unserved_.empty()) return 0;
+  const std::uint32_t end = pools_.id_end();
+  auto still = [&](const unserved_pool& u) {
+    if (u.id >= end) return false;
+    const pool_record& p = pool_at(u.id);
+    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
+    if (ph != pool_phase::live && ph != pool_phase::closing) return false;
+    {
+      std::lock_guard identity(pools_.mutex());
+      if (p.creation_seq != u.creation_seq) return false;
+    }
+    return p.has_ready_work() && !served_locked(u.id);
+  };
+  std::erase_if(unserved_, [&](const unserved_pool& u) { return !still(u); });
+  bool idle_core = false;
+  const unsigned usable = usable_cores();
+  for (unsigned c = 0; c < usable && !idle_core; ++c) {
+    const pool_set& a = applied_[c];
+    if (a.every()) continue;
+    idle_core = std::none_of(a.ranked_ids().begin(), a.ranked_ids().end(),
+                             [&](std::uint32_t id) { return id < end && pool_at(id).has_ready_work(); });
+  }
+  const bool nothing_to_decide = !events_posted() && deferred_.empty();
+  std::uint64_t next = 0;
+  for (unserved_pool& u : unserved_) {
+    if (u.reported) continue;
+    if (now >= u.since_ns + unserved_report_ns && idle_core && nothing_to_decide) {
+      u.reported = true;
+      std::fprintf(stderr,
+                   "promptly: no core serves pool %u (%s), which has had ready work for %.1f s while a core idles: "
+                   "policy '%.*s' gives it none, and what waits for that work will wait forever "
+                   "(stats(): unserved_since_s)\n",
+                   u.id, u.id < level_count() ? "a level" : "a pool made by create_pool",
+                   static_cast<double>(now - u.since_ns) * 1e-9, static_cast<int>(policy_->name().size()),
+                   policy_->name().data());
+      continue;
+    }
+    const std::uint64_t at = std::max(u.since_ns + unserved_report_ns, now + unserved_report_ns);
+    if (next == 0 || at < next) next = at;
+  }
+  return next;
 }
 
 unsigned scheduler::usable_cores() const noexcept {
@@ -588,10 +646,23 @@ void scheduler::trace_locked(std::span<const ext::pool_view> pools) {
 void scheduler::handle_events_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Take every posted event first (the bitmaps clear as they are read), then
-  // decide on them in one batch; if the policy throws, they all go back.
+  // decide on them in one batch. Events the policy threw on before come
+  // first (they are older) once their retry is due.
   std::vector<ext::event> events;
+  std::vector<std::uint64_t> generation;  // the creation_seq an event is about (deferred events)
+  constexpr std::uint64_t current = ~std::uint64_t{0};
+  if (!deferred_.empty() && now_ns() >= retry_at_ns_) {
+    for (const deferred_event& d : deferred_) {
+      events.push_back(d.ev);
+      generation.push_back(d.creation_seq);
+    }
+    deferred_.clear();
+  }
   auto collect = [&](event_bitmap& bits, ext::event_kind kind) {
-    bits.take([&](std::uint32_t id) { events.push_back({kind, id, {}}); });
+    bits.take([&](std::uint32_t id) {
+      events.push_back({kind, id, {}});
+      generation.push_back(current);
+    });
   };
   // Removals first: an id removed and taken again since the last wake is
   // live, and the policy must hear of it last as added.
@@ -602,8 +673,36 @@ void scheduler::handle_events_locked() {
   collect(cores_requested_, ext::event_kind::more_cores_requested);
   collect(backlogged_, ext::event_kind::backlog);
   const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
+  const std::uint32_t end = pools_.id_end();
   std::vector<ext::event> decide;
-  for (const ext::event& ev : events) {
+  std::size_t retried = 0;  // decide's first entries, taken from deferred_
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const ext::event& ev = events[i];
+    const bool lifecycle = ev.kind == ext::event_kind::pool_added || ev.kind == ext::event_kind::pool_removed;
+    if (!lifecycle) {
+      // An event of a pool removed since is no news to anyone, and one
+      // posted for the pool that had the id before is not the live pool's:
+      // dropped (a request of a removed pool used to reach the policy, whose
+      // answer then threw, and the next pool on the id inherited it).
+      // Relaxed phase: the view re-reads it; a pool removed meanwhile is
+      // covered by the contract (actions on it are ignored).
+      const pool_record* p = ev.pool < end ? &pool_at(ev.pool) : nullptr;
+      const pool_phase ph = p != nullptr ? p->phase.load(std::memory_order_relaxed) : pool_phase::free;
+      if (ph != pool_phase::live && ph != pool_phase::closing) continue;
+      if (generation[i] != current) {
+        std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
+        if (generation[i] != p->creation_seq) continue;
+      }
+      if (ev.kind == ext::event_kind::more_cores_requested && !p->wants_more_cores.load(std::memory_order_relaxed))
+        continue;  // decided already, or asked by the pool that had the id before (create_pool clears it)
+    }
+    // A retried event posted again. Only the retried events (first in
+    // `decide`) can repeat one: a bitmap holds one event per kind and pool,
+    // so a batch of E new events is not searched E^2 times.
+    const auto retried_end = decide.begin() + static_cast<std::ptrdiff_t>(retried);
+    if (std::find_if(decide.begin(), retried_end, [&](const ext::event& e) { return e.kind == ev.kind && e.pool == ev.pool; }) !=
+        retried_end)
+      continue;
     if (ev.kind == ext::event_kind::became_nonempty) {
       if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
       if (std::find(nonempty_since_tick_.begin(), nonempty_since_tick_.end(), ev.pool) == nonempty_since_tick_.end())
@@ -614,24 +713,11 @@ void scheduler::handle_events_locked() {
       if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) continue;  // not news
     }
     decide.push_back(ev);
+    if (generation[i] != current) ++retried;
   }
-  try {
-    decide_locked(decide);
-  } catch (...) {
-    // Put every event back, then report to the caller.
-    for (const ext::event& ev : events) {
-      switch (ev.kind) {
-        case ext::event_kind::pool_added: pools_added_.set(ev.pool); break;
-        case ext::event_kind::pool_removed: pools_removed_.set(ev.pool); break;
-        case ext::event_kind::became_nonempty: became_nonempty_.set(ev.pool); break;
-        case ext::event_kind::became_empty: maybe_empty_.set(ev.pool); break;
-        case ext::event_kind::backlog: backlogged_.set(ev.pool); break;
-        default: cores_requested_.set(ev.pool);
-      }
-    }
-    throw;
-  }
-  if (posted_ns != 0 && !events.empty()) record_latency_locked(now_ns() - posted_ns);
+  if (decide.empty()) return;
+  decide_isolating_locked(std::move(decide));
+  if (posted_ns != 0) record_latency_locked(now_ns() - posted_ns);
 }
 
 void scheduler::record_latency_locked(std::uint64_t ns) {
@@ -676,13 +762,14 @@ void scheduler::decide_at_loop_top(bool idle) noexcept {
   }
   if (stopping_.load(std::memory_order_relaxed)) return;
   try {
-    handle_events_locked();
+    handle_events_locked();  // a policy's exception stays inside (deferred_)
   } catch (...) {
-    poke_driver();  // the events are back; the policy thread retries them (and reports)
+    poke_driver();  // views or applying failed (memory): the policy thread retries and reports
     return;
   }
   const bool arm_quantum =
       !next_quantum_ && quantum_.count() > 0 && !every_core_serves_every_pool_.load(std::memory_order_relaxed);
+  const bool retry = !deferred_.empty();  // only the policy thread keeps the retry's deadline
   lock.unlock();
   // A pool added or removed while this decision ran may have asked a worker
   // whose word the decision then overwrote (a new assignment clears
@@ -692,7 +779,7 @@ void scheduler::decide_at_loop_top(bool idle) noexcept {
   // the word's order, so the poster's fence precedes this one and the bit
   // it set before is seen here.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (arm_quantum || pools_added_.any() || pools_removed_.any()) poke_driver();
+  if (arm_quantum || retry || pools_added_.any() || pools_removed_.any()) poke_driver();
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
@@ -723,7 +810,11 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
     return;
   }
   if (now < *next_quantum_) return;
-  decide_locked({{ext::event_kind::quantum, ext::no_pool, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick_)}});
+  // A tick the policy throws on is counted and not retried: the next comes anyway.
+  decide_isolating_locked({{ext::event_kind::quantum, ext::no_pool, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick_)}});
+  // A tick's latency: from its deadline to the decision applied.
+  record_latency_locked(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - *next_quantum_).count()));
   last_tick_ = now;
   ++quanta_;
   const bool keep_going = busy_pools() >= busy_pools_for_quanta_;
@@ -739,26 +830,34 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
 void scheduler::driver_main() {
   (void)request_os_time_slice(cfg_.os_time_slice);
   using clock = std::chrono::steady_clock;
-  bool failed_before = false;
   for (;;) {
     std::optional<clock::time_point> wake_at;
     {
       std::lock_guard lock(policy_mutex_);
       if (stopping_.load(std::memory_order_relaxed)) return;
       driver_poked_.store(false, std::memory_order_seq_cst);
+      // An event the policy threw on is set aside (deferred_) and its
+      // retry is due at retry_at_ns_: the thread sleeps until then, and so
+      // do idle workers (the bits they wait on are cleared), rather than
+      // retry at once (100k calls a second).
+      std::uint64_t due_ns = 0;
       try {
         chaos::point();
         handle_events_locked();
         advance_quantum_locked(clock::now());
-        failed_before = false;
-      } catch (const std::exception& e) {  // handle_events_locked put the undecided events back
-        // A policy that throws must not stop the thread: report once, and
-        // retry the same events shortly.
-        if (!failed_before) std::fprintf(stderr, "promptly: policy decision failed: %s; retrying\n", e.what());
-        failed_before = true;
-        wake_at = clock::now() + std::chrono::milliseconds(1);
+        if (!deferred_.empty()) due_ns = retry_at_ns_;
+      } catch (const std::exception& e) {  // not the policy's (it cannot throw out of handle_events_locked)
+        std::fprintf(stderr, "promptly: policy thread: %s; trying again in 1 ms\n", e.what());
+        due_ns = now_ns() + retry_delay_ns;
       }
-      if (!wake_at) wake_at = next_quantum_;
+      if (const std::uint64_t check = watch_unserved_locked(now_ns()); check != 0 && (due_ns == 0 || check < due_ns))
+        due_ns = check;
+      wake_at = next_quantum_;
+      if (due_ns != 0) {
+        const std::uint64_t now = now_ns();
+        const clock::time_point due = clock::now() + std::chrono::nanoseconds(due_ns > now ? due_ns - now : 0);
+        if (!wake_at || due < *wake_at) wake_at = due;
+      }
     }
     notifier::prepare_wait(driver_slot_);
     if (stopping_.load(std::memory_order_seq_cst) || events_posted() || driver_poked_.load(std::memory_order_seq_cst)) {
@@ -854,98 +953,13 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   }
   next_quantum_.reset();
   nonempty_since_tick_.clear();
+  policy_failure_reported_ = false;  // one line per installed policy
   poke_driver();
 }
 
 std::string scheduler::policy_name() const {
   std::lock_guard lock(policy_mutex_);
   return std::string(policy_->name());
-}
-
-namespace {
-double percentile_us(std::vector<std::uint64_t> v, double q) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return static_cast<double>(v[k]) * 1e-3;
-}
-}  // namespace
-
-runtime_stats scheduler::stats() const {
-  std::lock_guard lock(policy_mutex_);
-  runtime_stats s;
-  s.policy = std::string(policy_->name());
-  s.workers = worker_count();
-  s.core_limit = core_limit();
-  s.fibers = fibers_.count();
-  s.decisions = decisions_;
-  s.quanta = quanta_;
-  s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
-  s.decision_latency_samples = latency_ns_.size();
-  s.decision_latency_p50_us = percentile_us(latency_ns_, 0.5);
-  s.decision_latency_p99_us = percentile_us(latency_ns_, 0.99);
-  auto mechanism = [&](mechanism_op op) {
-    std::vector<std::uint32_t> ns;
-    for (auto& w : workers_) w->samples.collect(op, ns);
-    return summarize_ns(ns);
-  };
-  s.mechanism.realloc = mechanism(mechanism_op::realloc);
-  s.mechanism.sleep = mechanism(mechanism_op::sleep);
-  s.mechanism.wake = mechanism(mechanism_op::wake);
-  s.mechanism.resume = mechanism(mechanism_op::resume);
-  s.mechanism.mug = mechanism(mechanism_op::mug);
-  s.mechanism.steal = mechanism(mechanism_op::steal);
-  const std::uint32_t end = pools_.id_end();
-  const std::vector<unsigned> cores = cores_by_pool();
-  for (std::size_t c = 0; c < workers_.size(); ++c) {
-    const auto& w = workers_[c];
-    worker_state ws;
-    ws.serving = w->serving.load(std::memory_order_relaxed);
-    const pool_set& a = applied_[c];
-    ws.assigned = a.asleep() ? -1 : a.every() ? static_cast<int>(ws.serving) : static_cast<int>(a.first());
-    for (const std::uint32_t id : a.ranked_ids()) ws.pools.push_back(static_cast<int>(id));
-    ws.every_pool = a.every();
-    const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
-    ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
-    ws.cpu = w->cpu;
-    ws.os_time_slice_us = w->os_time_slice_us.load(std::memory_order_relaxed);  // relaxed: a statistic
-    s.sleeping_workers += asleep ? 1 : 0;
-    s.worker_states.push_back(std::move(ws));
-  }
-  const std::uint64_t now = now_ns();
-  std::lock_guard identity(pools_.mutex());  // rank, weight: written under it
-  for (std::uint32_t id = 0; id < end; ++id) {
-    const pool_record& p = pool_at(id);
-    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
-    if (ph != pool_phase::live && ph != pool_phase::closing) continue;
-    pool_stats ps;
-    ps.id = id;
-    ps.rank = p.rank;
-    ps.weight = p.weight;
-    ps.desire = policy_->desire(id);
-    const ext::fair_account fa = policy_->fairness(id);
-    ps.share = fa.share;
-    ps.sampled_share = fa.sampled_share;
-    ps.received_share = fa.received_share;
-    ps.credit_s = fa.credit_s;
-    ps.allotted = cores[id];
-    ps.has_ready_work = p.has_ready_work();
-    for (const ext::pool_view& q : last_quantum_)
-      if (q.id == id) {
-        ps.utilization = q.utilization();
-        ps.last_work_s = q.work_s;
-        ps.last_look_s = q.look_s;
-      }
-    ps.work_s = seconds(p.work_ns.load(std::memory_order_relaxed));
-    ps.look_s = seconds(p.look_ns.load(std::memory_order_relaxed));
-    for (auto& w : workers_)
-      if (const open_interval open = open_interval_of(*w, now); open.pool == id)
-        (open.working ? ps.work_s : ps.look_s) += seconds(open.ns);
-    ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
-    ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
-    (id < level_count() ? s.levels : s.pools).push_back(ps);
-  }
-  return s;
 }
 
 }  // namespace promptly::detail

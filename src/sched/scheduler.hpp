@@ -183,8 +183,23 @@ class scheduler {
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
+  // One decision per batch; the first throws to the caller (nothing
+  // applied), the follow-ups it causes are decided as decide_isolating_locked.
   void decide_locked(std::vector<ext::event> events);
   void refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events);
+  // Decides `events`; returns the follow-up events (belief flips). On a
+  // throw, nothing is applied and `failed` is the index of the event that threw.
+  std::vector<ext::event> decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed);
+  // Decides `events` and their follow-ups; an event the policy throws on is
+  // set aside for a retry (deferred_) and the rest decided without it.
+  void decide_isolating_locked(std::vector<ext::event> events);
+  void policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what);
+  bool served_locked(std::uint32_t pool) const;  // some usable core's set holds it (or serves every pool)
+  void note_unserved_locked();  // from the kept view's pools with work
+  std::uint64_t watch_unserved_locked(std::uint64_t now);  // the next check (ns), 0 = none
+  // Fills core_view::cpu_s, and pool_view::cpu_s of the kept view at the
+  // pools the cores served (the tick read them again).
+  void add_cpu_time_locked(std::vector<ext::core_view>& cores);
   std::vector<ext::core_view> view_cores_locked(bool advance);
   std::vector<unsigned> cores_by_pool() const;
   void apply_locked(const std::vector<pool_set>& next);
@@ -247,7 +262,29 @@ class scheduler {
   std::vector<std::uint32_t> view_since_tick_;  // ids read since the last quantum tick
   std::vector<bool> view_read_since_tick_;      // by id: in view_since_tick_
   bool pool_views_valid_ = false;
-  std::vector<std::uint64_t> latency_ns_;  // event posted -> decision applied, the most recent decisions
+  std::vector<std::uint64_t> latency_ns_;  // event posted (or tick due) -> decision applied, the most recent decisions
+  // Events the policy threw on, each with its pool's creation_seq (an event
+  // of a removed pool is dropped, never handed to the next pool on the id),
+  // retried at a decision no sooner than retry_at_ns_ (policy_mutex_).
+  struct deferred_event {
+    ext::event ev;
+    std::uint64_t creation_seq;
+  };
+  std::vector<deferred_event> deferred_;
+  std::uint64_t retry_at_ns_ = 0;
+  std::uint64_t policy_failures_ = 0;   // every exception from on_event (stats)
+  bool policy_failure_reported_ = false;  // the installed policy's one stderr line
+  // Pools with ready work that no core serves while a core idles
+  // (watch_unserved_locked; policy_mutex_).
+  struct unserved_pool {
+    std::uint32_t id;
+    std::uint64_t creation_seq;
+    std::uint64_t since_ns;
+    bool reported;
+  };
+  std::vector<unserved_pool> unserved_;
+  bool unserved_suspected_ = false;  // a decision left a pool with work and no core
+  std::vector<std::uint64_t> seen_core_cpu_ns_;  // each core's thread CPU clock at the last tick
   std::uint64_t latency_next_ = 0;
   std::uint64_t decisions_ = 0;
   std::uint64_t quanta_ = 0;

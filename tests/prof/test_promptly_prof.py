@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from importlib.machinery import SourceFileLoader
@@ -224,12 +225,13 @@ class ForkJoin(unittest.TestCase):
         self.assertEqual((r.work, r.span, r.response), (130_000, 110_000, 160_000))
 
     def test_external_wake_carries_only_the_park_value(self):
+        # With --requests submits the external wake continues the request (by default it starts one).
         tb = TraceBuilder(2)
         tb.submit(0, task=1, pool=0)
         tb.stretch(0, 0, 10, 0, 40, task=1, park=True)   # waits for a future set by another thread
         tb.wake_ready(tb.external, 500, 0, 10)
         tb.stretch(1, 0, 10, 510, 530)                   # resumed on the other worker
-        r = by_task(analyze(tb.doc()))[1]
+        r = by_task(analyze(tb.doc(), requests_from="submits"))[1]
         self.assertEqual((r.work, r.span, r.response), (60_000, 60_000, 530_000))
 
     def test_inline_spawn_never_started_is_ignored(self):
@@ -306,7 +308,7 @@ class Reuse(unittest.TestCase):
         tb.stretch(1, 0, 10, 700, 720, task=2, park=True)     # B on the same fiber: parks with 20
         tb.wake_ready(tb.external, 800, 0, 10)
         tb.stretch(1, 0, 10, 800, 830)                        # B: 50, not max(500, ...) + 30
-        rs = by_task(analyze(tb.doc()))
+        rs = by_task(analyze(tb.doc(), requests_from="submits"))
         self.assertEqual((rs[1].work, rs[1].span, rs[1].response), (510_000, 510_000, 610_000))
         self.assertEqual((rs[2].work, rs[2].span, rs[2].response), (50_000, 50_000, 130_000))
 
@@ -454,6 +456,179 @@ class Causes(unittest.TestCase):
         self.assertTrue(by_task(analyze(tb.doc(), slack=1.1))[1].flagged)
 
 
+def server_trace(lines=5, slow_line=2, slow_wait=600):
+    """A listener + line_reader server (docs/io.md's pattern) at level 0 beside a level-2 background,
+    2 workers. The accept loop (task 1, fiber 10) is submitted from the main thread and parks in
+    accept; a connection at 1000 us wakes it (the I/O reactor: the external track), it spawns the
+    connection task (task 3, fiber 11) and parks again. The connection task parks in read_line; each
+    request line wakes it from the reactor at 2000 + 1000 k us; it answers in 50 us and parks for
+    the next line. Line `slow_line` waits `slow_wait` us for worker 0. At 9000 us the listener
+    stops: the accept loop is woken from outside, stops the connection (its wait ends, woken by the
+    accept loop's stretch) and ends; the connection task ends."""
+    tb = TraceBuilder(2)
+    tb.submit(0, task=1, pool=0)
+    tb.stretch(0, 0, 10, 5, 15, task=1, park=True)
+    tb.submit(0, task=2, pool=2)
+    tb.stretch(1, 2, 20, 1, 9500, task=2)                   # the background, on worker 1 throughout
+    tb.wake_ready(tb.external, 1000, 0, 10)
+    tb.stretch(0, 0, 10, 1005, 1020, park=True)
+    tb.spawn(0, 1010, fiber=10, task=3)
+    tb.stretch(0, 0, 11, 1020, 1030, task=3, park=True)
+    for k in range(lines):
+        t = 2000 + 1000 * k
+        start = t + (slow_wait if k == slow_line else 5)
+        tb.wake_ready(tb.external, t, 0, 11)
+        if k == slow_line:
+            tb.stretch(0, 2, 30, t - 500, start, task=4)     # a background task holds worker 0
+            tb.spawn(1, t - 500, fiber=20, task=4, pool=2)
+        tb.stretch(0, 0, 11, start, start + 50, park=True)
+    tb.wake_ready(tb.external, 9000, 0, 10)
+    tb.stretch(0, 0, 10, 9005, 9010)
+    tb.wake_ready(0, 9008, 10, 11)
+    tb.stretch(0, 0, 11, 9010, 9015)
+    return tb.doc()
+
+
+class ServerRequests(unittest.TestCase):
+    """A request is also a parked task made ready from outside the runtime (I/O readiness)."""
+
+    def test_one_request_per_line(self):
+        an = analyze(server_trace())
+        lines = [r for r in an.requests if r.origin == "wake" and r.task == 11]
+        self.assertEqual(len(lines), 5 + 1)   # 5 lines, then the stop's wake (by the accept loop's stretch)
+        self.assertTrue(all(r.finished for r in lines))
+        self.assertEqual([r.submit // 1000 for r in lines[:5]], [2000, 3000, 4000, 5000, 6000])
+        self.assertEqual([r.response // 1000 for r in lines[:5]], [55, 55, 650, 55, 55])   # the last one too
+        self.assertEqual([r.work // 1000 for r in lines[:5]], [50] * 5)
+        self.assertEqual([r.span // 1000 for r in lines[:5]], [50] * 5)
+        submitted = sorted(r.task for r in an.requests if r.origin == "submit")
+        self.assertEqual(submitted, [1, 2])
+
+    def test_old_definition_sees_two_requests(self):
+        an = analyze(server_trace(), requests_from="submits")
+        self.assertEqual(sorted(r.task for r in an.requests), [1, 2])
+
+    def test_the_accept_loop_ends_at_its_park_and_is_not_among_the_worst(self):
+        an = analyze(server_trace())
+        accept = by_task(an)[1]
+        self.assertEqual((accept.origin, accept.response, accept.work), ("submit", 15_000, 10_000))
+        self.assertFalse(accept.flagged)
+        worst = sorted((r for r in an.requests if r.finished), key=lambda r: (-r.ratio, r.submit))
+        self.assertEqual((worst[0].origin, worst[0].task, worst[0].submit), ("wake", 11, 4000_000))
+        self.assertTrue(worst[0].flagged)
+        self.assertLessEqual(accept.ratio, 1.0)          # within its bound: nothing to look at
+
+    def test_report_names_where_requests_come_from(self):
+        path = _write(server_trace(), "server.json")
+        p = run_tool(path, "--top", "2")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("(2 submitted, 8 made ready from outside)", p.stdout)
+        top = p.stdout.split("worst 2 requests", 1)[1].splitlines()[2]
+        self.assertEqual(top.split()[:3], ["11", "wake", "0"])
+
+
+def os_trace(t0_steady_ns=1_000_000_000):
+    """Two workers each inside a 4.1 ms level-1 stretch when an urgent request arrives at 50 us; it
+    starts at 4100 us. Without OS samples the stretches look like long strands."""
+    tb = TraceBuilder(2)
+    tb.submit(0, task=1, pool=1)
+    tb.stretch(0, 1, 10, 0, 4100, task=1)
+    tb.submit(0, task=2, pool=1)
+    tb.stretch(1, 1, 11, 0, 4100, task=2)
+    tb.submit(50, task=3, pool=0)
+    tb.stretch(0, 0, 12, 4100, 4150, task=3)
+    d = tb.doc()
+    if t0_steady_ns is not None:
+        d["otherData"] = {"t0_steady_ns": t0_steady_ns}
+    return d
+
+
+def os_samples(path, t0=1_000_000_000, delayed_us=4000, steal_us=0):
+    """Samples every ms from 0 to 5 ms: both workers wait for a CPU from 0 to delayed_us (a multiple
+    of 1000 us, so that the linear interpolation between samples is exact)."""
+    with open(path, "w") as f:
+        f.write(json.dumps({"cpus": 2}) + "\n")
+        for ms in range(6):
+            t = ms * 1000
+            d = min(t, delayed_us) * 1000
+            f.write(json.dumps({"ns": t0 + t * 1000, "steal_ns": min(t, 4000) * steal_us // 4,
+                                "run_delay_ns": {"promptly-w0": d, "promptly-w1": d}}) + "\n")
+    return path
+
+
+class OsWaits(unittest.TestCase):
+    def test_without_samples_it_looks_like_a_long_strand(self):
+        r = by_task(analyze(os_trace()))[3]
+        self.assertEqual((r.cause, r.os_wait), ("long strand", None))
+
+    def test_a_wait_the_os_caused_is_not_blamed_on_the_strand(self):
+        tr = prof.parse(os_trace())
+        samples = prof.load_os_samples(os_samples(os.path.join(_tmp, "os.jsonl")), tr)
+        r = by_task(prof.analyze(tr, os_samples=samples))[3]
+        self.assertTrue(r.flagged)
+        self.assertEqual(r.cause, "os")
+        self.assertAlmostEqual(r.os_wait, 4000_000 - 50_000, delta=1)   # the wait runs from 50 us
+        self.assertIn("run-queue wait", r.cause_text + r.cause_evidence)
+
+    def test_short_os_delay_leaves_the_long_strand(self):
+        tr = prof.parse(os_trace())
+        samples = prof.load_os_samples(os_samples(os.path.join(_tmp, "os-short.jsonl"), delayed_us=1000), tr)
+        r = by_task(prof.analyze(tr, os_samples=samples))[3]
+        self.assertEqual(r.cause, "long strand")                        # 3.1 ms on a CPU, of 4.1 ms
+        self.assertAlmostEqual(r.os_wait, 1000_000 - 50_000, delta=1)
+
+    def test_report_shows_steal_and_run_queue_wait(self):
+        trace = _write(os_trace(), "os-trace.json")
+        p = run_tool(trace, "--os", os_samples(os.path.join(_tmp, "os-steal.jsonl"), steal_us=400))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("machine steal 400.0 us (2 CPUs); run-queue wait: worker 0 4000.0 us, worker 1 4000.0 us",
+                      p.stdout)
+        self.assertIn("os wait", p.stdout)
+
+    def test_trace_without_t0_is_a_clear_error(self):
+        trace = _write(os_trace(t0_steady_ns=None), "os-no-t0.json")
+        p = run_tool(trace, "--os", os_samples(os.path.join(_tmp, "os2.jsonl")))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no otherData.t0_steady_ns", p.stderr)
+
+    def test_bad_samples_are_a_clear_error(self):
+        trace = _write(os_trace(), "os-bad.json")
+        bad = os.path.join(_tmp, "bad.jsonl")
+        with open(bad, "w") as f:
+            f.write('{"ns": "x"}\n')
+        p = run_tool(trace, "--os", bad)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad.jsonl:1: a sample needs numbers ns", p.stderr)
+
+    def test_record_os_samples_until_the_process_exits(self):
+        child = subprocess.Popen(["sleep", "30"])
+        out = os.path.join(_tmp, "recorded.jsonl")
+        rec = subprocess.Popen([sys.executable, TOOL, "record-os", "--pid", str(child.pid), "--out", out,
+                                "--interval-ms", "5"], stderr=subprocess.PIPE, text=True)
+        try:
+            # Synchronised on the samples themselves (bounded): three lines, then the process ends.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and rec.poll() is None:
+                if os.path.exists(out) and open(out).read().count("\n") >= 3:
+                    break
+                time.sleep(0.01)
+        finally:
+            child.kill()
+            child.wait()
+        _, err = rec.communicate(timeout=20)
+        self.assertEqual(rec.returncode, 0, err)
+        with open(out) as f:
+            rows = [json.loads(x) for x in f]
+        self.assertEqual(set(rows[0]), {"cpus"})
+        self.assertGreaterEqual(len(rows), 3)
+        self.assertEqual(set(rows[1]), {"ns", "steal_ns", "run_delay_ns"})
+
+    def test_record_os_of_no_process(self):
+        p = run_tool("record-os", "--pid", "999999999", "--out", os.path.join(_tmp, "none.jsonl"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such process", p.stderr)
+
+
 class Warnings(unittest.TestCase):
     def test_dropped_events(self):
         tb = TraceBuilder(2, dropped={1: 12})
@@ -563,7 +738,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(len(rows), 3)
         fields = {"task", "pool", "submit_us", "response_us", "queueing_us", "work_us", "span_us",
                   "competitor_us", "bound_us", "well_formed", "a_span_us", "a_bound_us", "ratio", "flagged",
-                  "cause", "cause_detail"}
+                  "cause", "cause_detail", "origin", "os_wait_us", "steal_us"}
         for row in rows:
             self.assertEqual(set(row), fields)
         a, b, c = rows

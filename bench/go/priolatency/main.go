@@ -1,7 +1,8 @@
 // latency-under-load (suite `priority`) with Go goroutines; the protocol is the one of
 // bench/priority/latency_driver.hpp, mirrored here step by step, with the same work: the same
 // spin() chain and seeds for the interactive jobs, the same background call tree and leaves.
-// GOMAXPROCS = --workers.
+// GOMAXPROCS = --workers. With --protocol preempt it runs the `preempt` bench instead
+// (bench/priority/preempt_driver.hpp; preempt.go).
 // Background: one goroutine loops over fib(n); every call with n >= cutoff runs its first
 // branch in a new goroutine and waits on a sync.WaitGroup (as bench/go/fib), serial leaves below
 // the cutoff, each leaf counted in one of 64 padded counters (by its position in the tree).
@@ -276,7 +277,22 @@ func main() {
 	workers := flag.Int("workers", 2, "GOMAXPROCS")
 	warmup := flag.Int("warmup", 0, "untimed repetitions")
 	reps := flag.Int("reps", 1, "timed repetitions")
+	protocol := flag.String("protocol", "latency", "latency (latency-under-load) or preempt")
+	backgrounds := flag.String("backgrounds", "fib,1,5,20,100", "preempt: fib and strand lengths in ms")
+	settleMs := flag.Int("settle-ms", 100, "preempt: background run-in before measuring")
+	withoutMs := flag.Int("without-ms", 300, "preempt: background progress window without urgent work")
 	flag.Parse()
+	if *protocol == "preempt" {
+		if flag.NArg() > 0 || *reps < 1 || p.windowJobs < 1 || *settleMs < 0 || *withoutMs < 1 {
+			fail("bad arguments")
+		}
+		runtime.GOMAXPROCS(*workers)
+		runPreempt(p, *workers, *warmup, *reps, *backgrounds, *settleMs, *withoutMs)
+		return
+	}
+	if *protocol != "latency" {
+		fail("--protocol must be latency or preempt")
+	}
 	if flag.NArg() > 0 || *reps < 1 || p.windows < 1 || p.windowJobs < 1 {
 		fail("bad arguments")
 	}

@@ -42,6 +42,10 @@ namespace promptly::ext {
 using pool_id = std::uint32_t;
 inline constexpr pool_id no_pool = ~pool_id{0};
 
+// The longest quantum: decision::set_quantum clamps a longer one to it (a
+// quantum of microseconds::max() overflowed the deadline arithmetic).
+inline constexpr std::chrono::microseconds max_quantum = std::chrono::hours(24);
+
 // One live pool. Its measures (work_s, look_s, utilization) cover the time
 // since the previous quantum tick of any policy (at a tick: the quantum that
 // just ended), or since the pool's creation if no tick came since: a policy
@@ -55,7 +59,14 @@ struct pool_view {
   std::size_t queued = 0;               // ready-work hint: tasks waiting in its injection queue
   double work_s = 0;                    // worker-seconds spent running its tasks
   double look_s = 0;                    // worker-seconds spent looking for work in it
+  // At a quantum tick: CPU seconds its tasks got, which work_s (wall time)
+  // overstates when the OS preempts a core. Estimated from each core's
+  // thread CPU clock, read at ticks only: a core's CPU time, up to its
+  // wall work time, counted at the pool the previous decision put first in
+  // the core's set. 0 at other decisions.
+  double cpu_s = 0;
   unsigned cores = 0;                   // cores the previous decision gave it
+  bool level = false;                   // a priority level (runtime_config::levels), not a pool made by create_pool
   // At a quantum tick: work was queued in the pool at this tick and at the
   // previous one, and none of its tasks started in between. Its cores made
   // no progress for a whole quantum: the OS took them (a multiprogrammed
@@ -83,6 +94,7 @@ struct core_view {
   pool_id serving = no_pool;   // the pool whose deque the core works on now
   double work_s = 0;
   double look_s = 0;
+  double cpu_s = 0;  // at a quantum tick: CPU seconds the core's thread got in the quantum (its thread CPU clock); 0 otherwise
 };
 
 enum class event_kind {
@@ -100,6 +112,11 @@ enum class event_kind {
   backlog,
 };
 
+// An event may name a pool removed since it was posted (a pool asked for
+// cores, then was removed before the decision): the pool is then absent
+// from decision::pools(), and actions naming it are ignored. The runtime
+// drops an event of a pool removed before the event is handed over, and
+// never hands an event of a removed pool to a later pool given its id.
 struct event {
   event_kind kind = event_kind::installed;
   pool_id pool = no_pool;            // the pool the event is about (no_pool for installed and quantum)
@@ -123,6 +140,10 @@ class decision {
   virtual std::span<const core_view> cores() const noexcept = 0;
   unsigned core_count() const noexcept { return static_cast<unsigned>(cores().size()); }
 
+  // Actions naming a pool removed since (an id the runtime gave a pool that
+  // is gone) are ignored, as the event they answer may be stale; an id no
+  // pool ever had is an error (std::invalid_argument naming it).
+  //
   // Gives core `core` to pool `pool` (AMCilk's give_core_to_container).
   // Throws std::invalid_argument naming the core or pool if either does not exist.
   virtual void give_core(unsigned core, pool_id pool) = 0;
@@ -134,7 +155,9 @@ class decision {
   // above has work again (fairly prompt scheduling's primary pool plus
   // donation target, for example). Throws
   // std::invalid_argument for an unknown core, an empty set, more than
-  // max_ranked_pools pools, a repeated pool or a pool that is not live.
+  // max_ranked_pools pools, a repeated pool or a pool that never existed
+  // (pools removed since drop out of the set; a set of removed pools only
+  // is ignored).
   virtual void serve(unsigned core, std::span<const pool_id> ranked) = 0;
   // Takes the core back: it sleeps until given a pool.
   virtual void take_core(unsigned core) = 0;
@@ -157,6 +180,7 @@ class decision {
   // std::invalid_argument for a pool that is not live.
   virtual void donate_to(pool_id pool) = 0;
   // The quantum; zero = no quantum ticks (the policy reacts to events only).
+  // Negative throws std::invalid_argument; longer than max_quantum is clamped to it.
   virtual void set_quantum(std::chrono::microseconds q) = 0;
   virtual std::chrono::microseconds quantum() const noexcept = 0;
 };
@@ -173,9 +197,16 @@ class policy {
  public:
   virtual ~policy() = default;
   virtual std::string_view name() const noexcept = 0;
-  // Called on the policy thread, one call at a time. An exception leaves
-  // the cores as they were; the runtime reports it once on stderr and
-  // retries the event.
+  // Called on the policy thread, one call at a time. The events handed
+  // over together form one decision, applied all or none: an exception
+  // discards every action of the decision (the cores stay as they were).
+  // The runtime decides the other events of the batch again without the
+  // one that threw, and retries that one no sooner than 1 ms later (then
+  // at each later decision at least 1 ms after the last failure), for as
+  // long as the policy throws on it. It prints one line on stderr per
+  // installed policy and counts every failure (runtime_stats::policy_failures).
+  // At installation (set_policy, set_core_limit) an exception on
+  // `installed` changes nothing and is rethrown to the caller.
   virtual void on_event(const event& ev, decision& d) = 0;
   // Human-readable desire per pool, for stats (policies without desire return 0).
   virtual double desire(pool_id /*pool*/) const noexcept { return 0; }

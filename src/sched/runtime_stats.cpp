@@ -1,0 +1,108 @@
+// runtime::stats(): a snapshot of the pools, the cores, the policy's
+// accounts and the mechanism's timings, read under the policy lock (the
+// policy's desire and fairness accounts are the driver's), with the pool
+// table read under its own lock. Read-only: it changes no scheduler state.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "scheduler.hpp"
+#include "worker_accounts.hpp"
+
+namespace promptly::detail {
+
+namespace {
+double percentile_us(std::vector<std::uint64_t> v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return static_cast<double>(v[k]) * 1e-3;
+}
+}  // namespace
+
+runtime_stats scheduler::stats() const {
+  std::lock_guard lock(policy_mutex_);
+  runtime_stats s;
+  s.policy = std::string(policy_->name());
+  s.workers = worker_count();
+  s.core_limit = core_limit();
+  s.fibers = fibers_.count();
+  s.decisions = decisions_;
+  s.quanta = quanta_;
+  s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
+  s.policy_failures = policy_failures_;
+  s.decision_latency_samples = latency_ns_.size();
+  s.decision_latency_p50_us = percentile_us(latency_ns_, 0.5);
+  s.decision_latency_p99_us = percentile_us(latency_ns_, 0.99);
+  auto mechanism = [&](mechanism_op op) {
+    std::vector<std::uint32_t> ns;
+    for (auto& w : workers_) w->samples.collect(op, ns);
+    return summarize_ns(ns);
+  };
+  s.mechanism.realloc = mechanism(mechanism_op::realloc);
+  s.mechanism.sleep = mechanism(mechanism_op::sleep);
+  s.mechanism.wake = mechanism(mechanism_op::wake);
+  s.mechanism.resume = mechanism(mechanism_op::resume);
+  s.mechanism.mug = mechanism(mechanism_op::mug);
+  s.mechanism.steal = mechanism(mechanism_op::steal);
+  const std::uint32_t end = pools_.id_end();
+  const std::vector<unsigned> cores = cores_by_pool();
+  for (std::size_t c = 0; c < workers_.size(); ++c) {
+    const auto& w = workers_[c];
+    worker_state ws;
+    ws.serving = w->serving.load(std::memory_order_relaxed);
+    const pool_set& a = applied_[c];
+    ws.assigned = a.asleep() ? -1 : a.every() ? static_cast<int>(ws.serving) : static_cast<int>(a.first());
+    for (const std::uint32_t id : a.ranked_ids()) ws.pools.push_back(static_cast<int>(id));
+    ws.every_pool = a.every();
+    const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
+    ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
+    ws.cpu = w->cpu;
+    ws.os_time_slice_us = w->os_time_slice_us.load(std::memory_order_relaxed);  // relaxed: a statistic
+    s.sleeping_workers += asleep ? 1 : 0;
+    s.worker_states.push_back(std::move(ws));
+  }
+  const std::uint64_t now = now_ns();
+  std::lock_guard identity(pools_.mutex());  // rank, weight: written under it
+  for (std::uint32_t id = 0; id < end; ++id) {
+    const pool_record& p = pool_at(id);
+    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
+    if (ph != pool_phase::live && ph != pool_phase::closing) continue;
+    pool_stats ps;
+    ps.id = id;
+    ps.rank = p.rank;
+    ps.weight = p.weight;
+    ps.desire = policy_->desire(id);
+    const ext::fair_account fa = policy_->fairness(id);
+    ps.share = fa.share;
+    ps.sampled_share = fa.sampled_share;
+    ps.received_share = fa.received_share;
+    ps.credit_s = fa.credit_s;
+    ps.allotted = cores[id];
+    ps.has_ready_work = p.has_ready_work();
+    for (const ext::pool_view& q : last_quantum_)
+      if (q.id == id) {
+        ps.utilization = q.utilization();
+        ps.last_work_s = q.work_s;
+        ps.last_look_s = q.look_s;
+      }
+    ps.work_s = seconds_of(p.work_ns.load(std::memory_order_relaxed));
+    ps.look_s = seconds_of(p.look_ns.load(std::memory_order_relaxed));
+    for (auto& w : workers_)
+      if (const open_interval open = open_interval_of(*w, now); open.pool == id)
+        (open.working ? ps.work_s : ps.look_s) += seconds_of(open.ns);
+    ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
+    ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
+    for (const unserved_pool& u : unserved_)
+      if (u.id == id && u.reported && u.creation_seq == p.creation_seq)
+        ps.unserved_since_s = std::max(1e-9, seconds_of(u.since_ns - static_cast<std::uint64_t>(
+                                                                     std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                         started_.time_since_epoch())
+                                                                         .count())));
+    (id < level_count() ? s.levels : s.pools).push_back(ps);
+  }
+  return s;
+}
+
+}  // namespace promptly::detail
