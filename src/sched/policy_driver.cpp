@@ -94,7 +94,7 @@ constexpr std::uint64_t unserved_report_ns = 200'000'000;
 void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  const std::uint32_t end = pools_.id_end();
   if (view_index_.size() < max_pools) {
     view_index_.assign(max_pools, absent_view);
     view_marked_.assign(max_pools, false);
@@ -129,7 +129,7 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
     }
   }
   view_dirty_.clear();
-  std::lock_guard identity(pools_mutex_);  // rank, weight, creation: written under it
+  std::lock_guard identity(pools_.mutex());  // rank, weight, creation: written under it
   bool reorder = false;
   if (advance) {
     for (const std::uint32_t id : view_since_tick_) view_read_since_tick_[id] = false;
@@ -347,7 +347,7 @@ void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
 // serving every pool count nowhere). The caller holds policy_mutex_.
 std::vector<unsigned> scheduler::cores_by_pool() const {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  std::vector<unsigned> cores(pool_id_end_.load(std::memory_order_acquire), 0);
+  std::vector<unsigned> cores(pools_.id_end(), 0);
   for (const pool_set& a : applied_)
     if (const std::uint32_t first = a.first(); first < cores.size()) ++cores[first];
   return cores;
@@ -405,7 +405,7 @@ void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_
   const pool_record* p = ev.pool == ext::no_pool ? nullptr : find_pool(ev.pool);
   std::uint64_t seq = 0;
   if (p != nullptr) {
-    std::lock_guard identity(pools_mutex_);  // creation_seq is written under it
+    std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
     seq = p->creation_seq;
   }
   deferred_.push_back({ev, seq});
@@ -424,7 +424,7 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
     std::vector<ext::core_view> cores = view_cores_locked(tick);
     if (tick) add_cpu_time_locked(cores);
     decision_impl d(pools, view_index_, views_with_work_, std::move(cores), quantum_, installed);
-    d.set_pool_id_end(pool_id_end_.load(std::memory_order_acquire));
+    d.set_pool_id_end(pools_.id_end());
     // A throw leaves d unapplied: the decision is all or none.
     for (failed = 0; failed < events.size(); ++failed) policy_->on_event(events[failed], d);
     failed = events.size();  // a throw below is not the policy's
@@ -520,7 +520,7 @@ void scheduler::note_unserved_locked() {
   const std::size_t listed = unserved_.size();
   const std::uint64_t now = now_ns();
   {
-    std::lock_guard identity(pools_mutex_);  // creation_seq is written under it
+    std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
     for (const ext::pool_view& v : views_with_work_) {
       if (!v.has_ready_work || is_served(v.id)) continue;
       const auto first = unserved_.begin(), last = first + static_cast<std::ptrdiff_t>(listed);
@@ -539,14 +539,14 @@ void scheduler::note_unserved_locked() {
 std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (unserved_.empty()) return 0;
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  const std::uint32_t end = pools_.id_end();
   auto still = [&](const unserved_pool& u) {
     if (u.id >= end) return false;
     const pool_record& p = pool_at(u.id);
     const pool_phase ph = p.phase.load(std::memory_order_relaxed);
     if (ph != pool_phase::live && ph != pool_phase::closing) return false;
     {
-      std::lock_guard identity(pools_mutex_);
+      std::lock_guard identity(pools_.mutex());
       if (p.creation_seq != u.creation_seq) return false;
     }
     return p.has_ready_work() && !served_locked(u.id);
@@ -673,7 +673,7 @@ void scheduler::handle_events_locked() {
   collect(cores_requested_, ext::event_kind::more_cores_requested);
   collect(backlogged_, ext::event_kind::backlog);
   const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  const std::uint32_t end = pools_.id_end();
   std::vector<ext::event> decide;
   std::size_t retried = 0;  // decide's first entries, taken from deferred_
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -690,7 +690,7 @@ void scheduler::handle_events_locked() {
       const pool_phase ph = p != nullptr ? p->phase.load(std::memory_order_relaxed) : pool_phase::free;
       if (ph != pool_phase::live && ph != pool_phase::closing) continue;
       if (generation[i] != current) {
-        std::lock_guard identity(pools_mutex_);  // creation_seq is written under it
+        std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
         if (generation[i] != p->creation_seq) continue;
       }
       if (ev.kind == ext::event_kind::more_cores_requested && !p->wants_more_cores.load(std::memory_order_relaxed))
@@ -918,7 +918,7 @@ void scheduler::set_fairness(std::vector<long long> weights) {
   (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
   {
-    std::lock_guard identity(pools_mutex_);
+    std::lock_guard identity(pools_.mutex());
     for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
   }
   pool_views_valid_ = false;  // weights changed without an event: the next view reads every pool

@@ -29,9 +29,9 @@
 //    for num_actives to reach 0 (both wake it), then for the pool's queues
 //    (a task taken from the injection queue counts there until its worker
 //    is active) and parked tasks to hold no work.
-//  * drain_notices (runtime::on_drained) is guarded by the scheduler's
-//    pools_mutex_; drain_notice_count mirrors its size for the lock-free
-//    check of the threads that decrement the counts (Dekker, seq-cst: they
+//  * drain_notices (runtime::on_drained) is guarded by the pool table's
+//    mutex (pool_table.hpp); drain_notice_count mirrors its size for the
+//    lock-free check of the threads that decrement the counts (Dekker, seq-cst: they
 //    decrement, then read the mirror; a registration stores the mirror,
 //    then reads the counts). A notice runs only after drained() was seen
 //    true under the mutex, at or after its registration, and it runs once.
@@ -59,7 +59,7 @@ enum class pool_phase : std::uint8_t { free, live, closing };
 struct pool_record {
   explicit pool_record(unsigned workers) : own(workers, nullptr) {}
 
-  // Identity: written under the scheduler's pools_mutex_ (create_pool,
+  // Identity: written under the pool table's mutex (create_pool,
   // set_fairness); read under it (the policy thread's views, stats).
   std::uint32_t id = 0;
   unsigned rank = 0;
@@ -88,7 +88,7 @@ struct pool_record {
   std::atomic<std::int64_t> parked{0};
   std::atomic<waiter*> drain_waiter{nullptr};  // remove_pool waiting for outstanding and num_actives to reach 0
   std::atomic<unsigned> drain_notice_count{0};   // drain_notices.size(), read without the lock
-  std::vector<std::function<void()>> drain_notices;  // runtime::on_drained's callbacks; under pools_mutex_
+  std::vector<std::function<void()>> drain_notices;  // runtime::on_drained's callbacks; under the pool table's mutex
 
   // Accounts: worker-time and tasks of this pool, added by the workers
   // (relaxed: statistics) when they close an interval; read by the policy thread.

@@ -1,5 +1,5 @@
-// The pool table (creating, removing and recycling pools) and the paths
-// that make work ready at a pool.
+// Creating, removing and recycling pools on the pool table
+// (pool_table.hpp), admission, and the paths that make work ready at a pool.
 //
 // Invariants
 //  * An id names one pool at a time. create_pool takes a free id (or the
@@ -23,9 +23,7 @@
 //    check reads the queue before num_actives: scheduling_loop.cpp), so
 //    the pool cannot go quiet without one of those wakes or the waiter
 //    seeing it.
-//  * on_drained notices (pool.hpp): a registration and the threads that
-//    drain the pool meet under pools_mutex_ once the lock-free mirror says a
-//    notice waits; remove_pool runs what is left when it frees the record
+//  * on_drained notices (pool.hpp, pool_table.hpp): remove_pool runs what is left when it frees the record
 //    (the pool holds no work then), so no notice is left behind and none
 //    runs for the next pool on the id. It does not wait for notices other
 //    threads took: waiting made the job server's reaper, woken by such a
@@ -96,18 +94,6 @@ std::string pool_name(std::uint32_t id, unsigned levels) {
 
 }  // namespace
 
-pool_record& scheduler::make_pool_record_locked(std::uint32_t id) {
-  pool_record* p = pool_slots_[id].load(std::memory_order_relaxed);
-  if (p == nullptr) {
-    pool_records_.push_back(std::make_unique<pool_record>(worker_count()));
-    p = pool_records_.back().get();
-    p->id = id;
-    pool_slots_[id].store(p, std::memory_order_release);  // release: readers see a constructed record
-    if (id >= pool_id_end_.load(std::memory_order_relaxed)) pool_id_end_.store(id + 1, std::memory_order_release);
-  }
-  return *p;
-}
-
 }  // namespace promptly::detail
 
 namespace promptly {
@@ -137,22 +123,13 @@ std::uint32_t scheduler::create_pool(const pool_options& opts) {
     throw runtime_stopped("promptly::runtime is shutting down; no pool was created");
   std::uint32_t id;
   {
-    std::lock_guard lock(pools_mutex_);
-    if (!free_pool_ids_.empty()) {
-      id = free_pool_ids_.back();
-      free_pool_ids_.pop_back();
-    } else {
-      id = pool_id_end_.load(std::memory_order_relaxed);
-      if (id >= max_pools)
-        throw std::length_error("promptly: cannot create a pool: " + std::to_string(max_pools) +
-                                " pools exist (levels included), the limit; remove pools you no longer need");
-    }
-    pool_record& p = make_pool_record_locked(id);  // may throw bad_alloc: the id was not taken yet
+    std::lock_guard lock(pools_.mutex());
+    pool_record& p = pools_.open_locked();  // throws when every id is in use
+    id = p.id;
     p.rank = opts.rank;
     p.weight = opts.weight;
     p.elastic = opts.elastic;
     p.created_ns = now_ns();
-    p.creation_seq = next_creation_seq_++;
     p.fixed = false;
     p.wants_more_cores.store(false, std::memory_order_relaxed);
     // A new life: its accounts restart (relaxed: statistics; the pool is
@@ -162,7 +139,6 @@ std::uint32_t scheduler::create_pool(const pool_options& opts) {
     p.tasks.store(0, std::memory_order_relaxed);
     p.switches_in.store(0, std::memory_order_relaxed);
     p.phase.store(pool_phase::live, std::memory_order_seq_cst);  // seq-cst: pairs with admit's read
-    live_pools_.fetch_add(1, std::memory_order_relaxed);
   }
   post_event_for_workers(pools_added_, id);
   return id;
@@ -174,7 +150,7 @@ void scheduler::remove_pool(std::uint32_t id) {
     throw std::logic_error("promptly: remove_pool: called from a task of " + pool_name(id, level_count()) +
                            ", which would wait for itself; remove a pool from outside it");
   {
-    std::lock_guard lock(pools_mutex_);
+    std::lock_guard lock(pools_.mutex());
     if (p == nullptr || p->phase.load(std::memory_order_relaxed) != pool_phase::live)
       throw std::out_of_range("promptly: remove_pool: " + pool_name(id, level_count()) +
                               " does not exist (never created, or removed already)");
@@ -200,13 +176,11 @@ void scheduler::remove_pool(std::uint32_t id) {
   // there, unwaited for (runtime.hpp).
   std::vector<std::function<void()>> due;
   {
-    std::lock_guard lock(pools_mutex_);
-    due = take_drain_notices_locked(*p, true);
-    p->phase.store(pool_phase::free, std::memory_order_seq_cst);
-    free_pool_ids_.push_back(id);
-    live_pools_.fetch_sub(1, std::memory_order_relaxed);
+    std::lock_guard lock(pools_.mutex());
+    due = pool_table::take_drain_notices_locked(*p, true);
+    pools_.free_locked(*p);
   }
-  run_drain_notices(due);
+  pool_table::run_drain_notices(due);
   post_event_for_workers(pools_removed_, id);
 }
 
@@ -215,7 +189,7 @@ void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
   pool_record* p = find_pool(id);
   std::vector<std::function<void()>> due;
   {
-    std::lock_guard lock(pools_mutex_);
+    std::lock_guard lock(pools_.mutex());
     if (p == nullptr || p->phase.load(std::memory_order_relaxed) == pool_phase::free)
       throw std::out_of_range("promptly: on_drained: " + pool_name(id, level_count()) +
                               " does not exist (never created, or removed already)");
@@ -223,37 +197,9 @@ void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
     // Seq-cst: the mirror first, then the counts; the draining threads
     // decrement a count first, then read the mirror (pool.hpp).
     p->drain_notice_count.store(static_cast<unsigned>(p->drain_notices.size()), std::memory_order_seq_cst);
-    due = take_drain_notices_locked(*p, false);  // drained already: runs now, on this thread
+    due = pool_table::take_drain_notices_locked(*p, false);  // drained already: runs now, on this thread
   }
-  run_drain_notices(due);
-}
-
-std::vector<std::function<void()>> scheduler::take_drain_notices_locked(pool_record& p, bool all) noexcept {
-  std::vector<std::function<void()>> due;
-  if (p.drain_notices.empty() || (!all && !p.drained())) return due;
-  due.swap(p.drain_notices);
-  // Relaxed: under pools_mutex_; a reader that sees the old count takes the
-  // lock and finds nothing.
-  p.drain_notice_count.store(0, std::memory_order_relaxed);
-  return due;
-}
-
-void scheduler::run_leftover_drain_notices() noexcept {
-  for (std::uint32_t id = 0; id < pool_id_end_.load(std::memory_order_acquire); ++id) {  // acquire: the slots below
-    pool_record* p = find_pool(id);
-    if (p == nullptr) continue;
-    std::vector<std::function<void()>> due;
-    {
-      std::lock_guard lock(pools_mutex_);
-      assert((p->drain_notices.empty() || p->drained()) && "a notice waits on a pool with work after shutdown");
-      due = take_drain_notices_locked(*p, true);
-    }
-    run_drain_notices(due);
-  }
-}
-
-void scheduler::run_drain_notices(std::vector<std::function<void()>>& due) noexcept {
-  for (auto& fn : due) fn();  // a throw ends here: noexcept terminates, as on_drained's contract says
+  pool_table::run_drain_notices(due);
 }
 
 void scheduler::request_cores(std::uint32_t id) {
@@ -294,31 +240,11 @@ void scheduler::count_started(std::uint32_t id) noexcept {
   pool_at(id).outstanding.fetch_add(1, std::memory_order_seq_cst);
 }
 
-// Seq-cst: pairs with pool_removal_event::try_register and on_drained (the
-// caller decremented its count before).
-void scheduler::wake_drain_waiter(pool_record& p) noexcept {
-  // Notices first, on the thread that saw the drain; a remove_pool woken
-  // below would run what is left anyway (it takes them all). Should the
-  // record be freed and taken again before the lock, what runs is a notice
-  // of the new pool seen drained under the lock: still a true observation
-  // (pool.hpp).
-  if (p.drain_notice_count.load(std::memory_order_seq_cst) != 0) {
-    std::vector<std::function<void()>> due;
-    {
-      std::lock_guard lock(pools_mutex_);
-      due = take_drain_notices_locked(p, false);
-    }
-    run_drain_notices(due);
-  }
-  if (p.drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;  // nobody removes the pool: no RMW
-  if (waiter* w = p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst)) w->wake(w);
-}
-
 void scheduler::count_finished(std::uint32_t id) noexcept {
   pool_record& p = pool_at(id);  // type-stable: safe even if the pool is being removed
   // Seq-cst: pairs with pool_removal_event::try_register.
   if (p.outstanding.fetch_sub(1, std::memory_order_seq_cst) == 1 && p.num_actives.load(std::memory_order_seq_cst) == 0)
-    wake_drain_waiter(p);
+    pools_.wake_drain_waiter(p);
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);  // acq_rel: shutdown sees the task's effects
 }
 
@@ -353,7 +279,7 @@ void scheduler::inject(task* t, bool resumed) noexcept {
   else
     p.injection.push(t);
   note_nonempty(id);
-  notify_pool(id);
+  sleep_.notify_pool(id);
 }
 
 void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
@@ -381,7 +307,7 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_
   }
   pool_at(pool).injection.push_batch(tasks, count);
   note_nonempty(pool);
-  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) notify_pool(pool);
+  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) sleep_.notify_pool(pool);
 }
 
 // ---- the inline API's entry points (worker_view.hpp) ----

@@ -27,10 +27,7 @@ runtime_stats scheduler::stats() const {
   s.policy = std::string(policy_->name());
   s.workers = worker_count();
   s.core_limit = core_limit();
-  {
-    std::lock_guard lock(fibers_mutex_);
-    s.fibers = fibers_.size();
-  }
+  s.fibers = fibers_.count();
   s.decisions = decisions_;
   s.quanta = quanta_;
   s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
@@ -49,7 +46,7 @@ runtime_stats scheduler::stats() const {
   s.mechanism.resume = mechanism(mechanism_op::resume);
   s.mechanism.mug = mechanism(mechanism_op::mug);
   s.mechanism.steal = mechanism(mechanism_op::steal);
-  const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+  const std::uint32_t end = pools_.id_end();
   const std::vector<unsigned> cores = cores_by_pool();
   for (std::size_t c = 0; c < workers_.size(); ++c) {
     const auto& w = workers_[c];
@@ -67,7 +64,7 @@ runtime_stats scheduler::stats() const {
     s.worker_states.push_back(std::move(ws));
   }
   const std::uint64_t now = now_ns();
-  std::lock_guard identity(pools_mutex_);  // rank, weight: written under it
+  std::lock_guard identity(pools_.mutex());  // rank, weight: written under it
   for (std::uint32_t id = 0; id < end; ++id) {
     const pool_record& p = pool_at(id);
     const pool_phase ph = p.phase.load(std::memory_order_relaxed);

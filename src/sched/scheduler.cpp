@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,13 +41,19 @@ std::vector<int> affinity_cpus() {
   return cpus;
 }
 
+// The configuration with its defaults filled in from the machine and the
+// environment; throws std::invalid_argument naming a bad field.
+runtime_config resolved(runtime_config cfg) {
+  validate(cfg);
+  cfg.os_time_slice = resolve_os_time_slice(cfg.os_time_slice);  // the environment's, if the field is 0
+  if (cfg.workers == 0) cfg.workers = default_worker_count();
+  if (cfg.steal_bound == 0) cfg.steal_bound = 2 * (cfg.workers + 1);  // Taskflow's executor, Sec. III
+  return cfg;
+}
+
 }  // namespace
 
-scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
-  validate(cfg_);
-  cfg_.os_time_slice = resolve_os_time_slice(cfg_.os_time_slice);  // the environment's, if the field is 0
-  if (cfg_.workers == 0) cfg_.workers = default_worker_count();
-  if (cfg_.steal_bound == 0) cfg_.steal_bound = 2 * (cfg_.workers + 1);  // Taskflow's executor, Sec. III
+scheduler::scheduler(runtime_config cfg) : cfg_(resolved(std::move(cfg))), pools_(cfg_.workers) {
   workers_.reserve(cfg_.workers);
   for (unsigned i = 0; i < cfg_.workers; ++i) {
     auto w = std::make_unique<worker>();
@@ -60,21 +67,19 @@ scheduler::scheduler(runtime_config cfg) : cfg_(std::move(cfg)) {
   }
   applied_.assign(cfg_.workers, pool_set::one(0));  // every word starts at pool 0 (worker_view::assigned)
   // The levels: pools 0..L-1 with rank = level, never removed.
-  pool_slots_ = std::make_unique<std::atomic<pool_record*>[]>(max_pools);
   for (unsigned l = 0; l < cfg_.levels; ++l) {
-    std::lock_guard lock(pools_mutex_);
-    pool_record& p = make_pool_record_locked(l);
+    std::lock_guard lock(pools_.mutex());
+    pool_record& p = pools_.open_locked();
+    assert(p.id == l && "the levels are pools 0..L-1");
     p.rank = l;
     p.weight = level_weight(cfg_.fair.weights, l);
     p.created_ns = now_ns();
-    p.creation_seq = next_creation_seq_++;
     p.fixed = true;
     p.phase.store(pool_phase::live, std::memory_order_relaxed);  // no other thread exists yet
-    live_pools_.fetch_add(1, std::memory_order_relaxed);
   }
   for (auto& w : workers_) {
     w->at = &pool_at(0);
-    w->deque = own_deque(*w, *w->at);
+    w->deque = moves_.own_deque(*w, *w->at);
     w->visible.store(w->deque, std::memory_order_relaxed);
   }
   // Each worker's first fiber is made here, so that a stack that cannot be
@@ -186,44 +191,17 @@ void scheduler::shutdown() {
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
     write_trace();  // every thread that records has stopped
-    run_leftover_drain_notices();
+    pools_.run_leftover_drain_notices();
     for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));
   });
 }
 
-namespace {
-constexpr std::size_t idle_fibers_kept = 16;  // per worker; beyond it half go to the shared spares
-}  // namespace
-
-void scheduler::make_fiber_idle(worker& w, fiber_record& f) {
-  w.idle.push_back(&f);
-  if (w.idle.size() <= idle_fibers_kept) return;
-  std::lock_guard lock(fibers_mutex_);
-  while (w.idle.size() > idle_fibers_kept / 2) {
-    spare_fibers_.push_back(w.idle.back());
-    w.idle.pop_back();
-  }
-}
-
 fiber_record& scheduler::take_idle_fiber(worker& w) {
-  if (!w.idle.empty()) {
-    fiber_record* f = w.idle.back();
-    w.idle.pop_back();
-    return *f;
-  }
+  if (fiber_record* f = fiber_cache::take_own_idle(w)) return *f;
   if (chaos::fiber_creation_fails()) throw std::bad_alloc();
-  fiber_record* rec;
-  {
-    std::lock_guard lock(fibers_mutex_);
-    if (!spare_fibers_.empty()) {
-      fiber_record* f = spare_fibers_.back();
-      spare_fibers_.pop_back();
-      return *f;
-    }
-    fibers_.push_back(std::make_unique<fiber_record>());
-    rec = fibers_.back().get();
-    rec->trace_number = static_cast<std::uint16_t>((fibers_.size() - 1) % 65535 + 1);
-  }
+  const fiber_cache::taken got = fibers_.take_spare_or_make();
+  if (!got.fresh) return *got.fiber;
+  fiber_record* rec = got.fiber;
   try {
     start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
       run_scheduling_loop();
@@ -234,8 +212,7 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
       return std::move(self.main_fiber.context);
     });
   } catch (...) {
-    std::lock_guard lock(fibers_mutex_);
-    std::erase_if(fibers_, [rec](const std::unique_ptr<fiber_record>& f) { return f.get() == rec; });
+    fibers_.discard(*rec);
     throw;
   }
   return *rec;
@@ -247,11 +224,7 @@ fiber_record* scheduler::try_take_idle_fiber(worker& w) noexcept {
   } catch (...) {
     static std::once_flag warned;
     std::call_once(warned, [this] {
-      std::size_t fibers;
-      {
-        std::lock_guard lock(fibers_mutex_);
-        fibers = fibers_.size();
-      }
+      const std::size_t fibers = fibers_.count();
       std::fprintf(stderr,
                    "promptly: cannot map another fiber stack (%zu fibers of %zu KiB exist; the limit is "
                    "vm.max_map_count, about two mappings per fiber, or the address-space limit): waiting tasks "
@@ -279,16 +252,9 @@ void scheduler::worker_main(worker& w) {
   // Wake every pooled fiber so that each leaves its loop and ends: this
   // worker's, then any left in the shared spares (every worker helps).
   for (;;) {
-    fiber_record* f = nullptr;
-    if (!w.idle.empty()) {
-      f = w.idle.back();
-      w.idle.pop_back();
-    } else {
-      std::lock_guard lock(fibers_mutex_);
-      if (spare_fibers_.empty()) break;
-      f = spare_fibers_.back();
-      spare_fibers_.pop_back();
-    }
+    fiber_record* f = fiber_cache::take_own_idle(w);
+    if (f == nullptr) f = fibers_.take_spare();
+    if (f == nullptr) break;
     w.current = f;
     switch_fiber(w.main_fiber, *f, [] {});
     finish_exited();

@@ -2,10 +2,14 @@
 // and go at run time), the notifier slots, and the policy thread that turns
 // pool events and quantum ticks into worker assignments. Where each concept
 // lives (src/sched/README.md has the protocols):
-//   scheduler.cpp        construction, worker threads, fibers, shutdown
-//   pools.cpp            the pool table: create, remove, recycle; making work ready
-//   scheduling_loop.cpp  the worker loop and the sleep protocol, per pool
-//   pool_moves.cpp       a worker leaving and arriving at pools
+//   scheduler.cpp        construction, worker threads, shutdown
+//   fiber_cache.*        the fibers: owned, idle, spare
+//   pool_table.*         the pool table: ids to type-stable records, drain notices
+//   pools.cpp            creating and removing pools, admission, making work ready
+//   scheduling_loop.cpp  the worker loop and the waiting side of the sleep protocol, per pool
+//   set_walk.hpp         walking a ranked set (shared with the simulator)
+//   sleep_protocol.*     the sleep domains, their counters, waking a worker of one
+//   pool_moves.*         a worker leaving and arriving at pools, its deques per pool
 //   parking.cpp          waiting: parking fibers, blocking threads
 //   policy_driver.cpp    the policy thread: events, quanta, stats
 //   decision.cpp         what a policy sees and does (ext::decision), applied to workers
@@ -29,13 +33,17 @@
 #include "decision.hpp"
 #include "event_bitmap.hpp"
 #include "fiber.hpp"
+#include "fiber_cache.hpp"
 #include "notifier.hpp"
 #include "pool.hpp"
+#include "pool_moves.hpp"
+#include "pool_table.hpp"
 #include "promptly/config.hpp"
 #include "promptly/detail/waiting.hpp"
 #include "promptly/ext/policy.hpp"
 #include "promptly/pool.hpp"
 #include "promptly/stats.hpp"
+#include "sleep_protocol.hpp"
 #include "worker.hpp"
 
 namespace promptly::detail {
@@ -56,10 +64,8 @@ class scheduler {
 
   // ---- pools (pools.cpp) ----
   // The record of pool `id` if one was ever made (live or not), else null.
-  pool_record* find_pool(std::uint32_t id) const noexcept {
-    return id < max_pools ? pool_slots_[id].load(std::memory_order_acquire) : nullptr;  // acquire: the record's construction
-  }
-  pool_record& pool_at(std::uint32_t id) const noexcept { return *pool_slots_[id].load(std::memory_order_acquire); }
+  pool_record* find_pool(std::uint32_t id) const noexcept { return pools_.find(id); }
+  pool_record& pool_at(std::uint32_t id) const noexcept { return pools_.at(id); }
   std::uint32_t create_pool(const pool_options& opts);
   void remove_pool(std::uint32_t id);
   void on_drained(std::uint32_t id, std::function<void()> fn);
@@ -68,7 +74,7 @@ class scheduler {
   void admit(std::uint32_t id, admission from);
   void count_started(std::uint32_t id) noexcept;
   void count_finished(std::uint32_t id) noexcept;
-  std::size_t live_pool_count() const noexcept { return live_pools_.load(std::memory_order_relaxed); }
+  std::size_t live_pool_count() const noexcept { return pools_.live_count(); }
 
   // Algorithm 1: push to a pool's injection queue and wake a worker of it.
   // Noexcept and allocation-free (the queue is intrusive): also the wake
@@ -113,13 +119,11 @@ class scheduler {
   // kind spawn (a task; a submit on the external track when the caller is
   // no worker) or wake_ready (a parked fiber). Only while tracing.
   void trace_ready(const worker_view* w, trace_kind kind, std::uint32_t pool, std::uint32_t what) noexcept;
+  // An idle fiber for w (fiber_cache.hpp), else a new one running the
+  // scheduling loop; throws if no stack can be mapped.
   fiber_record& take_idle_fiber(worker& w);
-  // A fiber suspended in the loop becomes idle on worker w. Fibers migrate
-  // (a fiber parked on one worker resumes on another, whose loop fiber then
-  // idles there), so past a small bound a worker's idle fibers go to a
-  // shared spare list that take_idle_fiber uses before it makes a new one:
-  // the fibers made stay bounded by the most ever parked at once.
-  void make_fiber_idle(worker& w, fiber_record& f);
+  // A fiber suspended in the loop becomes idle on worker w (fiber_cache.hpp).
+  void make_fiber_idle(worker& w, fiber_record& f) { fibers_.make_idle(w, f); }
   // As take_idle_fiber, but null (and a one-time warning) when no new fiber
   // stack can be mapped: the caller falls back to a mode that cannot fail.
   fiber_record* try_take_idle_fiber(worker& w) noexcept;
@@ -132,15 +136,15 @@ class scheduler {
   friend worker_view* detail::switch_pool_at_boundary();
   void worker_main(worker& w);
 
-  // pools.cpp
-  pool_record& make_pool_record_locked(std::uint32_t id);
-
   // scheduling_loop.cpp
+  // The set-walking rules (set_walk.hpp) read pools through this.
+  auto ready_in_pool() const noexcept {
+    return [this](std::uint32_t id) noexcept { return pool_at(id).has_ready_work(); };
+  }
   unsigned pool_to_serve(worker& w) noexcept;  // the loop top's pick from w's set
-  std::uint8_t pools_to_take_from(const pool_set& s) noexcept;
   void refresh_boundary_word(worker& w) noexcept;
   bool more_urgent_work_in_set(worker& w) noexcept;
-  bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;
+  bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;  // set_walk.hpp, on this runtime's pools
   task* find_work(worker& w);                   // mugging, then Algorithm 5
   task* wait_for_task(worker& w);               // Algorithm 5 over w's set
   task* explore_task(worker& w);                // Algorithm 4
@@ -152,29 +156,11 @@ class scheduler {
   void become_active(worker& w) noexcept;
   void become_inactive(worker& w) noexcept;
   void set_phase(worker& w, worker_phase p) noexcept;
-  // The sleep domain of the workers that serve every pool (Lemma 1's
-  // counters for them), named like a pool in notify_thief_of.
-  static constexpr std::uint32_t every_domain = max_pools;
-  // Wakes one waiting worker whose set holds `pool` (a worker serving every
-  // pool too; for every_domain, one serving every pool): work arrived there.
-  // Never one the policy put to sleep.
-  void notify_pool(std::uint32_t pool) noexcept;
-  // Wakes one waiting worker counted among the thieves of `domain` (a pool:
-  // a worker whose ranked set holds it; every_domain: one serving every
-  // pool): Lemma 1's hand-over.
-  void notify_thief_of(std::uint32_t domain) noexcept;
-  void notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept;
-  // v's assignment for the word `word` read from v.assigned (updated if it
-  // changed while the set was read).
-  pool_set read_assignment(const worker& v, unsigned& word) const noexcept;
 
   // pool_moves.cpp
   void leave_pool(worker& w);
   void arrive_at_pool(worker& w, std::uint32_t target);
   void move_to_pool(worker& w, std::uint32_t target);
-  void adopt_deque(worker& w, task_deque* d);
-  task_deque* own_deque(worker& w, pool_record& p);
-  task_deque* new_deque();
 
   // policy_driver.cpp
   void note_nonempty(std::uint32_t pool) noexcept;
@@ -194,16 +180,6 @@ class scheduler {
   // Sets decide_request in v's word; false if the policy put v to sleep.
   bool ask_to_decide(worker& v) noexcept;
 
-  // Wakes a remove_pool waiting for the pool to drain and runs the pool's
-  // on_drained notices if it is drained (pools.cpp).
-  void wake_drain_waiter(pool_record& p) noexcept;
-  // Takes p's notices if `all` or p is drained (pools_mutex_ held).
-  static std::vector<std::function<void()>> take_drain_notices_locked(pool_record& p, bool all) noexcept;
-  // Runs taken notices, outside pools_mutex_; a notice that throws terminates.
-  static void run_drain_notices(std::vector<std::function<void()>>& due) noexcept;
-  // At shutdown, once no task is left: every pool is drained, so a notice
-  // still registered runs now (none should be: the last decrement ran them).
-  void run_leftover_drain_notices() noexcept;
   void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void poke_driver() noexcept;
   void install_policy_locked(std::unique_ptr<ext::policy> p);
@@ -237,32 +213,16 @@ class scheduler {
 
   runtime_config cfg_;
   std::vector<std::unique_ptr<worker>> workers_;
+  sleep_protocol sleep_{workers_};  // the sleep domains and waking a worker of one
   alignas(64) std::atomic<std::int64_t> outstanding_{0};  // accepted, unfinished counted tasks (all pools)
-  // The every-pool domain's Taskflow counters (a worker serving every pool
-  // and active at pool P counts in P's num_actives and here).
-  alignas(64) std::atomic<int> every_actives_{0};
-  alignas(64) std::atomic<int> every_thieves_{0};
   std::atomic<bool> accepting_{true};
   std::atomic<int> foreign_injectors_{0};  // non-worker threads inside inject (pools.cpp)
   std::atomic<bool> stopping_{false};
   std::once_flag shutdown_once_;
 
-  // The pool table: slot i points to pool i's record once one was made
-  // (records are type-stable, pool.hpp); guarded by pools_mutex_ for
-  // writers. Ids of removed pools return to free_pool_ids_ (pools.cpp).
-  std::unique_ptr<std::atomic<pool_record*>[]> pool_slots_;
-  mutable std::mutex pools_mutex_;
-  std::vector<std::unique_ptr<pool_record>> pool_records_;
-  std::vector<std::uint32_t> free_pool_ids_;
-  std::uint64_t next_creation_seq_ = 0;
-  std::atomic<std::uint32_t> pool_id_end_{0};  // every id ever made is below it
-  std::atomic<std::size_t> live_pools_{0};
-
-  std::mutex deques_mutex_;
-  std::vector<std::unique_ptr<task_deque>> deques_;   // owns every deque
-  mutable std::mutex fibers_mutex_;
-  std::vector<std::unique_ptr<fiber_record>> fibers_;  // owns every fiber record
-  std::vector<fiber_record*> spare_fibers_;            // idle fibers no worker keeps (fibers_mutex_)
+  pool_table pools_;  // ids to type-stable records, the identity lock, drain notices
+  pool_moves moves_;  // the workers' deques per pool, and leaving and arriving at pools
+  fiber_cache fibers_;  // owns every fiber record; idle fibers kept for reuse
 
   // Pool events posted to the policy thread.
   event_bitmap became_nonempty_, maybe_empty_, pools_added_, pools_removed_, cores_requested_, backlogged_;

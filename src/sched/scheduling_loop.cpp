@@ -24,7 +24,7 @@
 //    touches all agree.
 //  * A worker that accepted its assignment serves a pool of its set.
 //  * A ranked set is a priority order: a worker takes work only from the
-//    pools of its set up to the first with ready work (pools_to_take_from).
+//    pools of its set up to the first with ready work (set_walk.hpp).
 //    A thief that leaves queued work of a pool below that one untaken naps
 //    (sentinel_nap) rather than sleeps and passes the wake-up on, so Lemma
 //    1's bound (work waits at most a nap) holds for that pool too once the
@@ -49,6 +49,7 @@
 
 #include "chaos.hpp"
 #include "scheduler.hpp"
+#include "set_walk.hpp"
 
 namespace promptly::detail {
 namespace {
@@ -147,39 +148,15 @@ void scheduler::run_scheduling_loop() {
   }
 }
 
-// The pool the worker should serve now: none if its set is empty (it
-// sleeps); the pool it serves if the set is every pool; else, walking the
-// ranked set, the first pool ranked above the pool it serves that has ready
-// work (queued, or running on a worker), else that pool, and the set's most
-// urgent pool if the pool it serves is not in the set. Running work counts,
-// as it does for the policies: a pool whose workers run work that keeps
-// spawning keeps the cores ranked to it, though at a given instant it may
-// have nothing to steal (else a core would leave at every such instant and
-// be back at its next strand boundary).
+// The pool the worker should serve now (set_walk.hpp), reading its
+// assignment again if the word changed.
 unsigned scheduler::pool_to_serve(worker& w) noexcept {
   unsigned word = assignment_of(w.assigned.load(std::memory_order_acquire));  // acquire: the published set (assignment.hpp)
   if (word != w.set_word) [[unlikely]] {
     w.set = read_assignment(w, word);
     w.set_word = word;
   }
-  const pool_set& s = w.set;
-  if (s.every()) return w.pool;
-  for (std::uint8_t i = 0; i < s.count; ++i) {
-    const std::uint32_t id = s.ids[i];
-    if (id == w.pool || pool_at(id).has_ready_work()) return id;
-  }
-  return s.first();  // no_pool when asleep
-}
-
-// How many pools of a ranked set a worker takes work from now: those up to
-// and including the first with ready work (all of them if none has any).
-// A worker takes work from a less urgent pool of its set only while every
-// more urgent one is idle: it donates itself, it does not wander.
-std::uint8_t scheduler::pools_to_take_from(const pool_set& s) noexcept {
-  if (s.count < 2) return s.count;
-  for (std::uint8_t i = 0; i + 1 < s.count; ++i)
-    if (pool_at(s.ids[i]).has_ready_work()) return static_cast<std::uint8_t>(i + 1);
-  return s.count;
+  return set_walk::pool_to_serve(w.set, w.pool, ready_in_pool());
 }
 
 // The donated mark (worker_view.hpp): set while the worker serves a pool
@@ -190,13 +167,8 @@ void scheduler::refresh_boundary_word(worker& w) noexcept {
   w.boundary_word = w.accepted | (donated ? donated_mark : 0u);
 }
 
-// True when `pool` is in ranked set `s` and a pool ranked above it has
-// ready work: a worker serving `pool` with that set belongs further up.
 bool scheduler::ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept {
-  if (s.what != pool_set::kind::pools) return false;
-  for (std::uint8_t i = 0; i < s.count && s.ids[i] != pool; ++i)
-    if (pool_at(s.ids[i]).has_ready_work()) return s.contains(pool);
-  return false;
+  return set_walk::ready_work_ranked_above(s, pool, ready_in_pool());
 }
 
 // A donated worker at a strand boundary: does a pool of its set ranked
@@ -243,13 +215,9 @@ void scheduler::become_active(worker& w) noexcept {
   const bool adaptive = cfg_.sleep == sleep_mode::adaptive;
   pool_record& p = *w.at;
   w.active_domain = &p;
-  if (p.num_actives.fetch_add(1, std::memory_order_seq_cst) == 0 && adaptive &&
-      p.num_thieves.load(std::memory_order_seq_cst) == 0)
-    notify_thief_of(p.id);
+  sleep_.become_active(sleep_protocol::of(p), adaptive);
   w.active_every = w.set.every();
-  if (w.active_every && every_actives_.fetch_add(1, std::memory_order_seq_cst) == 0 && adaptive &&
-      every_thieves_.load(std::memory_order_seq_cst) == 0)
-    notify_thief_of(every_domain);
+  if (w.active_every) sleep_.become_active(sleep_.every(), adaptive);
   // A decision that read the pool between our taking the task and the
   // increment above saw it empty (nothing queued, nobody active). Seq-cst
   // after the increment: either that decision's re-check saw us, or we see
@@ -263,14 +231,9 @@ void scheduler::become_inactive(worker& w) noexcept {
   if (!w.active) return;
   w.active = false;
   set_phase(w, worker_phase::looking);
-  const int before = w.active_domain->num_actives.fetch_sub(1, std::memory_order_seq_cst);
-  assert(before > 0 && "num_actives never goes negative");
-  if (before == 1) wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
-  if (w.active_every) {
-    const int every_before = every_actives_.fetch_sub(1, std::memory_order_seq_cst);
-    assert(every_before > 0 && "the every-pool domain's num_actives never goes negative");
-    (void)every_before;
-  }
+  if (sleep_.become_inactive(sleep_protocol::of(*w.active_domain)) == 1)
+    pools_.wake_drain_waiter(*w.active_domain);  // a remove_pool may wait for the last one to leave
+  if (w.active_every) sleep_.become_inactive(sleep_.every());
 }
 
 void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
@@ -286,42 +249,6 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   block_current_thread(publish, event);
   if (was_active) become_active(w);
   p.parked.fetch_sub(1, std::memory_order_seq_cst);
-}
-
-pool_set scheduler::read_assignment(const worker& v, unsigned& word) const noexcept {
-  for (;;) {
-    if (word == no_pool) return pool_set::none();
-    if (!(word & published_bit)) return pool_set::one(word);
-    const pool_set s = v.published.read(word);
-    std::atomic_thread_fence(std::memory_order_acquire);  // acquire: pairs with publish's release fence (assignment.hpp)
-    const unsigned again = assignment_of(v.assigned.load(std::memory_order_relaxed));  // relaxed: ordered by the fence
-    if (again == word) return s;
-    word = again;
-  }
-}
-
-void scheduler::notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false, nullptr); }
-void scheduler::notify_thief_of(std::uint32_t domain) noexcept { notify_matching(domain, true, nullptr); }
-
-void scheduler::notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept {
-  notifier::fence_before_notify();
-  const std::size_t n = workers_.size();
-  static thread_local unsigned rotor = 0;
-  const unsigned start = rotor++;
-  for (std::size_t k = 0; k < n; ++k) {
-    worker& v = *workers_[(start + k) % n];
-    if (&v == except) continue;
-    unsigned word = assignment_of(v.assigned.load(std::memory_order_seq_cst));  // seq-cst: the waiter re-reads it after prepare_wait
-    if (word == no_pool) continue;  // asleep by the policy's choice: a wake-up would be swallowed
-    bool match = false;
-    if (!(word & published_bit)) {
-      match = word == pool;  // a one-pool set (never every_domain: pool ids are below it)
-    } else {
-      const pool_set s = read_assignment(v, word);
-      match = pool == every_domain ? s.every() : s.every() ? !thieves_only : s.contains(pool);
-    }
-    if (match && notifier::notify(v.slot)) return;
-  }
 }
 
 // True when the wait must end: the policy changed the worker's assignment
@@ -340,7 +267,7 @@ bool scheduler::moved(const worker& w) const noexcept {
 // deques left there). A worker serving every pool takes from any.
 task* scheduler::steal_once(worker& w) {
   const pool_set& s = w.set;
-  const std::uint8_t takeable = s.every() ? 0 : pools_to_take_from(s);
+  const std::uint8_t takeable = set_walk::pools_to_take_from(s, ready_in_pool());  // 0 for every pool
   const std::span<const std::uint32_t> from(s.ids.data(), takeable);
   const unsigned v = w.next_random(worker_count());
   if (v != w.index) {
@@ -360,7 +287,7 @@ task* scheduler::steal_once(worker& w) {
     // thieves emptied, which only a steal attempt moves to `spare`; skipping
     // it kept `queued` true with nothing to take (a livelock, at shutdown a
     // hang).
-    const std::uint32_t end = pool_id_end_.load(std::memory_order_acquire);
+    const std::uint32_t end = pools_.id_end();
     const std::uint32_t first = w.next_random(end);
     for (std::uint32_t k = 0; k < end; ++k) {
       pool_record& p = pool_at((first + k) % end);
@@ -436,7 +363,7 @@ task* scheduler::find_work(worker& w) {
       if (p.muggable_count.load(std::memory_order_relaxed) != 0) {  // relaxed: a hint; take_muggable locks
         if (id != w.pool) move_to_pool(w, id);
         while (task_deque* m = w.at->take_muggable()) {
-          adopt_deque(w, m);
+          moves_.adopt_deque(w, m);
           if (task* t = m->pop()) {
             w.samples.record(mechanism_op::mug, elapsed_since(start));
             trace(w, trace_kind::mug, w.pool);
@@ -463,34 +390,26 @@ task* scheduler::find_work(worker& w) {
 // policy moved the worker or asked it to decide, or &stop_marker when the
 // scheduler stops.
 task* scheduler::wait_for_task(worker& w) {
-  struct domain {
-    std::atomic<int>* actives;
-    std::atomic<int>* thieves;
-    std::uint32_t id;
-  };
+  using domain = sleep_protocol::domain;
   const pool_set& s = w.set;  // fixed for the wait: a new assignment ends it (moved)
   std::array<domain, max_ranked_pools> domains;
   std::size_t count = 0;
-  if (s.every()) {
-    domains[count++] = {&every_actives_, &every_thieves_, every_domain};
-  } else {
-    for (std::uint8_t i = 0; i < s.count; ++i) {
-      pool_record& p = pool_at(s.ids[i]);
-      domains[count++] = {&p.num_actives, &p.num_thieves, p.id};
-    }
-  }
+  if (s.every())
+    domains[count++] = sleep_.every();
+  else
+    for (std::uint8_t i = 0; i < s.count; ++i) domains[count++] = sleep_protocol::of(pool_at(s.ids[i]));
   const std::span<domain> mine(domains.data(), count);
   // A pool of a ranked set below one with ready work is not taken from
-  // (pools_to_take_from): its queued work neither keeps the worker
+  // (set_walk::pools_to_take_from): its queued work neither keeps the worker
   // exploring nor is left behind while it sleeps (it naps, below).
   auto takeable = [&](const domain& d) {
     if (s.every()) return true;
-    const auto end = s.ids.begin() + pools_to_take_from(s);
+    const auto end = s.ids.begin() + set_walk::pools_to_take_from(s, ready_in_pool());
     return std::find(s.ids.begin(), end, d.id) != end;
   };
   auto queued_in = [&](const domain& d) {
-    if (d.id != every_domain) return pool_at(d.id).has_queued_work();
-    const std::uint32_t end = pool_id_end_.load(std::memory_order_seq_cst);
+    if (d.id != sleep_protocol::every_domain) return pool_at(d.id).has_queued_work();
+    const std::uint32_t end = pools_.id_end(std::memory_order_seq_cst);
     for (std::uint32_t id = 0; id < end; ++id)
       if (pool_at(id).has_queued_work()) return true;
     return false;
@@ -504,9 +423,9 @@ task* scheduler::wait_for_task(worker& w) {
       const int before = d.thieves->fetch_sub(1, std::memory_order_seq_cst);
       assert(before > 0 && "num_thieves never goes negative");
       if (before == 1 && (found || d.actives->load(std::memory_order_seq_cst) > 0))
-        notify_thief_of(d.id);
+        sleep_.notify_thief_of(d.id);
       else if (!found && queued_in(d))
-        notify_pool(d.id);  // a wake-up aimed at us may have been for that work
+        sleep_.notify_pool(d.id);  // a wake-up aimed at us may have been for that work
     }
   };
   for (;;) {
@@ -555,7 +474,7 @@ task* scheduler::wait_for_task(worker& w) {
     // serves its pool.
     for (const domain& d : mine)
       if (!takeable(d) && queued_in(d)) {
-        notify_matching(d.id, false, &w);
+        sleep_.notify_other(d.id, w);
         last_thief_of_busy_domain = true;
       }
     if (last_thief_of_busy_domain) {

@@ -91,4 +91,19 @@ struct worker : worker_view {
   }
 };
 
+// v's assignment for the word `word` read from v.assigned (updated if it
+// changed while the set was read): any thread, without a lock
+// (assignment.hpp, the double buffer).
+inline pool_set read_assignment(const worker& v, unsigned& word) noexcept {
+  for (;;) {
+    if (word == no_pool) return pool_set::none();
+    if (!(word & published_bit)) return pool_set::one(word);
+    const pool_set s = v.published.read(word);
+    std::atomic_thread_fence(std::memory_order_acquire);  // acquire: pairs with publish's release fence (assignment.hpp)
+    const unsigned again = assignment_of(v.assigned.load(std::memory_order_relaxed));  // relaxed: ordered by the fence
+    if (again == word) return s;
+    word = again;
+  }
+}
+
 }  // namespace promptly::detail

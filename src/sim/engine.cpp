@@ -18,6 +18,7 @@
 #include "promptly/ext/policy.hpp"
 #include "sched/decision.hpp"
 #include "sched/pool.hpp"
+#include "sched/set_walk.hpp"
 
 namespace promptly::sim {
 namespace {
@@ -321,13 +322,10 @@ class engine {
     delay += c_.cost.move_us;
   }
 
-  // ---- sets --------------------------------------------------------------------
+  // ---- sets: the runtime's walks (sched/set_walk.hpp) over the simulated pools ----
   bool ready(std::uint32_t id) const { return id < pools_.size() && pools_[id].live && pools_[id].ready(); }
-  std::uint8_t pools_to_take_from(const pool_set& s) const {
-    if (s.count < 2) return s.count;
-    for (std::uint8_t i = 0; i + 1 < s.count; ++i)
-      if (ready(s.ids[i])) return static_cast<std::uint8_t>(i + 1);
-    return s.count;
+  auto ready_in_pool() const {
+    return [this](std::uint32_t id) { return ready(id); };
   }
   std::vector<std::uint32_t> takeable(const worker& v) const {
     std::vector<std::uint32_t> out;
@@ -335,29 +333,24 @@ class engine {
       for (std::uint32_t id = 0; id < pools_.size(); ++id)
         if (pools_[id].live) out.push_back(id);
     } else {
-      const std::uint8_t n = pools_to_take_from(v.set);
+      const std::uint8_t n = detail::set_walk::pools_to_take_from(v.set, ready_in_pool());
       out.assign(v.set.ids.begin(), v.set.ids.begin() + n);
     }
     return out;
   }
   bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) const {
-    if (s.what != pool_set::kind::pools) return false;
-    for (std::uint8_t i = 0; i < s.count && s.ids[i] != pool; ++i)
-      if (ready(s.ids[i])) return s.contains(pool);
-    return false;
+    return detail::set_walk::ready_work_ranked_above(s, pool, ready_in_pool());
   }
+  // A simulated worker can serve every pool before it serves any, or after
+  // its pool was removed (a runtime worker always holds a pool record, they
+  // are type-stable): it starts at the first live pool.
   std::uint32_t pool_to_serve(const worker& v) const {
-    const pool_set& s = v.set;
-    if (s.asleep()) return none;
-    if (s.every()) {
-      if (v.pool != none && pools_[v.pool].live) return v.pool;
+    if (v.set.every() && (v.pool == none || !pools_[v.pool].live)) {
       for (std::uint32_t id = 0; id < pools_.size(); ++id)
         if (pools_[id].live) return id;
       return none;
     }
-    for (std::uint8_t i = 0; i < s.count; ++i)
-      if (s.ids[i] == v.pool || ready(s.ids[i])) return s.ids[i];
-    return s.first();
+    return detail::set_walk::pool_to_serve(v.set, v.pool, ready_in_pool());
   }
 
   // ---- the Taskflow counters ------------------------------------------------

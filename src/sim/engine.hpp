@@ -7,9 +7,10 @@
 // What is modelled, after src/sched/README.md:
 //  * pools with an injection queue, one deque per worker serving the pool
 //    and the deques workers left behind (muggable, taken whole first);
-//  * ranked sets served as a priority order (pools_to_take_from), every
-//    pool, or none; switching only at strand boundaries (a node's end),
-//    every fourth boundary for a donated worker; the steal-boundary mode;
+//  * ranked sets served as a priority order (the runtime's own walks,
+//    sched/set_walk.hpp), every pool, or none; switching only at strand
+//    boundaries (a node's end), every fourth boundary for a donated worker;
+//    the steal-boundary mode;
 //  * Taskflow's sleep protocol per pool (actives, thieves, steal_bound
 //    failures, yield_bound yields, the last thief of a busy domain naps);
 //  * decisions: events recorded when pools flip empty/non-empty, are added
