@@ -3,19 +3,21 @@
 // aps, fair; job policies equi, drep, drep-steal-boundary, asteal, elastic) and
 // policies written by users implement the same interface; install one with
 // runtime::set_policy(std::make_unique<my_policy>(...)). Guide and example:
-// docs/policies.md, examples/round_robin_policy.cpp.
+// docs/policies.md, examples/tenant_policy.cpp.
 //
 // A pool is a set of ready work with its own deques and injection queue.
 // Priority levels are pools with a fixed rank (level l is pool l, rank l);
 // pools created at run time (runtime::create_pool, one per job of a job
 // server) come and go. A core is a worker thread.
 //
-// The runtime calls policy::on_event on its policy thread, one call at a
-// time, for: the policy's installation, every quantum (while at least two
+// The runtime calls policy::on_event one call at a time (under its policy
+// lock), on its policy thread or on a worker thread at the top of its
+// scheduling loop (a busy worker decides pending events itself rather than
+// wait for the policy thread to be scheduled), for: the policy's installation, every quantum (while at least two
 // pools had work in the last quantum), a pool added or removed, a pool
 // becoming non-empty or empty, and a pool asking for more cores. Making work
 // ready never calls a policy: the mechanism records the event and the
-// policy thread decides.
+// next decider (policy thread or worker) decides.
 //
 // In on_event the policy reads the pools (most urgent first) and the cores,
 // and acts: give a core to a pool, or to a ranked set of pools, take it back
@@ -197,7 +199,9 @@ class policy {
  public:
   virtual ~policy() = default;
   virtual std::string_view name() const noexcept = 0;
-  // Called on the policy thread, one call at a time. The events handed
+  // Called one call at a time, on the policy thread or a worker at its loop
+  // top (see the top of this file): never block, never call the runtime
+  // from here. The events handed
   // over together form one decision, applied all or none: an exception
   // discards every action of the decision (the cores stay as they were).
   // The runtime decides the other events of the batch again without the
