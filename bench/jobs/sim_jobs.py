@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 TRACES = Path(__file__).resolve().parent / "traces"
@@ -146,39 +145,32 @@ def main():
     ap.add_argument("--jobs", type=int, default=1200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--loads", default="bing:75,bing:90,finance:75,finance:90")
-    ap.add_argument("--parallel", type=int, default=1)
     ap.add_argument("--scale", type=float, default=0, help="job size factor (default workers / 2)")
     ap.add_argument("--variants", default=",".join(v[0] for v in VARIANTS))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     scale = a.scale if a.scale > 0 else a.workers / 2
     chosen = [v for v in VARIANTS if v[0] in a.variants.split(",")]
-    results = []
     tmp = tempfile.mkdtemp(prefix="sim_jobs_")
-    tasks = []
-    for spec in a.loads.split(","):
-        trace, load = spec.split(":")
-        for rnd in range(a.rounds):
-            wls = {}
-            for hints in sorted({v[2] for v in chosen}):
-                p = f"{tmp}/{trace}-{load}-{rnd}-{hints}.json"
-                with open(p, "w") as f:
-                    json.dump(make_workload(trace, int(load) / 100, a.workers, rnd * a.jobs, a.jobs, scale, hints), f)
-                wls[hints] = p
-            for label, policy, hints, extra in chosen:
-                tasks.append((trace, int(load), rnd, label, policy, wls[hints], extra))
-
-    def one(t):
-        trace, load, rnd, label, policy, wl, extra = t
-        m = run(a.sim, wl, a.workers, policy, extra)
-        print(f"{trace}-{load} round {rnd} {label}: {m}", file=sys.stderr, flush=True)
-        return {"bench": f"{trace}-{load}", "round": rnd, "runtime": label, "workers": a.workers, "scale": scale,
-                "jobs": a.jobs, **m}
-
-    with ThreadPoolExecutor(a.parallel) as ex:
-        results = list(ex.map(one, tasks))
     out = Path(a.out) / f"sim-{a.workers}cores.json"
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    results = []
+    # Made one at a time and written after each run, so that a long run shows its rows as it goes.
+    for rnd in range(a.rounds):
+        for spec in a.loads.split(","):
+            trace, load = spec.split(":")
+            wls = {}
+            for label, policy, hints, extra in chosen:
+                if hints not in wls:
+                    wls[hints] = f"{tmp}/{trace}-{load}-{rnd}-{hints}.json"
+                    with open(wls[hints], "w") as f:
+                        json.dump(make_workload(trace, int(load) / 100, a.workers, rnd * a.jobs, a.jobs, scale, hints), f)
+                m = run(a.sim, wls[hints], a.workers, policy, extra)
+                print(f"{trace}-{load} round {rnd} {label}: {m}", file=sys.stderr, flush=True)
+                results.append({"bench": f"{trace}-{load}", "round": rnd, "runtime": label, "workers": a.workers,
+                                "scale": scale, "jobs": a.jobs, **m})
+                out.write_text(json.dumps(results, indent=1) + "\n")
+            for p in wls.values():
+                os.remove(p)
     print(out)
 
 

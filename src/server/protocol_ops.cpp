@@ -127,6 +127,10 @@ submit_options submit_options_of(const json& req) {
     so.job_class = c->get<std::string>();
   }
   if (const auto e = req.find("elastic"); e != req.end()) so.elastic = elastic_field(*e);
+  if (const auto h = req.find("size_hint"); h != req.end()) {
+    if (!h->is_number()) refuse(error_code::bad_args, "field 'size_hint' must be a number of milliseconds");
+    so.size_hint_ms = h->get<double>();  // its range is job_server::submit's check
+  }
   return so;
 }
 
@@ -189,7 +193,7 @@ void session::dispatch(std::uint64_t seq, std::string_view line) {
     job_server& srv = svc_.jobs();
     switch (o) {
       case op::submit: {
-        only_fields(req, op_name, {"program", "args", "wait", "class", "elastic"});
+        only_fields(req, op_name, {"program", "args", "wait", "class", "elastic", "size_hint"});
         const std::string program = string_field(req, "program");
         const json args = args_of(req);
         const bool wait = bool_field(req, "wait", false);
