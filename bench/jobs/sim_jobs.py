@@ -146,16 +146,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--loads", default="bing:75,bing:90,finance:75,finance:90")
     ap.add_argument("--scale", type=float, default=0, help="job size factor (default workers / 2)")
+    ap.add_argument("--first-round", type=int, default=0, help="rounds first-round .. first-round + rounds - 1")
+    ap.add_argument("--tag", default="", help="appended to the output file's name")
     ap.add_argument("--variants", default=",".join(v[0] for v in VARIANTS))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     scale = a.scale if a.scale > 0 else a.workers / 2
     chosen = [v for v in VARIANTS if v[0] in a.variants.split(",")]
     tmp = tempfile.mkdtemp(prefix="sim_jobs_")
-    out = Path(a.out) / f"sim-{a.workers}cores.json"
+    out = Path(a.out) / f"sim-{a.workers}cores{a.tag}.json"
     results = []
     # Made one at a time and written after each run, so that a long run shows its rows as it goes.
-    for rnd in range(a.rounds):
+    for rnd in range(a.first_round, a.first_round + a.rounds):
         for spec in a.loads.split(","):
             trace, load = spec.split(":")
             wls = {}
