@@ -37,7 +37,7 @@ TEST(Serpt, ExpectedRemainingWork) {
 
 TEST(Serpt, ServiceOrderTable) {
   serpt_params p;
-  p.slowdown_cap = 4;
+  p.slowdown_cap = 8;  // on 2 cores: age >= 4 x expected size
   p.start_wait_bound = 10ms;
   struct row {
     const char* what;
@@ -56,10 +56,13 @@ TEST(Serpt, ServiceOrderTable) {
        {1, 0, 2}},
       {"never served under the bound: by remaining work", {{9, 0, 0.005, false}, {1, 0, 0.001, true}}, {1, 0}},
   };
-  for (const row& r : rows) EXPECT_EQ(serpt_order(r.jobs, p), r.order) << r.what;
-  EXPECT_EQ(tier_of({9, 0, 0.011, false}, p), serpt_tier::start_wait);
-  EXPECT_EQ(tier_of({0.001, 0, 0.005, true}, p), serpt_tier::slowdown_cap);
-  EXPECT_EQ(tier_of({1, 0, 0.005, true}, p), serpt_tier::remaining);
+  for (const row& r : rows) EXPECT_EQ(serpt_order(r.jobs, p, 2), r.order) << r.what;
+  EXPECT_EQ(tier_of({9, 0, 0.011, false}, p, 2), serpt_tier::start_wait);
+  EXPECT_EQ(tier_of({0.001, 0, 0.005, true}, p, 2), serpt_tier::slowdown_cap);
+  EXPECT_EQ(tier_of({1, 0, 0.005, true}, p, 2), serpt_tier::remaining);
+  // The cap is on the time alone (size / cores): on 8 cores 1 ms of work is capped at 1 ms of age.
+  EXPECT_EQ(tier_of({0.001, 0, 0.0009, true}, p, 8), serpt_tier::remaining);
+  EXPECT_EQ(tier_of({0.001, 0, 0.0010, true}, p, 8), serpt_tier::slowdown_cap);
 }
 
 TEST(Serpt, HesrptSplitTable) {
@@ -342,7 +345,7 @@ TEST(Serpt, AgingBoundsStarvation) {
   serpt_params prm;
   prm.quantum = 1000us;
   prm.start_wait_bound = 1000s;  // only the slowdown cap acts here
-  prm.slowdown_cap = 3;
+  prm.slowdown_cap = 3;  // one core: the time alone is the size
   const double at = long_job_first_served_ms(prm, 200);
   // Served once its age reaches cap * size = 30 ms (it was first at 0 ms
   // only if the stream had not started: the first small job arrives with it).

@@ -77,14 +77,15 @@ double expected_remaining(double expected_s, double done_s) noexcept {
   return done_s < expected_s ? expected_s - done_s : done_s;
 }
 
-serpt_tier tier_of(const serpt_job& j, const serpt_params& p) noexcept {
+serpt_tier tier_of(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept {
   const double bound_s = std::chrono::duration<double>(p.start_wait_bound).count();
   if (!j.ever_served && j.age_s >= bound_s) return serpt_tier::start_wait;
-  if (j.expected_s > 0 && j.age_s >= p.slowdown_cap * j.expected_s) return serpt_tier::slowdown_cap;
+  const double alone_s = j.expected_s / static_cast<double>(std::max(cores, 1u));
+  if (alone_s > 0 && j.age_s >= p.slowdown_cap * alone_s) return serpt_tier::slowdown_cap;
   return serpt_tier::remaining;
 }
 
-std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p) {
+std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores) {
   struct key {
     serpt_tier tier;
     double primary;  // smaller first: -age in the first two tiers, remaining work in the last
@@ -93,7 +94,7 @@ std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serp
   std::vector<key> keys(jobs.size());
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const serpt_job& j = jobs[i];
-    const serpt_tier t = tier_of(j, p);
+    const serpt_tier t = tier_of(j, p, cores);
     keys[i] = {t, t == serpt_tier::remaining ? expected_remaining(j.expected_s, j.done_s) : -j.age_s, j.age_s};
   }
   std::vector<std::size_t> order(jobs.size());
@@ -217,7 +218,7 @@ class serpt_policy final : public ext::policy {
         ++k;
       }
     }
-    const std::vector<std::size_t> order = serpt_order(jobs, p_);
+    const std::vector<std::size_t> order = serpt_order(jobs, p_, cores);
     const std::vector<double> weights(order.size(), 1.0);  // mean flow time
     const std::vector<double> fractions = hesrpt_split(weights, p_.speedup_exponent);
     std::vector<unsigned> counts = whole_cores(fractions, cores);

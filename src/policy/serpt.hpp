@@ -51,10 +51,11 @@ struct serpt_params {
   // The expected size of a job the board does not name (worker-seconds).
   double prior_s = 0.002;
   // Aging: a job that has been in the system longer than slowdown_cap times
-  // its expected size is served before every job under the cap, the oldest
-  // first. It bounds each job's slowdown against its estimate to about the
-  // cap, unless the capped jobs alone fill the machine.
-  double slowdown_cap = 8.0;
+  // its expected time alone on the machine (expected size / cores: the
+  // denominator of its slowdown) is served before every job under the cap,
+  // the oldest first. It bounds each job's slowdown against its estimate to
+  // about the cap, unless the capped jobs alone fill the machine.
+  double slowdown_cap = 16.0;
   // A job with work that has never been given a core for this long is
   // served before everything else, the oldest first: every admitted job
   // gets its first core within about this bound plus one quantum, unless
@@ -86,13 +87,14 @@ struct serpt_job {
 
 // Which rule put a job where it is in the service order.
 enum class serpt_tier { start_wait = 0, slowdown_cap = 1, remaining = 2 };
-serpt_tier tier_of(const serpt_job& j, const serpt_params& p) noexcept;
+// `cores`: the machine's (the expected size over it is the time alone).
+serpt_tier tier_of(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept;
 
 // The service order: indices into `jobs`, first served first. Tier by tier
 // (start_wait, slowdown_cap, remaining); within the first two the oldest
 // first, within the last the least expected remaining work first (ties: the
 // older, then the lower index).
-std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p);
+std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
 
 // heSRPT's split of the machine among m jobs, listed in service order
 // (smallest remaining first), for speedup k^p with 0 < p <= 1 and weights w
