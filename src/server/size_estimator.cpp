@@ -37,7 +37,9 @@ namespace {
 std::string log2_class(double x) {
   if (x == 0 || !std::isfinite(x)) return x == 0 ? "0" : "inf";
   const int k = static_cast<int>(std::floor(std::log2(std::fabs(x))));
-  return (x < 0 ? "-" : "") + std::to_string(k);
+  std::string out = x < 0 ? "-" : "";  // appended, not operator+: GCC 12 warns on that (-Wrestrict, a false positive)
+  out += std::to_string(k);
+  return out;
 }
 
 }  // namespace
