@@ -20,8 +20,8 @@
 // undercounts one decision's work, never the folded sum).
 //
 // Invariants
-//  * done_s_ and served_ name only pools seen live (entries of removed pools
-//    are dropped at pool_removed).
+//  * done_s_ and served_ name only pools seen live with work (entries of
+//    removed pools are dropped at pool_removed).
 //  * Every core goes to a job of the served class whenever it has one; a core
 //    serves no pool of another class (the class rule).
 #include "serpt.hpp"
@@ -181,8 +181,11 @@ class serpt_policy final : public ext::policy {
     const auto pools = d.pools_with_work();
     const bool folded = tick_view_ != nullptr && tick_view_ == d.pools().data();
     if (tick) {
+      // Pools with work only, so that a decision costs what has work, not the pool count
+      // (docs/policies.md, "Decision cost"); a pool that ran out of work is no job to rank.
       if (!folded)
-        for (const ext::pool_view& v : d.pools()) done_s_[v.id] += v.work_s;
+        for (const ext::pool_view& v : pools)
+          if (v.work_s > 0) done_s_[v.id] += v.work_s;
       tick_view_ = d.pools().data();
     } else if (!folded) {
       tick_view_ = nullptr;
