@@ -67,7 +67,7 @@ class size_estimator {
   void observe(const size_estimate& e, double measured_s);
 
   // {"jobs": n, "prior_s", "sources": {source: {"jobs", "mean_abs_rel_error", "mean_abs_log2_error"}},
-  //  "buckets": count, "programs": {name: {"jobs", "mean_s"}}}
+  //  "buckets": count, "programs": {name: {"mean_s"}}}
   nlohmann::json stats() const;
 
   const std::shared_ptr<policy_impl::size_board>& board() const noexcept { return board_; }
