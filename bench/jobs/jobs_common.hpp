@@ -108,6 +108,7 @@ struct plan {
   std::size_t count = 0;                  // jobs 0..count-1 of the trace are released
   std::vector<std::int64_t> arrival_ns;   // intended arrival of job i, relative to the start
   unsigned workers = 0;
+  double unit_ns = 0;                     // the measured cost of one unit (a job's work: units * unit_ns)
 };
 
 // What it gives back: each job's end (absolute CLOCK_MONOTONIC ns) and the checksum sum.
@@ -169,6 +170,7 @@ inline plan make_plan(const trace& tr, double rho, std::size_t count, unsigned w
   plan p;
   p.tr = &tr;
   p.workers = workers;
+  p.unit_ns = unit_ns;
   // Job i arrives at t_i * E[work] / (rho * P): utilisation rho = lambda * E[work] / P.
   const double scale_ns = tr.mean_units * unit_ns / (rho * workers);
   if (count == 0 || count > tr.jobs.size())

@@ -4,6 +4,11 @@
 // root task is the Bing-like parallel-for (halving recursion with promptly::join down to pieces
 // of the trace's piece_units units), and records its end time as its last action.
 // Driver and metrics: jobs_common.hpp.
+//
+// --hints exact|wrong|none: each job's size_hint (the serpt policy's size estimate) is its true
+// work, units * unit_ns; `wrong` multiplies or divides it by 4 (alternately) for every third job
+// (by a hash of the job's seed); `none` (the default) sends none. slowdown_mean: the mean of flow
+// time / (work / P), the job's time alone on the P cores if it scaled perfectly.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -35,8 +40,15 @@ struct replay_state {
 
 int main(int argc, char** argv) {
   std::string policy = "drep";
+  std::string hints = "none";
   return jobs::main(
-      argc, argv, [&](bench::args& a) { policy = a.get_string("policy", policy); },
+      argc, argv,
+      [&](bench::args& a) {
+        policy = a.get_string("policy", policy);
+        hints = a.get_string("hints", hints);
+        if (hints != "none" && hints != "exact" && hints != "wrong")
+          bench::args::fail("--hints must be none, exact or wrong, got '" + hints + "'");
+      },
       [&](unsigned workers) -> jobs::run_trace_fn {
         promptly::runtime_config cfg;
         cfg.workers = workers;
@@ -63,7 +75,7 @@ int main(int argc, char** argv) {
         }, promptly::server::arg_schema{}.integer("i", {.min = 0}).integer("units", {.min = 0}).integer("seed", {.min = 0}));
         // Warm-up: fiber stacks, pools and the reaper thread exist before the first replay.
         for (int k = 0; k < 20; ++k) srv->submit("job", {{"i", 0}, {"units", 200}, {"seed", k}}).wait();
-        return [rt, srv, current](const jobs::plan& p, std::int64_t& t0) {
+        return [rt, srv, current, hints](const jobs::plan& p, std::int64_t& t0) {
           replay_state st(p.count);
           st.plan = &p;
           const std::uint64_t decisions_before = rt->stats().decisions;
@@ -72,7 +84,14 @@ int main(int argc, char** argv) {
           handles.reserve(p.count);
           t0 = jobs::replay(p, [&](std::size_t i) {
             const jobs::job& j = p.tr->jobs[i];
-            handles.push_back(srv->submit("job", {{"i", i}, {"units", j.units}, {"seed", j.seed}}));
+            promptly::server::submit_options so;
+            if (hints != "none") {
+              double ms = static_cast<double>(j.units) * p.unit_ns / 1e6;
+              const std::uint64_t h = j.seed * 0x9e3779b97f4a7c15ull;
+              if (hints == "wrong" && (h >> 33) % 3 == 0) ms = ((h >> 40) & 1) ? ms * 4 : ms / 4;
+              so.size_hint_ms = std::max(ms, 1e-6);
+            }
+            handles.push_back(srv->submit("job", {{"i", i}, {"units", j.units}, {"seed", j.seed}}, so));
           });
           jobs::outcome o;
           for (auto& h : handles) {
@@ -110,10 +129,14 @@ int main(int argc, char** argv) {
             o.extra_metrics.emplace_back(std::string(op) + "_samples", static_cast<double>(q->samples));
           }
           o.end_ns.resize(p.count);
+          double slowdown_sum = 0;
           for (std::size_t i = 0; i < p.count; ++i) {
             o.end_ns[i] = st.end_ns[i].load(std::memory_order_acquire);  // acquire: pairs with the job's release
             o.checksum += st.checksum[i];
+            const double alone_ns = std::max(1.0, static_cast<double>(p.tr->jobs[i].units) * p.unit_ns / p.workers);
+            slowdown_sum += static_cast<double>(o.end_ns[i] - (t0 + p.arrival_ns[i])) / alone_ns;
           }
+          o.extra_metrics.emplace_back("slowdown_mean", slowdown_sum / static_cast<double>(p.count));
           return o;
         };
       });

@@ -57,12 +57,17 @@ its threads), go (bench/go/jobs: a goroutine tree per job in one process, GOMAXP
 from pathlib import Path
 
 _TRACES = Path(__file__).resolve().parents[1] / "jobs" / "traces"
-_POLICIES = ["equi", "drep", "drep-steal-boundary", "asteal"]
+_POLICIES = ["equi", "drep", "drep-steal-boundary", "asteal", "serpt"]
+# serpt with each job's size as its size_hint, and with a third of the hints 4x off (bench/jobs/promptly_jobs.cpp).
+_SERPT_HINTS = {"serpt": "exact", "serpt-wrong-hints": "wrong", "serpt-learned": "none"}
 
 
 def _runtimes():
     rts = {f"promptly-{p}": {"exe": "cmake:bench_jobs_promptly", "args": ["--policy", p], "params": {"policy": p}}
            for p in _POLICIES}
+    for name, hints in _SERPT_HINTS.items():
+        rts[f"promptly-{name}"] = {"exe": "cmake:bench_jobs_promptly", "args": ["--policy", "serpt", "--hints", hints],
+                                   "params": {"policy": "serpt", "hints": hints}}
     rts["tbb-process-per-job"] = {"exe": "cmake:bench_jobs_tbb_process"}
     rts["tbb-arenas"] = {"exe": "cmake:bench_jobs_tbb_arenas"}
     rts["go"] = {"exe": "go:jobs", "env": {"GOMAXPROCS": "{workers}"}}
@@ -76,7 +81,7 @@ _OVERHEADS = [f"{op}_us_{q}" for op in ["start", "setup", "remove", "end", "deci
 _SHOW = ["flow_ms_mean", "flow_ms_p50", "flow_ms_p99", "flow_ms_max", "rate_per_s", "unit_ns",
          "flow_excl_start_ms_mean", "flow_excl_start_ms_p99",
          "start_us_p50", "start_us_p99", "remove_us_p50", "remove_us_p99", "decision_us_p50", "decision_us_p99",
-         "decisions_per_job"]
+         "decisions_per_job", "slowdown_mean"]
 
 
 def _load_bench(workload, load, jobs=1200):
@@ -101,7 +106,8 @@ def _load_bench(workload, load, jobs=1200):
 SUITE = {
     "name": "jobs",
     "title": "Multiprogrammed job server: flow time of online parallel jobs under core-allocation policies and peers",
-    "runtime_order": [f"promptly-{p}" for p in _POLICIES] + ["tbb-process-per-job", "tbb-arenas", "go"],
+    "runtime_order": [f"promptly-{p}" for p in _POLICIES] + ["promptly-serpt-wrong-hints", "promptly-serpt-learned", "tbb-process-per-job",
+                                                             "tbb-arenas", "go"],
     "benches": [
         _load_bench("bing", 60),
         _load_bench("bing", 75),

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "job_policies.hpp"
+#include "serpt.hpp"
 #include "promptly/ext/policy.hpp"
 
 namespace promptly::policy_impl {
@@ -17,7 +18,7 @@ namespace promptly::ext {
 // The job policies (equi .. elastic) are the job server's core allocation
 // between jobs (docs/job-policies.md); any runtime may use them.
 std::vector<std::string> policy_names() {
-  return {"oblivious", "prompt", "aps", "fair", "equi", "drep", "drep-steal-boundary", "asteal", "elastic"};
+  return {"oblivious", "prompt", "aps", "fair", "equi", "drep", "drep-steal-boundary", "asteal", "elastic", "serpt"};
 }
 
 std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps, const fair_params& fair) {
@@ -39,6 +40,9 @@ std::unique_ptr<policy> make_policy(std::string_view name, const aps_params& aps
   if (name == "drep-steal-boundary") return policy_impl::make_drep_steal_boundary_policy();
   if (name == "asteal") return policy_impl::make_asteal_policy();
   if (name == "elastic") return policy_impl::make_elastic_policy();
+  // By name without a size board: every job has the prior size, so the rank
+  // is by work done (the job server and the simulator pass their board).
+  if (name == "serpt") return policy_impl::make_serpt_policy();
   throw std::invalid_argument("promptly: unknown policy '" + std::string(name) +
                               "' (expected oblivious, prompt, aps, fair, equi, drep, drep-steal-boundary, asteal "
                               "or elastic)");

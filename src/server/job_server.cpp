@@ -119,6 +119,7 @@ job_server::job_server(promptly::runtime& rt, job_server_options opts) {
   const auto ttl = opts.result_ttl;
   s_ = std::make_unique<state>(rt, std::move(opts));
   p_ = std::make_unique<periodic_state>(*this, ttl);
+  if (rt.policy() == "serpt") detail::install_policy(rt, "serpt", s_->sizes);  // by name it has no size board
 }
 
 job_server::~job_server() {
@@ -175,6 +176,7 @@ job_handle job_server::submit(std::string_view program, const json& args, submit
       throw error(error_code::bad_args, e.what());
     }
   }
+  if (opts.size_hint_ms) (void)detail::size_estimator::checked_hint_ms(*opts.size_hint_ms);
   json validated;
   try {
     validated = prog->schema.validate(args);
@@ -187,6 +189,7 @@ job_handle job_server::submit(std::string_view program, const json& args, submit
   r->job_class = std::move(opts.job_class);
   r->rank = rank;
   r->elastic = opts.elastic;
+  r->size = s_->sizes.estimate(r->program->name, validated, opts.size_hint_ms ? &*opts.size_hint_ms : nullptr);
   r->context.args = std::move(validated);
   r->context.rt = &s_->rt;
   r->accepted = t0;
@@ -332,7 +335,7 @@ void job_server::on_terminal(job_id id, std::function<void(const job_info&)> f) 
   f(info);
 }
 
-void job_server::set_policy(const std::string& name) { s_->rt.set_policy(name); }
+void job_server::set_policy(const std::string& name) { detail::install_policy(s_->rt, name, s_->sizes); }
 
 void job_server::stop_accepting() {
   {

@@ -88,6 +88,7 @@ json to_json(const server_stats& s) {
   json jobs = json::array();
   for (const auto& j : s.jobs) jobs.push_back(to_json(j));
   o["jobs"] = std::move(jobs);
+  o["size_estimates"] = s.size_estimates;
   if (!s.periodic.empty()) {
     json periodic = json::array();
     for (const auto& p : s.periodic) periodic.push_back(to_json(p));

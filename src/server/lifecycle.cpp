@@ -64,6 +64,7 @@ void job_server::state::start(const std::shared_ptr<job_record>& r) {
     po.elastic = r->elastic;
     p = rt.create_pool(po);
     have_pool = true;
+    sizes.board()->set(p.id, r->size.expected_s);
     // Release: the reaper and stats readers that load the id see the pool made.
     r->context.pool.store(p.id, std::memory_order_release);
     // Written before the submit, which orders it before the root task and so before the reaper's read.
@@ -207,6 +208,7 @@ void job_server::state::reaper_loop() {
 
 void job_server::state::reap(const std::shared_ptr<job_record>& r) {
   const std::uint32_t id = r->context.pool.load(std::memory_order_acquire);  // acquire: see start()'s store
+  sizes.job_ended(rt, id, r->size);  // before the removal: the id may be reused after it
   const auto t0 = clock_type::now();
   std::string remove_error;
   try {

@@ -95,7 +95,7 @@ promptly::elastic_params elastic_field(const json& v) {
   return e;
 }
 
-// submit's and submit_periodic's optional "class" and "elastic".
+// submit's and submit_periodic's optional "class", "elastic" and "size_hint".
 submit_options submit_options_of(const json& req) {
   submit_options so;
   if (const auto c = req.find("class"); c != req.end()) {
@@ -103,6 +103,10 @@ submit_options submit_options_of(const json& req) {
     so.job_class = c->get<std::string>();
   }
   if (const auto e = req.find("elastic"); e != req.end()) so.elastic = elastic_field(*e);
+  if (const auto h = req.find("size_hint"); h != req.end()) {
+    if (!h->is_number()) refuse(error_code::bad_args, "field 'size_hint' must be a number of milliseconds");
+    so.size_hint_ms = h->get<double>();  // its range is job_server::submit's check
+  }
   return so;
 }
 
@@ -137,7 +141,7 @@ struct op_call {
 op_reply job_reply(const job_info& j) { return op_reply{true, to_json(j), {}, {}, 0}; }
 
 void op_submit(op_call& c) {
-  c.fields({"program", "args", "wait", "class", "elastic"});
+  c.fields({"program", "args", "wait", "class", "elastic", "size_hint"});
   const std::string program = string_field(c.req, "program");
   const json args = args_of(c.req);
   const bool wait = bool_field(c.req, "wait", false);

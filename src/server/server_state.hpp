@@ -58,6 +58,7 @@
 #include "promptly/runtime.hpp"
 #include "promptly/server/job_server.hpp"
 #include "sample_window.hpp"
+#include "size_estimator.hpp"
 
 namespace promptly::server {
 
@@ -115,6 +116,7 @@ struct job_record {
   std::string job_class;
   std::optional<promptly::elastic_params> elastic;  // submit_options::elastic, for the job's pool
   unsigned rank = 0;
+  size_estimate size;  // the expected work the serpt policy sees, and where it came from
   job_state state = job_state::queued;
   std::string reason;              // why it was cancelled (set with cancel_requested)
   // Written by the root task before the hand-off to the reaper.
@@ -193,6 +195,7 @@ struct job_server::state {
   std::uint64_t submitted = 0, rejected = 0, done = 0, failed = 0, cancelled = 0;
   detail::sample_window flow, start_lat, setup_lat, remove_lat, end_lat;
   std::map<std::string, detail::program_counts, std::less<>> per_program;
+  detail::size_estimator sizes;  // its own lock
   // Deliveries (waiters, callbacks) collected by finish_locked and not yet
   // run: drain() and the destructor wait for them too, so every callback
   // has run when they return (promptlyd replies to waiting clients from them).

@@ -107,6 +107,7 @@ server_stats job_server::stats() const {
   st.cores_in_use = fill_cores(s_->rt, live);
   for (auto& j : live) st.jobs.push_back(std::move(j.info));
   st.periodic = p_->all();
+  st.size_estimates = s_->sizes.stats();
   return st;
 }
 

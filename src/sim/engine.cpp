@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "policy/fair.hpp"
+#include "policy/serpt.hpp"
 #include "promptly/ext/policy.hpp"
 #include "sched/decision.hpp"
 #include "sched/pool.hpp"
@@ -126,6 +127,13 @@ class engine {
       policy_ = policy_impl::make_fair_policy_with(c.fair, c.seed, [this] {
         return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(static_cast<long long>(now_ * 1e3)));
       });
+    } else if (c.policy == "serpt") {
+      sizes_ = std::make_shared<policy_impl::size_board>();
+      policy_impl::serpt_params sp;
+      sp.speedup_exponent = c.serpt_speedup_exponent;
+      sp.slowdown_cap = c.serpt_slowdown_cap;
+      sp.start_wait_bound = std::chrono::microseconds(static_cast<long long>(c.serpt_start_wait_us));
+      policy_ = policy_impl::make_serpt_policy(sp, sizes_);
     } else {
       policy_ = ext::make_policy(c.policy, c.aps, c.fair);
     }
@@ -756,6 +764,7 @@ class engine {
     request_state& s = reqs_[r];
     if (c_.pool_per_request) {
       s.pool = make_pool(q.pool);
+      if (sizes_ && q.size_hint_us >= 0) sizes_->set(s.pool, q.size_hint_us * 1e-6);
       pending_.push_back({ext::event_kind::pool_added, s.pool, {}});
       request_decision();
     } else {
@@ -792,6 +801,7 @@ class engine {
     ++finished_;
     if (c_.pool_per_request) {
       pools_[s.pool].live = false;  // its last node is running: nothing of it is queued
+      if (sizes_) sizes_->erase(s.pool);
       pending_.push_back({ext::event_kind::pool_removed, s.pool, {}});
       request_decision();
     }
@@ -965,6 +975,7 @@ class engine {
   std::mt19937_64 rng_;
   std::mt19937_64 wake_rng_;  // wake-cost draws (wake_cost), seeded apart from rng_
   std::unique_ptr<ext::policy> policy_;
+  std::shared_ptr<policy_impl::size_board> sizes_;  // serpt's: the requests' size hints
   bool steal_boundary_ = false;
   bool backlog_events_ = false;  // the policy asked for backlog events (ext::policy::wants_backlog_events)
   std::size_t busy_pools_for_quanta_ = 2;

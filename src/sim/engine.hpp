@@ -72,6 +72,11 @@ struct config {
   // when it ends (the job server), ranked by the request's pool field;
   // otherwise pools are the workload's levels 0..pools-1.
   bool pool_per_request = false;
+  // The `serpt` policy's parameters (src/policy/serpt.hpp); each request's
+  // size_hint_us is its expected size on the policy's size board.
+  double serpt_speedup_exponent = 1.0;
+  double serpt_slowdown_cap = 8.0;
+  double serpt_start_wait_us = 20000;
   double time_limit_us = 3.6e9;   // stops a run that would not end (reported, never silent)
   // Measure result::undersubscribed_us (Taskflow's Lemma 1, per pool): costs a
   // pass over the workers per event, so tests turn it on.

@@ -3,6 +3,7 @@
 #include "workload.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <set>
@@ -99,6 +100,8 @@ void validate(const workload& w) {
     if (q.pool >= w.pools)
       throw std::invalid_argument("promptly-sim: request " + std::to_string(r) + " runs at pool " + std::to_string(q.pool) +
                                   " but the workload has " + std::to_string(w.pools) + " pools");
+    if (!std::isfinite(q.size_hint_us))
+      throw std::invalid_argument("promptly-sim: request " + std::to_string(r) + " has a size hint that is not finite");
     if (!(q.release_us >= 0)) throw std::invalid_argument("promptly-sim: request " + std::to_string(r) + " has a negative release time");
     if (q.nodes.empty()) throw std::invalid_argument("promptly-sim: request " + std::to_string(r) + " has no nodes");
     std::vector<bool> has_pred(q.nodes.size(), false);
@@ -143,6 +146,7 @@ nlohmann::json to_json(const workload& w) {
     nlohmann::json nodes = nlohmann::json::array();
     for (const node& n : q.nodes) nodes.push_back(nlohmann::json::array({n.work_us, n.succ}));
     reqs.push_back({{"pool", q.pool}, {"release_us", q.release_us}, {"kind", q.kind}, {"nodes", std::move(nodes)}});
+    if (q.size_hint_us >= 0) reqs.back()["size_hint_us"] = q.size_hint_us;
   }
   return {{"format", "promptly-sim-workload-1"}, {"pools", w.pools}, {"requests", std::move(reqs)}};
 }
@@ -157,6 +161,7 @@ workload from_json(const nlohmann::json& j) {
     r.pool = q.at("pool").get<std::uint32_t>();
     r.release_us = q.at("release_us").get<double>();
     r.kind = q.value("kind", "");
+    r.size_hint_us = q.value("size_hint_us", -1.0);
     for (const nlohmann::json& n : q.at("nodes")) r.nodes.push_back(node{n.at(0).get<double>(), n.at(1).get<std::vector<std::uint32_t>>()});
     w.requests.push_back(std::move(r));
   }

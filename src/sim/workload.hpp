@@ -34,6 +34,9 @@ struct request {
   double release_us = 0;               // when it is submitted, from the run's start
   std::string kind;                    // a label for reports ("urgent", "background", ...)
   std::vector<node> nodes;             // node 0 is the root
+  // The size the client announces (us of work; the `serpt` policy's size
+  // board); negative: none, the policy uses its prior.
+  double size_hint_us = -1;
 };
 
 struct workload {

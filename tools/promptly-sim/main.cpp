@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   run->add_option("--policy", cfg.policy, "a policy name: oblivious, prompt, aps, fair, equi, drep, ...");
   run->add_option("--seed", cfg.seed, "random seed of the probes and the fair policy");
   run->add_flag("--pool-per-request", cfg.pool_per_request, "each request in a pool of its own (the job server)");
+  run->add_option("--serpt-speedup-exponent", cfg.serpt_speedup_exponent, "serpt: p of the speedup k^p, in (0, 1]");
+  run->add_option("--serpt-slowdown-cap", cfg.serpt_slowdown_cap, "serpt: age / expected size that serves a job first");
+  run->add_option("--serpt-start-wait-us", cfg.serpt_start_wait_us, "serpt: first-core bound")->check(CLI::PositiveNumber);
   run->add_flag("--never-sleep", cfg.never_sleep, "thieves never sleep (the ABP baseline)");
   run->add_option("--json", json_out, "write the result here (default: stdout)");
   double quantum_us = static_cast<double>(cfg.aps.quantum.count());

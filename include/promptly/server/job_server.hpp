@@ -247,6 +247,10 @@ struct submit_options {
   // gets them (pool_options::elastic), so the `elastic` policy allots its cores
   // from them; other policies ignore them. submit() checks them (bad_args).
   std::optional<promptly::elastic_params> elastic{};
+  // Optional expected work of the job, in milliseconds of one core: the
+  // `serpt` policy's size estimate for it (docs/job-policies.md). submit()
+  // throws error{bad_args} unless it is finite and in (0, 86,400,000].
+  std::optional<double> size_hint_ms{};
 };
 
 // A periodic task (AMCilk Sec. 6.2's elastic real-time jobs): the server
@@ -337,6 +341,9 @@ struct server_stats {
   std::vector<program_stats> programs;
   std::vector<job_info> jobs;  // running jobs with cores and work/look time
   std::vector<periodic_info> periodic;  // periodic tasks (active ones and ended ones not yet expired)
+  // The size estimator's learning and its errors per source (hint, bucket,
+  // program, prior): docs/job-policies.md, "serpt".
+  json size_estimates;
 };
 json to_json(const server_stats& s);
 

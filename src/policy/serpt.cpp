@@ -1,0 +1,283 @@
+// The `serpt` policy: cores to the jobs with the least expected remaining
+// work (serpt.hpp states the rules; docs/job-policies.md the contract).
+//
+// At every decision (job events and quantum ticks) the jobs with work of the
+// served class (job_classes.hpp) are put in service order (serpt_order), the
+// machine is split by heSRPT's rule over that order (hesrpt_split; with
+// linear speedup everything to the first), and the fractions become whole
+// cores (whole_cores). Each core then serves a ranked set: its job first,
+// then the class's other jobs in service order, so a core whose job has no
+// work left to steal helps the next job at once instead of sleeping until
+// the next decision (SRPT stays work-conserving when the first job's
+// parallelism is below the core count).
+//
+// Work done: pool_view::work_s counts since the previous quantum tick. The
+// policy folds it into done_s_ at each quantum event; at other events the
+// job's done work is the folded sum plus the view's. Events of one decision
+// share its view, so after a quantum event the same decision's further events
+// must not add the view again: tick_view_ remembers the folded view (its
+// address; a later decision whose view happens to sit at the same address
+// undercounts one decision's work, never the folded sum).
+//
+// Invariants
+//  * done_s_ and served_ name only pools seen live with work (entries of
+//    removed pools are dropped at pool_removed).
+//  * Every core goes to a job of the served class whenever it has one; a core
+//    serves no pool of another class (the class rule).
+#include "serpt.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+#include "job_classes.hpp"
+
+namespace promptly::policy_impl {
+
+void size_board::set(ext::pool_id pool, double expected_s) {
+  std::lock_guard lock(mu_);
+  expected_s_[pool] = expected_s;
+}
+
+void size_board::erase(ext::pool_id pool) {
+  std::lock_guard lock(mu_);
+  expected_s_.erase(pool);
+}
+
+void size_board::lookup(std::span<const ext::pool_id> pools, double otherwise, std::vector<double>& out) const {
+  out.assign(pools.size(), otherwise);
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < pools.size(); ++i)
+    if (auto it = expected_s_.find(pools[i]); it != expected_s_.end()) out[i] = it->second;
+}
+
+std::size_t size_board::size() const {
+  std::lock_guard lock(mu_);
+  return expected_s_.size();
+}
+
+void validate(const serpt_params& p) {
+  if (!(p.speedup_exponent > 0 && p.speedup_exponent <= 1))
+    throw std::invalid_argument("promptly: serpt speedup_exponent = " + std::to_string(p.speedup_exponent) +
+                                " must be in (0, 1]");
+  if (!(p.prior_s > 0 && std::isfinite(p.prior_s)))
+    throw std::invalid_argument("promptly: serpt prior_s = " + std::to_string(p.prior_s) + " must be finite and > 0");
+  if (!(p.slowdown_cap >= 1))
+    throw std::invalid_argument("promptly: serpt slowdown_cap = " + std::to_string(p.slowdown_cap) + " must be >= 1");
+  if (p.start_wait_bound.count() <= 0) throw std::invalid_argument("promptly: serpt start_wait_bound must be > 0");
+  if (p.quantum.count() <= 0) throw std::invalid_argument("promptly: serpt quantum must be > 0");
+}
+
+double expected_remaining(double expected_s, double done_s) noexcept {
+  return done_s < expected_s ? expected_s - done_s : done_s;
+}
+
+serpt_tier tier_of(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept {
+  const double bound_s = std::chrono::duration<double>(p.start_wait_bound).count();
+  if (!j.ever_served && j.age_s >= bound_s) return serpt_tier::start_wait;
+  const double alone_s = j.expected_s / static_cast<double>(std::max(cores, 1u));
+  if (alone_s > 0 && j.age_s >= p.slowdown_cap * alone_s) return serpt_tier::slowdown_cap;
+  return serpt_tier::remaining;
+}
+
+std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores) {
+  struct key {
+    serpt_tier tier;
+    double primary;  // smaller first: -age in the first two tiers, remaining work in the last
+    double age_s;
+  };
+  std::vector<key> keys(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const serpt_job& j = jobs[i];
+    const serpt_tier t = tier_of(j, p, cores);
+    keys[i] = {t, t == serpt_tier::remaining ? expected_remaining(j.expected_s, j.done_s) : -j.age_s, j.age_s};
+  }
+  std::vector<std::size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const key& x = keys[a];
+    const key& y = keys[b];
+    if (x.tier != y.tier) return x.tier < y.tier;
+    if (x.primary != y.primary) return x.primary < y.primary;
+    return x.age_s > y.age_s;
+  });
+  return order;
+}
+
+std::vector<double> hesrpt_split(std::span<const double> weights, double p) {
+  const std::size_t m = weights.size();
+  std::vector<double> out(m, 0.0);
+  if (m == 0) return out;
+  if (p >= 1) {
+    out[0] = 1;  // SRPT: the limit of the rule as p -> 1
+    return out;
+  }
+  // Renumbered largest first: i = 1 is the input's last job, i = m its first.
+  const double e = 1.0 / (1.0 - p);
+  double z_m = 0;
+  for (double w : weights) z_m += w;
+  double z_prev = 0;
+  for (std::size_t i = 1; i <= m; ++i) {
+    const std::size_t at = m - i;  // input index of the i-th largest
+    const double z_i = z_prev + weights[at];
+    out[at] = std::pow(z_i / z_m, e) - std::pow(z_prev / z_m, e);
+    z_prev = z_i;
+  }
+  return out;
+}
+
+std::vector<unsigned> whole_cores(std::span<const double> fractions, unsigned cores) {
+  std::vector<unsigned> out(fractions.size(), 0);
+  std::vector<double> rest(fractions.size(), 0.0);
+  unsigned given = 0;
+  for (std::size_t i = 0; i < fractions.size(); ++i) {
+    const double share = std::max(0.0, fractions[i]) * cores;
+    out[i] = static_cast<unsigned>(std::floor(share + 1e-9));
+    if (given + out[i] > cores) out[i] = cores - given;
+    given += out[i];
+    rest[i] = share - out[i];
+  }
+  while (given < cores && !fractions.empty()) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < rest.size(); ++i)
+      if (rest[i] > rest[best] + 1e-12) best = i;
+    if (rest[best] <= -1.0) break;  // nothing left to round up
+    ++out[best];
+    rest[best] = -2.0;  // one extra core per job
+    ++given;
+  }
+  return out;
+}
+
+namespace {
+
+class serpt_policy final : public ext::policy {
+ public:
+  serpt_policy(const serpt_params& p, std::shared_ptr<const size_board> sizes) : p_(p), sizes_(std::move(sizes)) {
+    validate(p_);
+  }
+  std::string_view name() const noexcept override { return "serpt"; }
+  // Ranks change with the work done while only one job runs too (a job
+  // passing its estimate, or the one waiting reaching a bound).
+  bool ticks_while_one_pool_is_busy() const noexcept override { return true; }
+
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    const bool tick = ev.kind == ext::event_kind::quantum;
+    if (ev.kind == ext::event_kind::installed) {
+      d.set_quantum(p_.quantum);
+      done_s_.clear();
+      served_.clear();
+      tick_view_ = nullptr;
+    }
+    if (ev.kind == ext::event_kind::pool_removed) {
+      done_s_.erase(ev.pool);
+      served_.erase(ev.pool);
+    }
+    const auto pools = d.pools_with_work();
+    const bool folded = tick_view_ != nullptr && tick_view_ == d.pools().data();
+    if (tick) {
+      // Pools with work only, so that a decision costs what has work, not the pool count
+      // (docs/policies.md, "Decision cost"); a pool that ran out of work is no job to rank.
+      if (!folded)
+        for (const ext::pool_view& v : pools)
+          if (v.work_s > 0) done_s_[v.id] += v.work_s;
+      tick_view_ = d.pools().data();
+    } else if (!folded) {
+      tick_view_ = nullptr;
+    }
+    const bool view_is_folded = tick || folded;
+
+    // The served class, its jobs in list order.
+    unsigned served_rank = 0;
+    const unsigned cores = d.core_count();
+    if (!most_urgent_rank(pools, served_rank)) {
+      for (unsigned c = 0; c < cores; ++c) d.take_core(c);
+      return;
+    }
+    std::vector<ext::pool_id> ids;
+    for (const ext::pool_view& v : pools)
+      if (v.rank == served_rank) ids.push_back(v.id);
+    std::vector<double> expected;
+    if (sizes_)
+      sizes_->lookup(ids, p_.prior_s, expected);
+    else
+      expected.assign(ids.size(), p_.prior_s);
+    std::vector<serpt_job> jobs(ids.size());
+    {
+      std::size_t k = 0;
+      for (const ext::pool_view& v : pools) {
+        if (v.rank != served_rank) continue;
+        serpt_job& j = jobs[k];
+        j.expected_s = expected[k];
+        const auto it = done_s_.find(v.id);
+        j.done_s = (it != done_s_.end() ? it->second : 0.0) + (view_is_folded ? 0.0 : v.work_s);
+        j.age_s = std::chrono::duration<double>(v.age).count();
+        j.ever_served = served_.contains(v.id) || v.cores > 0;
+        ++k;
+      }
+    }
+    const std::vector<std::size_t> order = serpt_order(jobs, p_, cores);
+    const std::vector<double> weights(order.size(), 1.0);  // mean flow time
+    const std::vector<double> fractions = hesrpt_split(weights, p_.speedup_exponent);
+    std::vector<unsigned> counts = whole_cores(fractions, cores);
+    // Ordered pools and their counts; a core keeps its pool while it has room.
+    std::vector<ext::pool_id> ranked(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) ranked[i] = ids[order[i]];
+    std::vector<int> owner(cores, -1);  // index into ranked
+    const auto cv = d.cores();
+    for (unsigned c = 0; c < cores; ++c) {
+      const ext::pool_id at = cv[c].assigned;
+      for (std::size_t i = 0; i < ranked.size(); ++i)
+        if (ranked[i] == at && counts[i] > 0) {
+          owner[c] = static_cast<int>(i);
+          --counts[i];
+          break;
+        }
+    }
+    std::size_t next = 0;
+    for (unsigned c = 0; c < cores; ++c) {
+      if (owner[c] >= 0) continue;
+      while (next < counts.size() && counts[next] == 0) ++next;
+      if (next == counts.size()) break;
+      owner[c] = static_cast<int>(next);
+      --counts[next];
+    }
+    std::vector<ext::pool_id> set;
+    for (unsigned c = 0; c < cores; ++c) {
+      if (owner[c] < 0) {
+        // Unreachable while whole_cores hands out every core; kept so that no
+        // core is left serving a pool of another class.
+        d.serve(c, std::span<const ext::pool_id>(ranked.data(), std::min(ranked.size(), ext::max_ranked_pools)));
+        served_.insert(ranked.front());
+        continue;
+      }
+      const auto mine = static_cast<std::size_t>(owner[c]);
+      set.clear();
+      set.push_back(ranked[mine]);
+      for (std::size_t i = 0; i < ranked.size() && set.size() < ext::max_ranked_pools; ++i)
+        if (i != mine) set.push_back(ranked[i]);
+      d.serve(c, set);
+      served_.insert(ranked[mine]);
+    }
+  }
+
+ private:
+  serpt_params p_;
+  std::shared_ptr<const size_board> sizes_;
+  std::unordered_map<ext::pool_id, double> done_s_;  // work folded at quantum ticks, by pool
+  std::unordered_set<ext::pool_id> served_;          // pools given a core by some decision
+  const ext::pool_view* tick_view_ = nullptr;        // the view the last quantum event folded
+};
+
+}  // namespace
+
+std::unique_ptr<ext::policy> make_serpt_policy(const serpt_params& p, std::shared_ptr<const size_board> sizes) {
+  return std::make_unique<serpt_policy>(p, std::move(sizes));
+}
+
+}  // namespace promptly::policy_impl

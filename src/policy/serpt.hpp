@@ -1,0 +1,115 @@
+// The `serpt` job policy: shortest expected remaining processing time
+// (docs/job-policies.md). Size-aware core allocation between jobs after
+// Berg, Dorsman and Harchol-Balter, "Towards optimality in parallel
+// scheduling" (SIGMETRICS 2018) and Berg, Vesilo and Harchol-Balter, "heSRPT:
+// Parallel scheduling to minimize mean slowdown" (Performance 2020).
+//
+// What the policy needs to know that a pool_view does not say is each job's
+// expected size: a size_board, written by whoever knows the jobs (the job
+// server from its size estimator, the simulator from its workload) and read
+// at every decision. A pool the board does not name has the prior size.
+//
+// The pure rules below (remaining work, service order, the heSRPT split,
+// whole cores) are what the policy applies; tests/serpt_test.cpp checks them
+// table-driven and the split against a brute-force optimum.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "promptly/ext/policy.hpp"
+
+namespace promptly::policy_impl {
+
+// Expected total work of each live pool, in worker-seconds. Thread-safe:
+// the job server writes from its submit and reaper threads while the
+// runtime's decision thread reads.
+class size_board {
+ public:
+  void set(ext::pool_id pool, double expected_s);
+  void erase(ext::pool_id pool);
+  // out[i] = the expected size of pools[i], or `otherwise` if not on the board.
+  void lookup(std::span<const ext::pool_id> pools, double otherwise, std::vector<double>& out) const;
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<ext::pool_id, double> expected_s_;
+};
+
+struct serpt_params {
+  // p of the speedup curve s(k) = k^p a job gets from k cores, in (0, 1].
+  // 1 (linear: the jobs' parallelism exceeds the cores) gives every core to
+  // the job with the least expected remaining work (SRPT); below 1 the cores
+  // are split by heSRPT's rule, which tends to an equal split as p -> 0.
+  double speedup_exponent = 1.0;
+  // The expected size of a job the board does not name (worker-seconds).
+  double prior_s = 0.002;
+  // Aging: a job that has been in the system longer than slowdown_cap times
+  // its expected time alone on the machine (expected size / cores: the
+  // denominator of its slowdown) is served before every job under the cap,
+  // the oldest first. It bounds each job's slowdown against its estimate to
+  // about the cap, unless the capped jobs alone fill the machine.
+  double slowdown_cap = 16.0;
+  // A job with work that has never been given a core for this long is
+  // served before everything else, the oldest first: every admitted job
+  // gets its first core within about this bound plus one quantum, unless
+  // more such jobs than cores wait at once.
+  std::chrono::microseconds start_wait_bound{20'000};
+  // The re-ranking period: remaining work and waiting time change between
+  // events, so ranks are refreshed at quantum ticks.
+  std::chrono::microseconds quantum{2'000};
+};
+
+// Throws std::invalid_argument naming a parameter out of range.
+void validate(const serpt_params& p);
+
+// Expected remaining work of a job of expected size `expected_s` that has
+// done `done_s`: expected_s - done_s while it is below its estimate; past
+// it the estimate was too small, and the job is assumed to need as much
+// again as it has done (a heavy-tailed size that has reached x has an
+// expected remaining size growing with x: the rule Gittins-index policies
+// follow for Pareto sizes).
+double expected_remaining(double expected_s, double done_s) noexcept;
+
+// One job as the ranking sees it.
+struct serpt_job {
+  double expected_s = 0;     // expected total work
+  double done_s = 0;         // work done so far
+  double age_s = 0;          // time since it arrived
+  bool ever_served = false;  // it has been given a core
+};
+
+// Which rule put a job where it is in the service order.
+enum class serpt_tier { start_wait = 0, slowdown_cap = 1, remaining = 2 };
+// `cores`: the machine's (the expected size over it is the time alone).
+serpt_tier tier_of(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept;
+
+// The service order: indices into `jobs`, first served first. Tier by tier
+// (start_wait, slowdown_cap, remaining); within the first two the oldest
+// first, within the last the least expected remaining work first (ties: the
+// older, then the lower index).
+std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
+
+// heSRPT's split of the machine among m jobs, listed in service order
+// (smallest remaining first), for speedup k^p with 0 < p <= 1 and weights w
+// (1 each minimises mean flow time; 1 / size minimises mean slowdown, the
+// Performance 2020 paper's objective). With the jobs renumbered largest
+// first (i = 1 .. m, job m the smallest) and z_i = w_1 + .. + w_i, job i gets
+// (z_i / z_m)^(1/(1-p)) - (z_(i-1) / z_m)^(1/(1-p)); p = 1 gives everything
+// to the smallest (SRPT). Returns fractions summing to 1, in the input order.
+std::vector<double> hesrpt_split(std::span<const double> weights, double p);
+
+// Whole cores from fractions: floor(f * cores) each, then the cores left one
+// each to the largest remainders (ties: the earlier in the list). Jobs past
+// the cores' reach get 0.
+std::vector<unsigned> whole_cores(std::span<const double> fractions, unsigned cores);
+
+std::unique_ptr<ext::policy> make_serpt_policy(const serpt_params& p = {}, std::shared_ptr<const size_board> sizes = {});
+
+}  // namespace promptly::policy_impl
