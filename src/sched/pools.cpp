@@ -283,7 +283,10 @@ void scheduler::inject(task* t, bool resumed) noexcept {
 }
 
 void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
-  t->pool = pool;
+  // Written only when it changes: a continuation's task (future::then) carries its pool from
+  // creation, and a get() of its future may read that field on another thread (to decide
+  // whether it may run the task inline) while the antecedent's completion makes it ready here.
+  if (t->pool != pool) t->pool = static_cast<decltype(t->pool)>(pool);
   if (tracing_) [[unlikely]] {
     t->trace_parent = 0;  // its spawn is recorded now, with the time it was made ready
     trace_ready(w, trace_kind::spawn, pool, trace_id(t));
