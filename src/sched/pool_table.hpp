@@ -29,7 +29,10 @@
 //    walker's re-read or its mark follows the clear. Walks over the index
 //    (steals and the sleep check of workers serving every pool) thus cost
 //    the pools that had queued work since the last walk, not the pool count.
-//    Asserted in the Debug build where nothing runs (shutdown).
+//    queued_words_ covers the non-zero words of the index by the same rule
+//    (a marker sets the pool's bit, then the word's; a walker that finds a
+//    word zero unmarks it, then re-reads the word). Asserted in the Debug
+//    build where nothing runs (shutdown).
 #pragma once
 
 #include <atomic>
@@ -90,36 +93,47 @@ class pool_table {
     std::atomic<std::uint64_t>& word = queued_[id / 64];
     const std::uint64_t bit = std::uint64_t{1} << (id % 64);
     if ((word.load(std::memory_order_seq_cst) & bit) == 0) word.fetch_or(bit, std::memory_order_seq_cst);
+    const std::uint64_t word_bit = std::uint64_t{1} << (id / 64);
+    if ((queued_words_.load(std::memory_order_seq_cst) & word_bit) == 0) queued_words_.fetch_or(word_bit, std::memory_order_seq_cst);
   }
   // Calls visit(id) for each pool id marked in the index, below id_end(),
   // from the word holding `start` round to it, until visit returns true;
   // returns true if it did. A marked pool found without queued work after
   // visit is unmarked, then re-read (the invariants): found with work
   // again, it is re-marked and visited once more. Visits cost the
-  // marked pools plus one load per 64 ids.
+  // marked pools plus the words holding them (queued_words_ names those).
   template <class Visit>
   bool for_each_queued(std::uint32_t start, Visit&& visit) noexcept {
     const std::uint32_t words = (id_end(std::memory_order_seq_cst) + 63) / 64;
     if (words == 0) return false;
     const std::uint32_t first = (start / 64) % words;
-    for (std::uint32_t k = 0; k < words; ++k) {
-      const std::uint32_t w = (first + k) % words;
-      for (std::uint64_t bits = queued_[w].load(std::memory_order_seq_cst); bits != 0; bits &= bits - 1) {
-        const std::uint32_t id = w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
-        if (visit(id)) return true;
-        pool_record& p = at(id);
-        if (p.has_queued_work()) continue;
-        const std::uint64_t bit = std::uint64_t{1} << (id % 64);
-        queued_[w].fetch_and(~bit, std::memory_order_seq_cst);
-        // Work came after visit looked: keep it covered, and visit it again,
-        // for a worker that read the word while it was clear may sleep on
-        // the strength of this walker's finding it.
-        if (p.has_queued_work()) {
-          note_queued(id);
+    const std::uint64_t in_use = words == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << words) - 1;
+    const std::uint64_t marked = queued_words_.load(std::memory_order_seq_cst) & in_use;
+    const std::uint64_t from_first = marked & (~std::uint64_t{0} << first);
+    for (std::uint64_t part : {from_first, marked & ~from_first})  // round from `first`
+      for (; part != 0; part &= part - 1) {
+        const auto w = static_cast<std::uint32_t>(std::countr_zero(part));
+        std::uint64_t bits = queued_[w].load(std::memory_order_seq_cst);
+        if (bits == 0) {  // unmark the word, then re-read it (the same rule as a pool's bit)
+          queued_words_.fetch_and(~(std::uint64_t{1} << w), std::memory_order_seq_cst);
+          bits = queued_[w].load(std::memory_order_seq_cst);
+          if (bits != 0) queued_words_.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
+        }
+        for (; bits != 0; bits &= bits - 1) {
+          const std::uint32_t id = w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
           if (visit(id)) return true;
+          pool_record& p = at(id);
+          if (p.has_queued_work()) continue;
+          queued_[w].fetch_and(~(std::uint64_t{1} << (id % 64)), std::memory_order_seq_cst);
+          // Work came after visit looked: keep it covered, and visit it again,
+          // for a worker that read the word while it was clear may sleep on
+          // the strength of this walker's finding it.
+          if (p.has_queued_work()) {
+            note_queued(id);
+            if (visit(id)) return true;
+          }
         }
       }
-    }
     return false;
   }
   bool queued_marked(std::uint32_t id) const noexcept {
@@ -129,7 +143,8 @@ class pool_table {
   void assert_queued_index_covers() const noexcept {
 #ifndef NDEBUG
     for (std::uint32_t id = 0; id < id_end(); ++id)
-      assert((!at(id).has_queued_work() || queued_marked(id)) && "the queued index covers every pool with queued work");
+      assert((!at(id).has_queued_work() || (queued_marked(id) && (queued_words_.load() >> (id / 64) & 1) != 0)) &&
+             "the queued index covers every pool with queued work");
 #endif
   }
   // Runs p's notices if it is drained and wakes a remove_pool waiting for
@@ -149,6 +164,7 @@ class pool_table {
   std::atomic<std::uint32_t> id_end_{0};
   std::atomic<std::size_t> live_{0};
   std::atomic<std::uint64_t> queued_[max_pools / 64]{};  // the queued index, a bit per pool id
+  std::atomic<std::uint64_t> queued_words_{0};           // a bit per word of queued_ that may be non-zero
 };
 
 }  // namespace promptly::detail
