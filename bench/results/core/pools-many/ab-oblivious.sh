@@ -1,8 +1,8 @@
 #!/bin/bash
-# oblivious, base vs queued index, 3 rounds alternated; columns: round which case pools us/task load1
-OLD=/tmp/obl-base/build/bench-bin/bench_pools_promptly
-NEW=/work/wt/oblivious/build/bench-bin/bench_pools_promptly
-OUT=$1; : > $OUT
+# A/B of pools-many under oblivious: base vs queued index, 3 rounds alternated; columns: round which case pools us/task load1
+OLD=${OLD:?the bench built from the commit before}
+NEW=${NEW:-build/bench-bin/bench_pools_promptly}
+OUT=${1:-runs-oblivious-index.tsv}; : > $OUT  # ROUNDS (3) and N (400) set the rounds and the tasks per run
 for round in $(seq 1 ${ROUNDS:-3}); do
   for what in idle spread; do
     for P in 8 4000; do
