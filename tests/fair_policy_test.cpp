@@ -191,10 +191,10 @@ TEST(FairSampling, IndependentTickTable) {
 // --- donation and credit --------------------------------------------------
 
 TEST(FairAllotment, IndependentDonationTable) {
-  using sets = std::vector<std::vector<std::size_t>>;
+  using sets = std::vector<std::vector<promptly::ext::pool_id>>;
   struct row {
     const char* what;
-    std::vector<std::size_t> primary;
+    std::vector<promptly::ext::pool_id> primary;
     std::vector<pool_view> stats;
     sets expected;
   };
@@ -205,7 +205,12 @@ TEST(FairAllotment, IndependentDonationTable) {
       {"donation goes up as well as down", {2, 2}, with_work({true, false, false}), {{2, 0}, {2, 0}}},
       {"nothing anywhere: each worker waits at its primary", {2, 1}, with_work({false, false, false}), {{2}, {1}}},
   };
-  for (const row& r : rows) EXPECT_EQ(promptly::policy_impl::independent_sets(r.primary, r.stats), r.expected) << r.what;
+  for (const row& r : rows) {
+    std::vector<pool_view> busy;  // the view's pools_with_work()
+    for (const pool_view& v : r.stats)
+      if (v.has_ready_work) busy.push_back(v);
+    EXPECT_EQ(promptly::policy_impl::independent_sets(r.primary, busy), r.expected) << r.what;
+  }
 }
 
 TEST(FairAllotment, DonationAndCreditTable) {
@@ -338,6 +343,38 @@ TEST(FairCost, EventsBetweenRoundsReadOnlyThePoolsWithWork) {
   pools[3999].has_ready_work = false;
   EXPECT_EQ(decide(promptly::ext::event_kind::became_empty, 3999).first, 0);
   EXPECT_GT(decide(promptly::ext::event_kind::quantum, promptly::ext::no_pool).first, 0) << "a round reads every pool";
+}
+
+// Independent sampling draws over every pool only at a worker's round
+// boundary (or when its primary's pool went away); other events between
+// boundaries read the pools with work and the event's pool.
+TEST(FairCost, IndependentEventsBetweenBoundariesReadOnlyThePoolsWithWork) {
+  std::chrono::steady_clock::time_point now{};
+  promptly::ext::fair_params params{.round = 5ms, .weights = {}, .sampling = promptly::fair_sampling::independent};
+  auto fair = promptly::policy_impl::make_fair_policy_with(params, 7, [&] { return now; });
+  std::vector<pool_view> pools(4000);
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    pools[i].id = static_cast<promptly::ext::pool_id>(i);
+    pools[i].rank = i == 0 ? 0 : 1;
+  }
+  auto decide = [&](promptly::ext::event_kind kind, promptly::ext::pool_id pool) {
+    promptly::detail::decision_impl d(pools, cores_asleep(2), 2500us, kind == promptly::ext::event_kind::installed);
+    counting_decision counted(d);
+    fair->on_event(promptly::ext::event{kind, pool, {}}, counted);
+    std::vector<bool> serve_3999;  // by core: its set holds pool 3999
+    for (const auto& t : d.resolve()) serve_3999.push_back(t.contains(3999));
+    return std::pair{counted.whole_view_reads, serve_3999};
+  };
+  EXPECT_GT(decide(promptly::ext::event_kind::installed, promptly::ext::no_pool).first, 0) << "the first draws";
+  pools[3999].has_ready_work = true;
+  now += 1ms;  // before either worker's first boundary (2.5 and 5 ms)
+  const auto [reads, serving] = decide(promptly::ext::event_kind::became_nonempty, 3999);
+  EXPECT_EQ(reads, 0) << "a became_nonempty decision between boundaries read the whole view";
+  for (const bool s : serving) EXPECT_TRUE(s) << "the only pool with work is in every core's set (Fig. 2 lines 28-30)";
+  pools[3999].has_ready_work = false;
+  EXPECT_EQ(decide(promptly::ext::event_kind::became_empty, 3999).first, 0);
+  now += 2ms;  // past worker 0's boundary: it draws again
+  EXPECT_GT(decide(promptly::ext::event_kind::quantum, promptly::ext::no_pool).first, 0) << "a boundary draws over every pool";
 }
 
 // The received share is of CPU time: a core the OS preempted for half of a

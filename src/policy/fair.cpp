@@ -124,20 +124,14 @@ std::size_t draw_primary(std::span<const double> shares, double u) noexcept {
   return last_positive;  // also where rounding leaves u past the last bound
 }
 
-std::vector<std::vector<std::size_t>> independent_sets(std::span<const std::size_t> primary,
-                                                       std::span<const ext::pool_view> stats) {
-  std::size_t top = stats.size();  // the most urgent pool with work
-  for (std::size_t p = 0; p < stats.size(); ++p)
-    if (stats[p].has_ready_work) {
-      top = p;
-      break;
-    }
-  std::vector<std::vector<std::size_t>> sets(primary.size());
+std::vector<std::vector<ext::pool_id>> independent_sets(std::span<const ext::pool_id> primary,
+                                                        std::span<const ext::pool_view> with_work) {
+  std::vector<std::vector<ext::pool_id>> sets(primary.size());
   for (std::size_t c = 0; c < primary.size(); ++c) {
     sets[c].push_back(primary[c]);
     // Fig. 2 lines 28-30: the primary first, else the highest available
     // priority; with no work anywhere the worker waits at its primary.
-    if (top != stats.size() && top != primary[c]) sets[c].push_back(top);
+    if (!with_work.empty() && with_work.front().id != primary[c]) sets[c].push_back(with_work.front().id);
   }
   return sets;
 }
@@ -176,21 +170,21 @@ class fair_policy final : public ext::policy {
       last_tick_ = now;
     }
     const bool tick = ev.kind == ext::event_kind::quantum;
-    // Systematic sampling reads every pool only at installation and at
-    // ticks (a new round); other events cost the pools with work and the
-    // event's pool. Independent sampling draws over every pool at each
-    // worker's boundary, so it reads them all.
-    const bool every_pool = installed || first || tick || sampling_ == promptly::fair_sampling::independent;
+    // Both samplings read every pool only at installation and at ticks (a
+    // new round), and independent sampling also where a worker draws (its
+    // round boundary, or its primary's pool went away): the draw is over
+    // every pool. Other events cost the pools with work and the event's pool.
+    const bool independent = sampling_ == promptly::fair_sampling::independent;
+    const bool restart = installed || first;
+    const bool draws = independent && (restart || draw_due(d, now));
+    const bool every_pool = restart || tick || draws;
     if (every_pool)
       learn_every_pool(d.pools());
     else
       learn_pool(ev, d);
     if (tick) end_quantum(d, now);
-    if (sampling_ == promptly::fair_sampling::independent) {
-      const auto pools = d.pools();
-      std::vector<double> shares(pools.size());
-      for (std::size_t i = 0; i < pools.size(); ++i) shares[i] = share_of(pools[i].id);
-      decide_independent(d, shares, now, installed || first);
+    if (independent) {
+      decide_independent(d, now, restart, draws);
     } else {
       decide_systematic(d, first || tick || installed, tick, now);
     }
@@ -387,28 +381,40 @@ class fair_policy final : public ext::policy {
   // Independent sampling (the paper's rule, fair.hpp): each worker redraws
   // at its own round boundaries; every worker is placed explicitly, since
   // the draw is the worker's own.
-  void decide_independent(ext::decision& d, std::span<const double> shares, time_point now, bool restart) {
-    const auto pools = d.pools();
+  // Draws read every pool (`draws`: some worker is at a boundary, or its
+  // primary is gone: draw_due); placing the workers reads only the pools
+  // with work.
+  void decide_independent(ext::decision& d, time_point now, bool restart, bool draws) {
     const unsigned workers = d.core_count();
-    if (pools.empty() || workers == 0) return;
-    if (restart || core_primary_.size() != workers) start_rounds(workers, now);
-    std::vector<std::size_t> primary(workers);
-    for (unsigned c = 0; c < workers; ++c) {
-      const bool gone = d.find(core_primary_[c]) == nullptr;  // never drawn yet, or its pool was removed
-      if (gone || now >= core_round_end_[c]) {
-        if (!gone) core_round_end_[c] = next_boundary(core_round_end_[c], now);
-        core_primary_[c] = pools[draw_primary(shares, uniform(rng_))].id;
-        ++sampled_[core_primary_[c]];
-        ++sampled_total_;
+    if (workers == 0) return;
+    if (draws) {
+      const auto pools = d.pools();
+      if (pools.empty()) return;
+      if (restart || core_primary_.size() != workers) start_rounds(workers, now);
+      std::vector<double> shares(pools.size());
+      for (std::size_t i = 0; i < pools.size(); ++i) shares[i] = share_of(pools[i].id);
+      for (unsigned c = 0; c < workers; ++c) {
+        const bool gone = d.find(core_primary_[c]) == nullptr;  // never drawn yet, or its pool was removed
+        if (gone || now >= core_round_end_[c]) {
+          if (!gone) core_round_end_[c] = next_boundary(core_round_end_[c], now);
+          core_primary_[c] = pools[draw_primary(shares, uniform(rng_))].id;
+          ++sampled_[core_primary_[c]];
+          ++sampled_total_;
+        }
       }
-      primary[c] = position_of(pools, core_primary_[c]);
     }
-    const auto sets = independent_sets(primary, pools);
-    for (unsigned c = 0; c < workers; ++c) {
-      std::array<ext::pool_id, 2> ids{};
-      for (std::size_t i = 0; i < sets[c].size(); ++i) ids[i] = pools[sets[c][i]].id;
-      d.serve(c, std::span<const ext::pool_id>(ids.data(), sets[c].size()));
-    }
+    if (core_primary_.size() != workers) return;  // no pool yet: nothing drawn
+    const auto sets = independent_sets(core_primary_, d.pools_with_work());
+    for (unsigned c = 0; c < workers; ++c) d.serve(c, sets[c]);
+  }
+
+  // Some worker must draw now: the rounds restart (the worker count
+  // changed), its round ended, or its primary's pool is gone.
+  bool draw_due(const ext::decision& d, time_point now) const {
+    if (core_primary_.size() != d.core_count()) return true;
+    for (std::size_t c = 0; c < core_primary_.size(); ++c)
+      if (now >= core_round_end_[c] || d.find(core_primary_[c]) == nullptr) return true;
+    return false;
   }
 
   // Fresh rounds for every worker: each draws at once (the primaries are
@@ -425,12 +431,6 @@ class fair_policy final : public ext::policy {
   time_point next_boundary(time_point end, time_point now) const {
     const auto round = std::chrono::duration_cast<std::chrono::steady_clock::duration>(round_);
     return end + round * ((now - end) / round + 1);
-  }
-
-  static std::size_t position_of(std::span<const ext::pool_view> pools, ext::pool_id id) {
-    for (std::size_t i = 0; i < pools.size(); ++i)
-      if (pools[i].id == id) return i;
-    return pools.size();
   }
 
   static double uniform(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }

@@ -103,13 +103,14 @@ void allot_fair_with_work(std::span<const unsigned> primaries, std::span<const d
 // pool. `shares` must not be empty.
 std::size_t draw_primary(std::span<const double> shares, double u) noexcept;
 
-// Independent sampling's sets, per worker (positions in `stats`): its
-// primary, then the most urgent pool with ready work when that is another
-// pool (its donation target). The worker works at its primary while it has
-// work and at the donation target otherwise (Fig. 2 lines 28-30), by itself
-// between decisions: the runtime's walk of a ranked set does the rest.
-std::vector<std::vector<std::size_t>> independent_sets(std::span<const std::size_t> primary,
-                                                       std::span<const ext::pool_view> stats);
+// Independent sampling's sets, per worker (pool ids): its primary, then the
+// most urgent pool with ready work (the first of `with_work`, the view's
+// pools with work in rank order) when that is another pool (its donation
+// target). The worker works at its primary while it has work and at the
+// donation target otherwise (Fig. 2 lines 28-30), by itself between
+// decisions: the runtime's walk of a ranked set does the rest.
+std::vector<std::vector<ext::pool_id>> independent_sets(std::span<const ext::pool_id> primary,
+                                                        std::span<const ext::pool_view> with_work);
 
 // The quantum of independent sampling: round / workers, so that one of the
 // workers' staggered boundaries falls in each tick, but not below 1 ms (the

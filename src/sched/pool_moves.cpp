@@ -77,6 +77,7 @@ void scheduler::leave_pool(worker& w) {
   set_phase(w, w.phase.load(std::memory_order_relaxed));  // close the interval at the old pool
   pool_record& p = *w.at;
   if (moves_.leave(w, [this](task* t) { inject(t); })) {
+    pools_.note_queued(p.id);  // the deque left there is muggable: queued work
     note_nonempty(p.id);
     sleep_.notify_pool(p.id);  // a sleeping worker of the old pool can mug it
   } else {

@@ -278,6 +278,7 @@ void scheduler::inject(task* t, bool resumed) noexcept {
     p.injection.push_resumed(t);
   else
     p.injection.push(t);
+  pools_.note_queued(id);  // before the wake-up: a woken worker serving every pool walks the index
   note_nonempty(id);
   sleep_.notify_pool(id);
 }
@@ -309,6 +310,7 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_
     }
   }
   pool_at(pool).injection.push_batch(tasks, count);
+  pools_.note_queued(pool);
   note_nonempty(pool);
   for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) sleep_.notify_pool(pool);
 }

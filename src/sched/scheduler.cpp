@@ -190,6 +190,7 @@ void scheduler::shutdown() {
     notifier::fence_before_notify();
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
+    pools_.assert_queued_index_covers();  // nothing runs now (pool_table.hpp)
     write_trace();  // every thread that records has stopped
     pools_.run_leftover_drain_notices();
     for (auto& w : workers_) slab_allocator::retire(std::move(w->slab_owner));

@@ -282,19 +282,21 @@ task* scheduler::steal_once(worker& w) {
     return t;
   }
   if (s.every()) {
-    // Every pool id, removed ones too: the sleep condition (queued_in) reads
-    // them all, and a removed pool's muggable list can still hold a deque
-    // thieves emptied, which only a steal attempt moves to `spare`; skipping
-    // it kept `queued` true with nothing to take (a livelock, at shutdown a
-    // hang).
-    const std::uint32_t end = pools_.id_end();
-    const std::uint32_t first = w.next_random(end);
-    for (std::uint32_t k = 0; k < end; ++k) {
-      pool_record& p = pool_at((first + k) % end);
-      if (task* t = take_injected(w, p)) return t;
-      if (task* t = p.steal_muggable()) return t;
-    }
-    return nullptr;
+    // The pools the queued index marks (pool_table.hpp), removed ones too:
+    // the sleep condition (queued_in) reads the same index, and a removed
+    // pool's muggable list can still hold a deque thieves emptied, which
+    // only a steal attempt moves to `spare`; skipping it kept `queued` true
+    // with nothing to take (a livelock, at shutdown a hang). Walking the
+    // index rather than every id keeps a steal's cost to the pools with
+    // queued work at thousands of live pools.
+    task* found = nullptr;
+    pools_.for_each_queued(w.next_random(pools_.id_end()), [&](std::uint32_t id) {
+      pool_record& p = pool_at(id);
+      found = take_injected(w, p);
+      if (found == nullptr) found = p.steal_muggable();
+      return found != nullptr;
+    });
+    return found;
   }
   for (const std::uint32_t id : from) {
     pool_record& p = pool_at(id);
@@ -409,10 +411,8 @@ task* scheduler::wait_for_task(worker& w) {
   };
   auto queued_in = [&](const domain& d) {
     if (d.id != sleep_protocol::every_domain) return pool_at(d.id).has_queued_work();
-    const std::uint32_t end = pools_.id_end(std::memory_order_seq_cst);
-    for (std::uint32_t id = 0; id < end; ++id)
-      if (pool_at(id).has_queued_work()) return true;
-    return false;
+    // The queued index covers every pool with queued work (pool_table.hpp).
+    return pools_.for_each_queued(0, [&](std::uint32_t id) { return pool_at(id).has_queued_work(); });
   };
   auto queued = [&] { return std::any_of(mine.begin(), mine.end(), [&](const domain& d) { return takeable(d) && queued_in(d); }); };
   // Stops being a thief without sleeping (lines 16-17). Lemma 1 per domain:
