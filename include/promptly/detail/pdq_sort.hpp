@@ -33,6 +33,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <iterator>
 #include <type_traits>
@@ -206,6 +207,7 @@ partition_result partition_right(I first, I last, Less& less) {
     mid = block_partition_range(lo, last, goes_left, swapped);
   else
     mid = finish_partition(lo, last, goes_left, swapped);
+  assert(first < mid && mid <= last);  // the pivot's place is inside the range
   const I p = mid - 1;
   *first = std::ranges::iter_move(p);
   *p = std::move(pivot);
@@ -219,6 +221,7 @@ I partition_left(I first, I last, Less& less) {
   std::iter_value_t<I> pivot = std::ranges::iter_move(first);
   bool swapped = false;
   const I mid = finish_partition(first + 1, last, [&](auto&& x) { return !less(pivot, x); }, swapped);
+  assert(first < mid && mid <= last);
   const I p = mid - 1;
   *first = std::ranges::iter_move(p);
   *p = std::move(pivot);
