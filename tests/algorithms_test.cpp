@@ -34,7 +34,9 @@ namespace {
 // Sizes scale down in the sanitizer builds (10x slower or more).
 std::size_t big(std::size_t n) { return under_tsan || under_asan ? n / 10 : n; }
 
-enum class shape { uniform, sorted, reversed, few_unique, equal };
+// organ_pipe rises then falls, sawtooth is ascending runs, nearly_sorted has a few swaps,
+// descending_dups is non-strictly descending (few keys, reversed).
+enum class shape { uniform, sorted, reversed, few_unique, equal, organ_pipe, sawtooth, nearly_sorted, descending_dups };
 
 std::vector<std::uint32_t> make_input(std::size_t n, shape s, std::uint32_t seed) {
   std::mt19937 gen(seed);
@@ -55,11 +57,26 @@ std::vector<std::uint32_t> make_input(std::size_t n, shape s, std::uint32_t seed
     case shape::equal:
       std::fill(v.begin(), v.end(), 42u);
       break;
+    case shape::organ_pipe:
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(std::min(i, n - 1 - i));
+      break;
+    case shape::sawtooth:
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint32_t>(i % 1000);
+      break;
+    case shape::nearly_sorted:
+      std::sort(v.begin(), v.end());
+      for (std::size_t k = 0; n > 1 && k < 1 + n / 1000; ++k) std::swap(v[gen() % n], v[gen() % n]);
+      break;
+    case shape::descending_dups:
+      for (auto& x : v) x %= 7;
+      std::sort(v.begin(), v.end(), std::greater<>{});
+      break;
   }
   return v;
 }
 
-constexpr std::array all_shapes{shape::uniform, shape::sorted, shape::reversed, shape::few_unique, shape::equal};
+constexpr std::array all_shapes{shape::uniform,    shape::sorted,   shape::reversed,      shape::few_unique,     shape::equal,
+                                shape::organ_pipe, shape::sawtooth, shape::nearly_sorted, shape::descending_dups};
 
 // Every size at which the algorithms change course: empty, one, both sides of the sequential
 // cutoffs, a few leaves, many leaves.
@@ -119,6 +136,44 @@ TEST_P(Algorithms, SortMatchesStdSortForEveryShapeAndSize) {
   }
 }
 
+// The sequential pattern-defeating quicksort (parallel_sort's pieces) at every size around its
+// cutoffs (insertion sort, ninther, block partition), on keys that take the block partition and
+// on strings that take the scanning one.
+TEST(SequentialSort, MatchesStdSortForEveryShapeAndSmallSize) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 0; n <= 300; ++n) sizes.push_back(n);
+  for (std::size_t n : {511u, 1000u, 4097u, 20'000u}) sizes.push_back(n);
+  std::ranges::less less;
+  for (shape s : all_shapes) {
+    for (std::size_t n : sizes) {
+      auto v = make_input(n, s, static_cast<std::uint32_t>(n + 1));
+      auto expected = v;
+      std::sort(expected.begin(), expected.end());
+      auto strings = std::vector<std::string>(v.size());
+      std::ranges::transform(v, strings.begin(), [](std::uint32_t x) { return std::to_string(x); });
+      auto expected_strings = strings;
+      std::sort(expected_strings.begin(), expected_strings.end());
+      promptly::detail::pdq_sort(v.begin(), v.end(), less);
+      ASSERT_EQ(v, expected) << "shape " << static_cast<int>(s) << ", n " << n;
+      promptly::detail::pdq_sort(strings.begin(), strings.end(), less);
+      ASSERT_EQ(strings, expected_strings) << "shape " << static_cast<int>(s) << ", n " << n;
+    }
+  }
+}
+
+// With no bad partition allowed, the first unbalanced one (mostly equal keys, the pivot one of
+// them) goes to heapsort: the O(n log n) fallback sorts too.
+TEST(SequentialSort, HeapsortFallbackSorts) {
+  std::mt19937 gen(3);
+  std::vector<std::uint32_t> v(5000);
+  for (auto& x : v) x = gen() % 10 == 0 ? static_cast<std::uint32_t>(gen()) : 0u;
+  auto expected = v;
+  std::sort(expected.begin(), expected.end());
+  std::ranges::less less;
+  promptly::detail::pdq::sort_loop<false>(v.begin(), v.end(), less, 1, true, nullptr);
+  EXPECT_EQ(v, expected);
+}
+
 TEST_P(Algorithms, StableSortKeepsTheOrderOfEqualKeys) {
   for (std::uint32_t modulus : {1u, 3u, 1000u, 0xffffffffu}) {
     for (std::size_t n : edge_sizes()) {
@@ -175,6 +230,28 @@ TEST_P(Algorithms, AThrowingComparatorLeavesAPermutationAndRethrows) {
       std::sort(sorted_original.begin(), sorted_original.end());
       ASSERT_EQ(v, sorted_original) << "not a permutation: limit " << limit << ", stable " << stable;
     }
+  }
+}
+
+// A comparator that throws midway through each input shape (each takes other paths: run
+// detection, equal-key splitting, partial insertion sorts, pattern breaking).
+TEST_P(Algorithms, AThrowingComparatorLeavesAPermutationForEveryShape) {
+  const std::size_t n = big(20'000);
+  for (shape s : all_shapes) {
+    auto v = make_input(n, s, 11);
+    const auto original = v;
+    std::atomic<long> calls{0};
+    bool threw = false;
+    try {
+      rt.run([&] { promptly::parallel_sort(v, throwing_less{&calls, static_cast<long>(n / 2)}); });
+    } catch (const std::runtime_error&) {
+      threw = true;
+    }
+    EXPECT_TRUE(threw) << "shape " << static_cast<int>(s);
+    std::sort(v.begin(), v.end());
+    auto sorted_original = original;
+    std::sort(sorted_original.begin(), sorted_original.end());
+    ASSERT_EQ(v, sorted_original) << "not a permutation: shape " << static_cast<int>(s);
   }
 }
 

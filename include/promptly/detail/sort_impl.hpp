@@ -1,10 +1,8 @@
 // The sorting algorithms behind promptly/sort.hpp.
 //
-// Unstable: parallel quicksort (the structure of oneTBB's parallel_sort): a pseudo-median of
-// nine (Tukey's ninther, Bentley and McIlroy, "Engineering a Sort Function", Sec. 5) is the
-// pivot, a sequential Hoare partition splits the range, and join() sorts both sides; pieces of
-// at most sort_leaf elements, or below the depth limit, go to std::ranges::sort (introsort, so
-// the worst case stays O(n log n), as in Musser's introsort).
+// Unstable: a pattern-defeating quicksort (detail/pdq_sort.hpp) whose partitions of pieces
+// above sort_leaf elements fork both sides with join() (the structure of oneTBB's
+// parallel_sort), after an O(n) check for sorted or descending input.
 //
 // Stable: parallel merge sort over a buffer of n elements, the two arrays swapping roles at each
 // level (ping-pong), with a parallel merge that splits the longer input at its middle and the
@@ -13,7 +11,8 @@
 // std::ranges::stable_sort.
 //
 // Invariants
-//  * Elements move only by swaps (partition, std::ranges::sort) or whole-level moves (merge
+//  * Elements move only by swaps, moves through one held element that is written back (the
+//    quicksort's pivot and insertion sorts, detail/pdq_sort.hpp), or whole-level moves (merge
 //    sort), so when every comparison returns, the range holds a permutation of its input.
 //  * A comparison that may throw, or of a sort that may be cancelled, runs inside guarded_less:
 //    the first exception is kept in the cancel_scope (cancellation.hpp), and once the scope is
@@ -42,13 +41,11 @@
 
 #include "promptly/cancellation.hpp"
 #include "promptly/fork_join.hpp"
+#include "promptly/detail/pdq_sort.hpp"
 #include "promptly/parallel.hpp"
 
 namespace promptly::detail {
 
-// Pieces of at most this many elements are sorted sequentially: ~20 us of work for 4-byte keys,
-// which dwarfs a join (tens of ns, bench/results/core).
-inline constexpr std::ptrdiff_t sort_leaf = 2048;
 // Merges of at most this many elements run sequentially.
 inline constexpr std::ptrdiff_t merge_leaf = 8192;
 
@@ -99,65 +96,7 @@ void with_sort_compare(Comp& comp, Proj& proj, cancel_scope& scope, Run&& run) {
     run(guarded_less<projected_less<Comp, Proj>>{less, &scope});
 }
 
-// ---- unstable: parallel quicksort ----
-
-template <class I, class Less>
-I median_of_3(I a, I b, I c, Less& less) {
-  if (less(*a, *b)) return less(*b, *c) ? b : (less(*a, *c) ? c : a);
-  return less(*a, *c) ? a : (less(*b, *c) ? c : b);
-}
-
-// Moves the pseudo-median of nine to *first, partitions [first, last) around it with swaps and
-// returns the pivot's final place p: [first, p) holds no element greater than *p, (p, last) no
-// element less. Elements equal to the pivot stop both scans, so a range of equal keys splits
-// in the middle.
-template <class I, class Less>
-I partition_at_ninther(I first, I last, Less& less) {
-  const auto n = last - first;
-  const auto step = n / 8;
-  const I mid = first + n / 2;
-  const I m1 = median_of_3(first, first + step, first + 2 * step, less);
-  const I m2 = median_of_3(mid - step, mid, mid + step, less);
-  const I m3 = median_of_3(last - 1 - 2 * step, last - 1 - step, last - 1, less);
-  std::ranges::iter_swap(first, median_of_3(m1, m2, m3, less));
-  I i = first;
-  I j = last;
-  for (;;) {
-    do ++i;
-    while (i != last && less(*i, *first));
-    do --j;
-    while (j != first && less(*first, *j));
-    if (!(i < j)) break;
-    std::ranges::iter_swap(i, j);
-  }
-  assert(first <= j && j < last);  // the scans met inside the range
-  std::ranges::iter_swap(first, j);
-  return j;
-}
-
-// A piece that finds the scope stopped is skipped (it only ever swaps inside its own range).
-template <class I, class Less>
-void quicksort(I first, I last, Less& less, int depth, cancel_scope& scope) {
-  if (!scope.enter()) return;
-  if (last - first <= sort_leaf || depth == 0) {
-    std::ranges::sort(first, last, less);
-    return;
-  }
-  const I p = partition_at_ninther(first, last, less);
-  join([&] { quicksort(first, p, less, depth - 1, scope); }, [&] { quicksort(p + 1, last, less, depth - 1, scope); });
-}
-
-// 2 * floor(log2(n)): introsort's depth limit.
-inline int sort_depth_limit(std::ptrdiff_t n) noexcept {
-  int d = 0;
-  for (; n > 1; n >>= 1) d += 2;
-  return d;
-}
-
-template <class I, class Less>
-void parallel_quicksort(I first, I last, Less less, cancel_scope& scope) {
-  quicksort(first, last, less, sort_depth_limit(last - first), scope);
-}
+// The unstable sort is in detail/pdq_sort.hpp.
 
 // ---- stable: parallel merge sort ----
 
