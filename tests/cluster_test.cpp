@@ -314,4 +314,20 @@ TEST_F(Cluster, AKilledNodesClientsGetErrorsAndNewJobsGoOn) {
   }
 }
 
+// The scrape configuration cluster.sh writes is one Prometheus accepts, and
+// the generator names a malformed node instead of writing a broken file.
+TEST(ClusterPrometheus, GeneratedScrapeConfigPassesPromtool) {
+  temp_dir dir;
+  const std::string bad = dir.path + "/bad.yml";
+  EXPECT_NE(child({"/usr/bin/env", "python3", PROMPTLY_CLUSTER_DIR "/prometheus_cfg.py", "n1=127.0.0.1"}, bad).wait_exit(), 0);
+  std::string promtool;
+  for (const char* p : {"/usr/bin/promtool", "/usr/local/bin/promtool"})
+    if (::access(p, X_OK) == 0) promtool = p;
+  if (promtool.empty()) GTEST_SKIP() << "promtool is not installed (apt-get install prometheus); config check skipped";
+  const std::string cfg = dir.path + "/prometheus.yml";
+  ASSERT_EQ(child({"/usr/bin/env", "python3", PROMPTLY_CLUSTER_DIR "/prometheus_cfg.py", "n1=127.0.0.1:4101",
+                   "n2=127.0.0.1:4102"}, cfg).wait_exit(), 0);
+  EXPECT_EQ(child({promtool, "check", "config", cfg}, dir.path + "/promtool.out").wait_exit(), 0);
+}
+
 }  // namespace

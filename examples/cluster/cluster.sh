@@ -5,7 +5,8 @@
 # then drains the daemons and stops HAProxy.
 #
 #   examples/cluster/cluster.sh N [PORT]     PORT: HAProxy's (default 8080)
-# Environment: PROMPTLYD (default build/bin/promptlyd), WORKERS per daemon (default 1).
+# Environment: PROMPTLYD (default build/bin/promptlyd), WORKERS per daemon (default 1),
+# PROMETHEUS_PORT (default 9090; Prometheus starts only if installed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 n=${1:?usage: cluster.sh N [PORT]}
@@ -27,6 +28,7 @@ trap stop EXIT
 trap 'exit 0' INT TERM
 
 nodes=()
+scrape=()
 for i in $(seq 1 "$n"); do
   out=$dir/n$i.out
   "$promptlyd" --no-socket --tcp 127.0.0.1:0 --token-file "$dir/token" --http 127.0.0.1:0 --node-id "n$i" \
@@ -37,11 +39,21 @@ for i in $(seq 1 "$n"); do
   http=$(sed -n 's|^listening http http://||p' "$out")
   agent=$(sed -n 's|^agent 127.0.0.1:||p' "$out")
   nodes+=("n$i=$http:$agent")
+  scrape+=("n$i=$http")
   echo "node n$i: http://$http  agent :$agent  (pid ${pids[-1]})"
 done
 "$here/haproxy_cfg.py" --bind "127.0.0.1:$port" --stats-socket "$dir/haproxy.sock" "${nodes[@]}" >"$dir/haproxy.cfg"
 haproxy -db -f "$dir/haproxy.cfg" &
 pids+=($!)
+"$here/prometheus_cfg.py" "${scrape[@]}" >"$dir/prometheus.yml"
+if command -v prometheus >/dev/null; then
+  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/prometheus-data" \
+    --web.listen-address="127.0.0.1:${PROMETHEUS_PORT:-9090}" >"$dir/prometheus.log" 2>&1 &
+  pids+=($!)
+  echo "prometheus: http://127.0.0.1:${PROMETHEUS_PORT:-9090}  (scrapes every node's /metrics)"
+else
+  echo "prometheus: not installed; scrape config at $dir/prometheus.yml (apt-get install prometheus, then prometheus --config.file=...)"
+fi
 echo "cluster: http://127.0.0.1:$port  token: $(cat "$dir/token")"
 echo "  curl -H \"Authorization: Bearer \$(cat $dir/token)\" -d '{\"program\":\"fib\",\"args\":{\"n\":30},\"wait\":true}' http://127.0.0.1:$port/v1/jobs"
 echo "  config: $dir/haproxy.cfg; Ctrl-C stops the cluster"
