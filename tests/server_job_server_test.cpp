@@ -924,7 +924,9 @@ TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
     r = s.drain_within(std::chrono::milliseconds(20), std::chrono::milliseconds(5000));
   }
   EXPECT_EQ(r.cancelled, 4u);
-  ASSERT_EQ(r.abandoned.size(), 1u);
+  std::string abandoned;  // which jobs, for a failure's message
+  for (const auto& j : r.abandoned) abandoned += " " + std::to_string(j.id) + ":" + j.program + ":" + std::string(to_string(j.state));
+  ASSERT_EQ(r.abandoned.size(), 1u) << "abandoned:" << abandoned << " (stubborn " << stubborn.id() << ")";
   EXPECT_EQ(r.abandoned[0].id, stubborn.id());
   EXPECT_EQ(r.abandoned[0].state, job_state::running);
   EXPECT_TRUE(r.abandoned[0].cancel_requested);
