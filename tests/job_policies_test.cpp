@@ -36,18 +36,7 @@ using counts = std::vector<unsigned>;
 
 namespace {
 
-// Pools by (rank, has work), ids = positions (list order = rank, then age).
-std::vector<pool_view> pools_of(std::initializer_list<std::pair<unsigned, bool>> spec) {
-  std::vector<pool_view> v;
-  for (auto [rank, ready] : spec) {
-    pool_view p;
-    p.id = static_cast<promptly::ext::pool_id>(v.size());
-    p.rank = rank;
-    p.has_ready_work = ready;
-    v.push_back(p);
-  }
-  return v;
-}
+using policy_support::pools_of;
 
 unsigned sum(const counts& c) {
   unsigned s = 0;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "promptly/ext/policy.hpp"
@@ -22,6 +23,19 @@ inline std::vector<ext::pool_view> pools_with(std::initializer_list<bool> ready)
     p.id = static_cast<ext::pool_id>(v.size());
     p.rank = p.id;
     p.has_ready_work = r;
+    v.push_back(p);
+  }
+  return v;
+}
+
+// Pools by (rank, has ready work), ids = positions (list order = rank, then age).
+inline std::vector<ext::pool_view> pools_of(std::initializer_list<std::pair<unsigned, bool>> spec) {
+  std::vector<ext::pool_view> v;
+  for (auto [rank, ready] : spec) {
+    ext::pool_view p;
+    p.id = static_cast<ext::pool_id>(v.size());
+    p.rank = rank;
+    p.has_ready_work = ready;
     v.push_back(p);
   }
   return v;

@@ -231,17 +231,6 @@ TEST(Serpt, ParametersAreChecked) {
   EXPECT_NO_THROW(validate(serpt_params{}));
 }
 
-std::vector<pool_view> jobs_view(std::initializer_list<std::pair<unsigned, bool>> spec) {
-  std::vector<pool_view> v;
-  for (auto [rank, ready] : spec) {
-    pool_view p;
-    p.id = static_cast<promptly::ext::pool_id>(v.size());
-    p.rank = rank;
-    p.has_ready_work = ready;
-    v.push_back(p);
-  }
-  return v;
-}
 
 TEST(Serpt, PolicyGivesEveryCoreToTheSmallestJobOfTheServedClass) {
   auto sizes = std::make_shared<size_board>();
@@ -252,7 +241,7 @@ TEST(Serpt, PolicyGivesEveryCoreToTheSmallestJobOfTheServedClass) {
   auto p = make_serpt_policy({}, sizes);
   EXPECT_EQ(p->name(), "serpt");
   policy_support::decisions d(2);
-  auto s = jobs_view({{0, true}, {0, true}, {0, true}, {1, true}});
+  auto s = policy_support::pools_of({{0, true}, {0, true}, {0, true}, {1, true}});
   d.decide(*p, event_kind::installed, no_pool, s);
   EXPECT_EQ(d.quantum(), serpt_params{}.quantum);
   EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 2, s), (counts{0, 2, 0, 0}));
@@ -279,7 +268,7 @@ TEST(Serpt, PolicySplitsByHesrptWhenJobsScaleSublinearly) {
   prm.speedup_exponent = 0.5;
   auto p = make_serpt_policy(prm, sizes);
   policy_support::decisions d(9);
-  auto s = jobs_view({{0, true}, {0, true}, {0, true}});
+  auto s = policy_support::pools_of({{0, true}, {0, true}, {0, true}});
   d.decide(*p, event_kind::installed, no_pool, s);
   // Smallest first 5/9, 3/9, 1/9 of 9 cores.
   EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 0, s), (counts{1, 3, 5}));
@@ -289,7 +278,7 @@ TEST(Serpt, PolicyWithoutABoardUsesThePrior) {
   auto p = promptly::ext::make_policy("serpt");
   EXPECT_EQ(p->name(), "serpt");
   policy_support::decisions d(2);
-  auto s = jobs_view({{0, true}, {0, true}});
+  auto s = policy_support::pools_of({{0, true}, {0, true}});
   d.decide(*p, event_kind::installed, no_pool, s);
   // Equal estimates: the job with more work done has less left.
   s[1].work_s = 0.001;
@@ -365,7 +354,7 @@ TEST(Serpt, RandomWalkKeepsTheClassRuleAndUsesEveryCore) {
   auto sizes = std::make_shared<size_board>();
   auto p = make_serpt_policy({}, sizes);
   policy_support::decisions d(4);
-  auto s = jobs_view({{0, false}, {1, false}, {1, false}, {2, false}, {1, false}});
+  auto s = policy_support::pools_of({{0, false}, {1, false}, {1, false}, {2, false}, {1, false}});
   for (promptly::ext::pool_id i = 0; i < s.size(); ++i) sizes->set(i, 0.001 * (i + 1));
   d.decide(*p, event_kind::installed, no_pool, s);
   std::mt19937 rng(7);
