@@ -300,6 +300,7 @@ class counting_decision final : public promptly::ext::decision {
   void donate_to(promptly::ext::pool_id p) override { d_.donate_to(p); }
   void set_quantum(std::chrono::microseconds q) override { d_.set_quantum(q); }
   std::chrono::microseconds quantum() const noexcept override { return d_.quantum(); }
+  void preempt(promptly::ext::pool_id p) override { d_.preempt(p); }
   mutable int whole_view_reads = 0;
 
  private:

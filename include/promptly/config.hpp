@@ -21,6 +21,22 @@ enum class sleep_mode {
   never,
 };
 
+// Preemption of long strands (src/sched/README.md, "Preemption"): when work of a pool has
+// waited `threshold` while every core the policy gives that pool runs a strand of another pool
+// (code that reaches no spawn, sync, get or yield), a standby thread runs the waiting work beside
+// that strand, and the kernel time-shares the core between them; the standby goes back to sleep
+// when the pool has no ready work left or one of the pool's own cores is back. The policy
+// decides (ext::event_kind::waiting_behind_strands, ext::decision::preempt): prompt, aps and
+// fair preempt; oblivious and the job policies do not.
+struct preemption_params {
+  bool enabled = true;
+  // How long ready work may wait behind strands before it preempts one. 50 us..1 s.
+  std::chrono::microseconds threshold{200};
+  // Standby threads, each able to serve one waiting pool at a time; started on first use.
+  // 1..64.
+  unsigned standby_threads = 1;
+};
+
 struct runtime_config {
   // Worker threads. 0 = default_worker_count(): the CPUs in this process's
   // affinity mask, capped by a cgroup CPU quota when one is set.
@@ -94,6 +110,8 @@ struct runtime_config {
   // back to epoll when the kernel refuses a ring). io::stats().backend says
   // which one runs.
   std::string io_backend = "auto";
+  // Preemption of strands that never reach a boundary (above).
+  preemption_params preemption{};
 };
 
 inline constexpr unsigned max_levels = 64;

@@ -68,6 +68,9 @@ struct mechanism_stats {
   overhead_stats resume;   // a parked task is made ready -> a worker runs it again
   overhead_stats mug;      // a worker starts looking -> it takes a whole deque left at its pool
   overhead_stats steal;    // one successful steal attempt (a task from a victim or the pool's queue)
+  // Preemption: work first found waiting behind strands -> a standby thread runs it (the
+  // threshold is part of it).
+  overhead_stats preempt;
 };
 
 struct runtime_stats {
@@ -87,6 +90,9 @@ struct runtime_stats {
   // Exceptions the installed policies threw from on_event (each event
   // retried 1 ms later; the first is printed on stderr, docs/policies.md).
   std::uint64_t policy_failures = 0;
+  // Preemptions: a standby thread sent to a pool whose work waited behind strands of other
+  // pools (runtime_config::preemption); mechanism.preempt has their latency.
+  std::uint64_t preemptions = 0;
   // Decision latency, one sample per decision taken on events or a quantum
   // tick, over the most recent 4096: for events, from the oldest event the
   // decision took to the decision applied; for a tick, from its deadline to

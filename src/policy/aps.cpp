@@ -111,7 +111,14 @@ class aps_policy final : public ext::policy {
   // exact rule decides at quantum ticks only.
   bool wants_backlog_events() const noexcept override { return !params_.exact; }
 
+  // A pool APS gives cores to, whose work waits behind other pools' strands, gets a standby
+  // (src/sched/README.md, "Preemption"); its desire is not touched.
+  bool wants_strand_events() const noexcept override { return true; }
   void on_event(const ext::event& ev, ext::decision& d) override {
+    if (ev.kind == ext::event_kind::waiting_behind_strands) {
+      d.preempt(ev.pool);
+      return;
+    }
     // Sized by the largest id read: the exact rule reads every pool at a
     // tick or installation, the variant only the pools with work.
     const bool every_pool = params_.exact && (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed);

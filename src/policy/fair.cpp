@@ -158,7 +158,14 @@ class fair_policy final : public ext::policy {
 
   std::string_view name() const noexcept override { return "fair"; }
 
+  // A pool whose cores (primary or donated) are held by other pools' strands gets a standby
+  // (src/sched/README.md, "Preemption"); the round's accounting is not touched.
+  bool wants_strand_events() const noexcept override { return true; }
   void on_event(const ext::event& ev, ext::decision& d) override {
+    if (ev.kind == ext::event_kind::waiting_behind_strands) {
+      d.preempt(ev.pool);
+      return;
+    }
     const unsigned workers = d.core_count();
     const bool installed = ev.kind == ext::event_kind::installed;
     if (installed)

@@ -12,7 +12,14 @@ namespace {
 class prompt_policy final : public ext::policy {
  public:
   std::string_view name() const noexcept override { return "prompt"; }
-  void on_event(const ext::event&, ext::decision& d) override {
+  // Work of the most urgent pool waiting behind strands of less urgent ones is what
+  // preemption exists for (src/sched/README.md, "Preemption").
+  bool wants_strand_events() const noexcept override { return true; }
+  void on_event(const ext::event& ev, ext::decision& d) override {
+    if (ev.kind == ext::event_kind::waiting_behind_strands) {
+      d.preempt(ev.pool);  // the cores stay allotted as they are: only the strands are in the way
+      return;
+    }
     // The most urgent pool with work heads pools_with_work(): no walk over
     // the idle pools (docs/policies.md, "Decision cost").
     const auto busy = d.pools_with_work();

@@ -55,6 +55,10 @@ void validate(const runtime_config& cfg) {
     fail("fiber_stack_bytes = " + std::to_string(cfg.fiber_stack_bytes) + " is below the minimum of 16384");
   if (cfg.yield_bound == 0) fail("yield_bound must be >= 1");
   if (cfg.sentinel_nap.count() <= 0) fail("sentinel_nap must be > 0");
+  if (cfg.preemption.threshold < std::chrono::microseconds{50} || cfg.preemption.threshold > std::chrono::seconds{1})
+    fail("preemption.threshold = " + std::to_string(cfg.preemption.threshold.count()) + " us must be in 50..1000000");
+  if (cfg.preemption.standby_threads < 1 || cfg.preemption.standby_threads > 64)
+    fail("preemption.standby_threads = " + std::to_string(cfg.preemption.standby_threads) + " must be in 1..64");
   // The kernel's bounds (it would clamp silently; os_time_slice.hpp).
   if (!detail::valid_os_time_slice(cfg.os_time_slice))
     fail("os_time_slice = " + std::to_string(cfg.os_time_slice.count()) + " us must be 0 (the kernel's default) or in " +

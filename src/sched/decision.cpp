@@ -124,6 +124,11 @@ void decision_impl::set_quantum(std::chrono::microseconds q) {
   quantum_ = std::min(q, ext::max_quantum);  // a longer one overflows the deadline arithmetic (steady_clock's ns)
 }
 
+void decision_impl::preempt(ext::pool_id pool) {
+  if (gone(pool, "preempt")) return;
+  if (std::find(preempted_.begin(), preempted_.end(), pool) == preempted_.end()) preempted_.push_back(pool);
+}
+
 std::vector<pool_set> decision_impl::resolve() const {
   std::vector<pool_set> out = targets_;
   // Pools no longer live drop out of the sets; a core whose set empties

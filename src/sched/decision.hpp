@@ -51,6 +51,9 @@ class decision_impl final : public ext::decision {
   void donate_to(ext::pool_id pool) override;
   void set_quantum(std::chrono::microseconds q) override;
   std::chrono::microseconds quantum() const noexcept override { return quantum_; }
+  void preempt(ext::pool_id pool) override;
+  // The live pools the policy asked to preempt for, in the order asked.
+  std::span<const ext::pool_id> preempted() const noexcept { return preempted_; }
 
   // Every pool id the runtime ever gave is below `end`: an action naming an
   // id below it that is absent from the view (a pool removed since) is
@@ -88,6 +91,7 @@ class decision_impl final : public ext::decision {
   bool counted_ = false;              // allot() was called
   ext::pool_id donation_ = ext::no_pool;  // donate_to()
   std::chrono::microseconds quantum_;
+  std::vector<ext::pool_id> preempted_;
 };
 
 }  // namespace promptly::detail

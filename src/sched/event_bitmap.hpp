@@ -23,9 +23,12 @@ inline constexpr std::uint32_t max_pools = 4096;  // task::pool holds ids in 16 
 
 class event_bitmap {
  public:
-  void set(std::uint32_t id) noexcept {
-    words_[id / 64].fetch_or(std::uint64_t{1} << (id % 64), std::memory_order_seq_cst);
+  // Returns true if the bit was clear (the first event since the last take).
+  bool set(std::uint32_t id) noexcept {
+    const std::uint64_t bit = std::uint64_t{1} << (id % 64);
+    const bool first = (words_[id / 64].fetch_or(bit, std::memory_order_seq_cst) & bit) == 0;
     summary_.fetch_or(std::uint64_t{1} << (id / 64), std::memory_order_seq_cst);
+    return first;
   }
   bool any() const noexcept { return summary_.load(std::memory_order_seq_cst) != 0; }
   // Calls f(id) for every id set, clearing it first.

@@ -100,8 +100,8 @@ bool scheduler::ask_workers_to_decide() noexcept {
   bool someone_decides_soon = false;  // a worker looking for work, or working for less than long_strand_ns
   worker* waiting = nullptr;
   const std::uint64_t now = now_ns();
-  for (const auto& wp : workers_) {
-    worker& v = *wp;
+  for (unsigned c = 0; c < worker_count(); ++c) {  // the cores (a standby decides nothing)
+    worker& v = *workers_[c];
     if (v.assigned.load(std::memory_order_relaxed) == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it (relaxed: ask_to_decide re-reads it)
     if (notifier::is_waiting(v.slot)) {
       waiting = &v;

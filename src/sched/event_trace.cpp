@@ -36,6 +36,7 @@ const char* name_of(trace_kind k) {
     case trace_kind::spawn: return "spawn";
     case trace_kind::submit: return "submit";
     case trace_kind::wake_ready: return "wake ready";
+    case trace_kind::preempt: return "preempt";
   }
   return "?";
 }

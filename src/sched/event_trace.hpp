@@ -38,6 +38,7 @@ enum class trace_kind : std::uint8_t {
   spawn,       // the running task made a task ready (pool; arg = the running fiber, arg2 = the new task)
   submit,      // a thread that is no worker made a task ready (external ring; pool; arg2 = the task)
   wake_ready,  // a parked fiber was made ready to resume (pool; arg = the waking fiber or 0, arg2 = the parked fiber)
+  preempt,     // a standby thread was sent to a pool whose work waited behind strands (pool; arg = its worker; policy thread)
 };
 
 struct trace_record {

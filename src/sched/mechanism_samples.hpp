@@ -22,8 +22,8 @@
 
 namespace promptly::detail {
 
-enum class mechanism_op : unsigned { realloc, sleep, wake, resume, mug, steal };
-inline constexpr std::size_t mechanism_op_count = 6;
+enum class mechanism_op : unsigned { realloc, sleep, wake, resume, mug, steal, preempt };
+inline constexpr std::size_t mechanism_op_count = 7;
 
 class mechanism_samples {
  public:

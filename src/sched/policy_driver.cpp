@@ -262,9 +262,9 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
 std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
-  if (seen_core_work_ns_.size() != workers_.size()) {
-    seen_core_work_ns_.assign(workers_.size(), 0);
-    seen_core_look_ns_.assign(workers_.size(), 0);
+  if (seen_core_work_ns_.size() != worker_count()) {
+    seen_core_work_ns_.assign(worker_count(), 0);
+    seen_core_look_ns_.assign(worker_count(), 0);
   }
   // The policy sees the usable cores only (set_core_limit); apply_locked
   // puts the others to sleep.
@@ -302,7 +302,7 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
 // read, so a pool's cpu_s is an estimate; a core's is exact.
 void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  if (seen_core_cpu_ns_.size() != workers_.size()) seen_core_cpu_ns_.assign(workers_.size(), 0);
+  if (seen_core_cpu_ns_.size() != worker_count()) seen_core_cpu_ns_.assign(worker_count(), 0);
   // The kept view's positions credited by this tick: each starts from 0 at
   // its first credit, so a pool the tick did not read again (a core's
   // serving pool read after the view was) shows this tick's time only.
@@ -430,6 +430,7 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
     failed = events.size();  // a throw below is not the policy's
     apply_locked(d.resolve());
     quantum_ = d.quantum();
+    for (const ext::pool_id pool : d.preempted()) send_standby_locked(pool);
   } catch (...) {
     // The beliefs below were not set from this view: the retry reads these pools again.
     view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
@@ -600,7 +601,7 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
   if (every_core_serves_every_pool_.load(std::memory_order_relaxed) != every)
     every_core_serves_every_pool_.store(every, std::memory_order_seq_cst);
   notifier::fence_before_notify();
-  for (std::size_t c = 0; c < workers_.size(); ++c) {
+  for (std::size_t c = 0; c < worker_count(); ++c) {  // the cores: the standbys are preemption.cpp's
     worker& w = *workers_[c];
     const pool_set target = c < next.size() ? next[c] : pool_set::none();
     if (applied_[c] == target) {
@@ -828,7 +829,10 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
 }
 
 void scheduler::driver_main() {
-  (void)request_os_time_slice(cfg_.os_time_slice);
+  // With standby threads, the thread that sends them asks for the shortest slice too: its
+  // timer must get a CPU beside the strands it exists to get past (preemption.cpp).
+  (void)request_os_time_slice(standby_count() != 0 && cfg_.os_time_slice.count() == 0 ? min_os_time_slice
+                                                                                      : cfg_.os_time_slice);
   using clock = std::chrono::steady_clock;
   for (;;) {
     std::optional<clock::time_point> wake_at;
@@ -852,6 +856,12 @@ void scheduler::driver_main() {
       }
       if (const std::uint64_t check = watch_unserved_locked(now_ns()); check != 0 && (due_ns == 0 || check < due_ns))
         due_ns = check;
+      try {
+        if (const std::uint64_t check = watch_preemption_locked(now_ns()); check != 0 && (due_ns == 0 || check < due_ns))
+          due_ns = check;
+      } catch (const std::exception& e) {  // memory for the watch list: the next arrival arms it again
+        std::fprintf(stderr, "promptly: policy thread: preemption watch: %s\n", e.what());
+      }
       wake_at = next_quantum_;
       if (due_ns != 0) {
         const std::uint64_t now = now_ns();
@@ -941,6 +951,8 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   switch_when_out_of_work_.store(policy_->switches_only_when_out_of_work(), std::memory_order_relaxed);
   const bool previous_backlog = backlog_events_.load(std::memory_order_relaxed);
   backlog_events_.store(policy_->wants_backlog_events(), std::memory_order_relaxed);  // relaxed: see scheduler.hpp
+  const bool previous_strand = strand_events_.load(std::memory_order_relaxed);
+  strand_events_.store(policy_->wants_strand_events(), std::memory_order_relaxed);
   try {
     decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
   } catch (...) {
@@ -949,6 +961,7 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
     busy_pools_for_quanta_ = previous_busy;
     switch_when_out_of_work_.store(previous_switch, std::memory_order_relaxed);
     backlog_events_.store(previous_backlog, std::memory_order_relaxed);
+    strand_events_.store(previous_strand, std::memory_order_relaxed);
     throw;
   }
   next_quantum_.reset();

@@ -46,9 +46,11 @@ runtime_stats scheduler::stats() const {
   s.mechanism.resume = mechanism(mechanism_op::resume);
   s.mechanism.mug = mechanism(mechanism_op::mug);
   s.mechanism.steal = mechanism(mechanism_op::steal);
+  s.mechanism.preempt = mechanism(mechanism_op::preempt);
+  s.preemptions = preemptions_.load(std::memory_order_relaxed);
   const std::uint32_t end = pools_.id_end();
   const std::vector<unsigned> cores = cores_by_pool();
-  for (std::size_t c = 0; c < workers_.size(); ++c) {
+  for (std::size_t c = 0; c < worker_count(); ++c) {  // the cores (the standbys are counted in `preemptions`)
     const auto& w = workers_[c];
     worker_state ws;
     ws.serving = w->serving.load(std::memory_order_relaxed);

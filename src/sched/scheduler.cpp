@@ -53,11 +53,21 @@ runtime_config resolved(runtime_config cfg) {
 
 }  // namespace
 
-scheduler::scheduler(runtime_config cfg) : cfg_(resolved(std::move(cfg))), pools_(cfg_.workers) {
-  workers_.reserve(cfg_.workers);
-  for (unsigned i = 0; i < cfg_.workers; ++i) {
+namespace {
+// The standby threads of preemption (preemption.cpp) come after the cores.
+unsigned standby_threads(const runtime_config& cfg) { return cfg.preemption.enabled ? cfg.preemption.standby_threads : 0; }
+}  // namespace
+
+scheduler::scheduler(runtime_config cfg)
+    : cfg_(resolved(std::move(cfg))), pools_(cfg_.workers + standby_threads(cfg_)) {
+  const unsigned all = cfg_.workers + standby_threads(cfg_);
+  workers_.reserve(all);
+  for (unsigned i = 0; i < all; ++i) {
     auto w = std::make_unique<worker>();
     w->index = i;
+    w->standby = i >= cfg_.workers;
+    // A standby stands by with no pool: no wake-up for work is aimed at it (sleep_protocol).
+    if (w->standby) w->assigned.store(no_pool, std::memory_order_relaxed);  // no other thread exists yet
     w->sched = this;
     w->slab = w->slab_owner.get();
     w->rng_state = 0x9E3779B97F4A7C15ULL * (i + 1);
@@ -65,7 +75,8 @@ scheduler::scheduler(runtime_config cfg) : cfg_(resolved(std::move(cfg))), pools
     w->phase_since_ns.store(now_ns(), std::memory_order_relaxed);
     workers_.push_back(std::move(w));
   }
-  applied_.assign(cfg_.workers, pool_set::one(0));  // every word starts at pool 0 (worker_view::assigned)
+  applied_.assign(cfg_.workers, pool_set::one(0));  // every core's word starts at pool 0 (worker_view::assigned)
+  standby_pool_.assign(standby_count(), no_pool);
   // The levels: pools 0..L-1 with rank = level, never removed.
   for (unsigned l = 0; l < cfg_.levels; ++l) {
     std::lock_guard lock(pools_.mutex());
@@ -101,8 +112,10 @@ scheduler::scheduler(runtime_config cfg) : cfg_(resolved(std::move(cfg))), pools
   for (auto& w : workers_) {
     worker* wp = w.get();
     wp->thread = std::thread([this, wp] { worker_main(*wp); });
-    pthread_setname_np(wp->thread.native_handle(), ("promptly-w" + std::to_string(wp->index)).c_str());
-    if (!cpus.empty()) {
+    pthread_setname_np(wp->thread.native_handle(), (wp->standby ? "promptly-s" + std::to_string(wp->index - cfg_.workers)
+                                                                 : "promptly-w" + std::to_string(wp->index))
+                                                                    .c_str());
+    if (!cpus.empty() && !wp->standby) {
       const int cpu = cpus[wp->index % cpus.size()];
       cpu_set_t set;
       CPU_ZERO(&set);
@@ -240,7 +253,10 @@ fiber_record* scheduler::try_take_idle_fiber(worker& w) noexcept {
 void scheduler::worker_main(worker& w) {
   tls_worker = &w;
   // Relaxed: a statistic (stats()).
-  w.os_time_slice_us.store(request_os_time_slice(cfg_.os_time_slice).count(), std::memory_order_relaxed);
+  // A standby asks for the shortest slice: woken beside a strand, it then gets the CPU at once
+  // (EEVDF: its virtual deadline is the earliest), and shares it finely while both run.
+  w.os_time_slice_us.store(request_os_time_slice(w.standby ? min_os_time_slice : cfg_.os_time_slice).count(),
+                           std::memory_order_relaxed);
   const fiber_overflow_guard overflow_guard;  // names fiber stack overflows on this thread (fiber_stack.hpp)
   w.main_fiber.tsan_fiber = tsan_current_fiber();
   auto finish_exited = [&w] {

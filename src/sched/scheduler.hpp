@@ -13,6 +13,7 @@
 //   parking.cpp          waiting: parking fibers, blocking threads
 //   policy_driver.cpp    the policy thread: events, quanta, stats
 //   decision.cpp         what a policy sees and does (ext::decision), applied to workers
+//   preemption.cpp       standby threads for work waiting behind strands of other pools
 //
 // Data flows one way: the mechanism (submitters, wakers, workers) makes work
 // ready and records pool events (an atomic bit and a futex wake, never a
@@ -58,7 +59,9 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
 
   const runtime_config& config() const noexcept { return cfg_; }
-  unsigned worker_count() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  // The cores: the workers the policy decides over (the standby threads are not counted).
+  unsigned worker_count() const noexcept { return cfg_.workers; }
+  unsigned standby_count() const noexcept { return static_cast<unsigned>(workers_.size()) - cfg_.workers; }
   unsigned level_count() const noexcept { return cfg_.levels; }
   bool owns(const worker_view* v) const noexcept { return v != nullptr && v->sched == this; }
 
@@ -162,6 +165,13 @@ class scheduler {
   void arrive_at_pool(worker& w, std::uint32_t target);
   void move_to_pool(worker& w, std::uint32_t target);
 
+  // preemption.cpp
+  void note_work_without_taker(std::uint32_t pool) noexcept;  // the make-ready paths, after their wake-up
+  std::uint64_t watch_preemption_locked(std::uint64_t now);   // the next check (ns), 0 = none
+  void send_standby_locked(std::uint32_t pool);
+  void recall_standby_locked(std::size_t standby);
+  void note_standby_started(worker& w) noexcept;
+
   // policy_driver.cpp
   void note_nonempty(std::uint32_t pool) noexcept;
   // Who takes the decision on an event: the policy thread (woken), or a
@@ -229,6 +239,8 @@ class scheduler {
   // The installed policy's ext::policy::wants_backlog_events (relaxed: a
   // mode read on the make-ready path; a stale read posts or skips one event).
   std::atomic<bool> backlog_events_{false};
+  // The installed policy's ext::policy::wants_strand_events (relaxed: as backlog_events_).
+  std::atomic<bool> strand_events_{false};
   std::atomic<std::uint64_t> oldest_event_ns_{0};  // when the oldest undecided event was posted (0: none)
   std::atomic<bool> driver_poked_{false};  // the policy changed: recompute the quantum deadline
   sleep_slot driver_slot_;
@@ -283,6 +295,24 @@ class scheduler {
     bool reported;
   };
   std::vector<unserved_pool> unserved_;
+  // Preemption (preemption.cpp): pools whose new work nobody was counted at (set by the
+  // make-ready paths), the pools watched for the threshold, and each standby's pool
+  // (no_pool: standing by). The vectors are guarded by policy_mutex_.
+  event_bitmap waiting_unserved_;
+  struct watched_pool {
+    std::uint32_t id;
+    std::uint64_t creation_seq;
+    std::uint64_t since_ns;
+    std::uint64_t tasks;  // pool_record::tasks when the watch began
+  };
+  std::vector<watched_pool> watched_;
+  struct waited {
+    std::uint32_t pool;
+    std::uint64_t since_ns;
+  };
+  std::vector<waited> waited_since_;  // the pools of the waiting_behind_strands events being decided
+  std::vector<std::uint32_t> standby_pool_;
+  std::atomic<std::uint64_t> preemptions_{0};
   bool unserved_suspected_ = false;  // a decision left a pool with work and no core
   std::vector<std::uint64_t> seen_core_cpu_ns_;  // each core's thread CPU clock at the last tick
   std::uint64_t latency_next_ = 0;

@@ -119,6 +119,8 @@ void scheduler::run_scheduling_loop() {
       chaos::point();  // taken, and not yet active in its pool: remove_pool may look now
       if (t->pool != w.pool) move_to_pool(w, t->pool);  // found at another pool of its set
       become_active(w);
+      if (w.standby) [[unlikely]]
+        note_standby_started(w);
       if (w.taken_from != nullptr) {
         assert(w.active && w.taken_from == w.at && "a taken task is settled once its worker is active in its pool");
         w.taken_from->injection.settle_taken();
@@ -269,7 +271,7 @@ task* scheduler::steal_once(worker& w) {
   const pool_set& s = w.set;
   const std::uint8_t takeable = set_walk::pools_to_take_from(s, ready_in_pool());  // 0 for every pool
   const std::span<const std::uint32_t> from(s.ids.data(), takeable);
-  const unsigned v = w.next_random(worker_count());
+  const unsigned v = w.next_random(static_cast<unsigned>(workers_.size()));  // a standby's deque too
   if (v != w.index) {
     worker& victim = *workers_[v];
     if (!s.every() && std::find(from.begin(), from.end(), victim.serving.load(std::memory_order_acquire)) == from.end())

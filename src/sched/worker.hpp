@@ -79,6 +79,9 @@ struct worker : worker_view {
   std::thread thread;
   int cpu = -1;  // runtime_config::pin_workers: the CPU the thread is pinned to (set before other threads read it)
   std::atomic<std::int64_t> os_time_slice_us{0};  // the slice the kernel reports for the thread (os_time_slice.hpp)
+  bool standby = false;  // a standby thread for preemption (preemption.cpp), not a core; fixed at construction
+  // Sent to a pool: when its work was first found waiting (0 once its first task started).
+  std::atomic<std::uint64_t> preempt_since_ns{0};
 
   static worker& of(worker_view& v) noexcept { return static_cast<worker&>(v); }
 

@@ -112,6 +112,12 @@ enum class event_kind {
   // Posted only to a policy whose wants_backlog_events() is true, at most
   // once per pool between two decisions.
   backlog,
+  // Work of the pool has waited runtime_config::preemption.threshold while every core this
+  // policy gives the pool runs a strand of another pool (code between two strand boundaries,
+  // which a move cannot interrupt). Answer with decision::preempt to run the work now;
+  // ignoring it keeps the work waiting for those strands to end. Posted only while
+  // preemption is enabled, and only for a pool some core's assignment holds.
+  waiting_behind_strands,
 };
 
 // An event may name a pool removed since it was posted (a pool asked for
@@ -184,6 +190,12 @@ class decision {
   // The quantum; zero = no quantum ticks (the policy reacts to events only).
   // Negative throws std::invalid_argument; longer than max_quantum is clamped to it.
   virtual void set_quantum(std::chrono::microseconds q) = 0;
+  // Runs pool `pool`'s ready work now on a standby thread, beside the strands its cores are in
+  // (the kernel time-shares those cores; src/sched/README.md, "Preemption"). The standby leaves
+  // when the pool has no ready work left or one of its cores arrives. Does nothing while
+  // preemption is disabled, or when every standby thread is busy (the event comes again if the
+  // work still waits). Throws std::invalid_argument for a pool that never existed.
+  virtual void preempt(pool_id pool) = 0;
   virtual std::chrono::microseconds quantum() const noexcept = 0;
 };
 
@@ -234,6 +246,10 @@ class policy {
   // nothing new on it would only pay for the decisions. Read once at
   // installation.
   virtual bool wants_backlog_events() const noexcept { return false; }
+  // When this is true, the policy hears event_kind::waiting_behind_strands and may answer with
+  // decision::preempt (prompt, aps and fair do). Off by default: a policy that does not
+  // preempt keeps its cores' strands uninterrupted. Read once at installation.
+  virtual bool wants_strand_events() const noexcept { return false; }
 };
 
 using aps_params = promptly::aps_params;
