@@ -132,7 +132,7 @@ void write_worker(json_events& ev, unsigned tid, const std::vector<trace_record>
 
 }  // namespace
 
-void write_chrome_trace(const std::string& path, const std::vector<const trace_ring*>& worker_rings,
+void write_chrome_trace(const std::string& path, const std::vector<const trace_ring*>& worker_rings, unsigned cores,
                         const trace_ring& policy_ring, const trace_ring& external_ring, std::uint64_t t0_ns) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error("promptly: cannot write the trace file '" + path + "'");
@@ -143,7 +143,9 @@ void write_chrome_trace(const std::string& path, const std::vector<const trace_r
   json_events ev(out);
   ev.set_t0(t0_ns);
   for (unsigned i = 0; i < worker_rings.size(); ++i) {
-    ev.thread_name(i, "worker " + std::to_string(i), worker_rings[i]->dropped());
+    // The standby threads of preemption come after the cores (preemption.cpp).
+    ev.thread_name(i, i < cores ? "worker " + std::to_string(i) : "standby " + std::to_string(i - cores),
+                   worker_rings[i]->dropped());
     write_worker(ev, i, worker_rings[i]->ordered());
   }
   const auto policy_tid = static_cast<unsigned>(worker_rings.size());

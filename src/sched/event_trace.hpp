@@ -79,12 +79,13 @@ class trace_ring {
 // Writes the rings as Chrome trace-event JSON: a task's running stretches
 // become complete events ("X") on its worker's track (a parked task's
 // stretch ends at the park and a new one starts where it resumes), the rest
-// instant events. `worker_rings[i]` is worker i; the policy thread and the
+// instant events. `worker_rings[i]` is worker i (tracks "worker i" for the first `cores`, then
+// "standby k" for the standby threads of preemption); the policy thread and the
 // threads that are no worker (submitters, the I/O reactor, promise setters)
 // have a track each after them; `t0_ns` is time zero (a now_ns() time, written
 // as otherData.t0_steady_ns for samples taken on the same clock). The format is
 // docs/tracing.md's. Throws std::runtime_error if the file cannot be written.
-void write_chrome_trace(const std::string& path, const std::vector<const trace_ring*>& worker_rings,
+void write_chrome_trace(const std::string& path, const std::vector<const trace_ring*>& worker_rings, unsigned cores,
                         const trace_ring& policy_ring, const trace_ring& external_ring, std::uint64_t t0_ns);
 
 }  // namespace promptly::detail

@@ -170,7 +170,7 @@ void scheduler::write_trace() noexcept {
     for (auto& w : workers_) rings.push_back(&w->trace);
     while (external_trace_lock_.test_and_set(std::memory_order_acquire)) {  // acquire: the last recorder's writes
     }
-    write_chrome_trace(trace_path_, rings, policy_trace_, external_trace_, trace_t0_ns_);
+    write_chrome_trace(trace_path_, rings, worker_count(), policy_trace_, external_trace_, trace_t0_ns_);
     external_trace_lock_.clear(std::memory_order_release);
   } catch (const std::exception& e) {  // a destructor must not throw: say it
     std::fprintf(stderr, "%s\n", e.what());

@@ -43,13 +43,14 @@ prof = _load_tool()
 class TraceBuilder:
     """A trace with `workers` worker tracks, then the policy and the external track."""
 
-    def __init__(self, workers=2, dropped=None):
+    def __init__(self, workers=2, dropped=None, standbys=0):
         self.workers = workers
-        self.policy = workers
-        self.external = workers + 1
+        self.standby = workers  # the first standby's track, if any
+        self.policy = workers + standbys
+        self.external = workers + standbys + 1
         self.events = []
         dropped = dropped or {}
-        names = [f"worker {i}" for i in range(workers)] + ["policy", "external"]
+        names = [f"worker {i}" for i in range(workers)] + [f"standby {i}" for i in range(standbys)] + ["policy", "external"]
         for tid, name in enumerate(names):
             self.events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
             self.events.append({"name": "dropped events", "ph": "C", "pid": 1, "tid": tid, "ts": 0,
@@ -387,6 +388,23 @@ class Causes(unittest.TestCase):
         self.assertIn("a pool-1 stretch on worker 0 from 0.0 to 5000.0 us, the first to end", r.cause_detail)
         self.assertIn("the request started at 5000.0 us", r.cause_detail)
         self.assertIn("add promptly::yield() or split it", r.cause_detail)
+
+    def test_preempted(self):
+        """Both workers in 5 ms less urgent strands; a standby runs the request after 250 us: the cause
+        is the preemption, not the strands (which did not make it wait for their end)."""
+        tb = TraceBuilder(2, standbys=1)
+        tb.stretch(0, 1, 100, 0, 5000)
+        tb.stretch(1, 1, 101, 100, 6000)
+        tb.submit(1000, task=1, pool=0)
+        tb._instant("preempt", tb.policy, 1220, pool=0, arg=2)
+        tb.stretch(tb.standby, 0, 102, 1250, 1350, task=1)
+        an = analyze(tb.doc())
+        r = by_task(an)[1]
+        self.assertEqual(r.queueing, 250_000)
+        self.assertTrue(r.flagged)
+        self.assertEqual(r.cause, "preempted")
+        self.assertIn("a standby thread ran the request after 250.0 us", r.cause_detail)
+        self.assertIn("started at 1250.0 us on standby 0; the standby was sent at 1220.0 us", r.cause_detail)
 
     def test_short_strands_are_not_a_long_strand(self):
         tb = TraceBuilder(2)
