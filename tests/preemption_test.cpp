@@ -46,13 +46,13 @@ TEST_P(Preemption, UrgentWorkRunsWhileEveryWorkerIsInsideALessUrgentStrand) {
   std::atomic<int> spinning{0};
   std::vector<promptly::future<int>> strands;
   for (int i = 0; i < 2; ++i)
-    strands.push_back(rt.submit(promptly::level(2), [&, i] {
+    strands.push_back(rt.submit(promptly::level{2}, [&, i] {
       spinning.fetch_add(1, std::memory_order_acq_rel);
       spin_until(urgent_ran);
       return i;
     }));
   while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();  // both cores are inside
-  auto urgent = rt.submit(promptly::level(0), [&] { urgent_ran.store(true, std::memory_order_release); });
+  auto urgent = rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); });
   urgent.get();
   EXPECT_EQ(strands[0].get() + strands[1].get(), 1) << "the preempted strands finish with their results";
   const promptly::runtime_stats s = rt.stats();
@@ -69,12 +69,12 @@ TEST_P(Preemption, APreemptedStrandKeepsItsExceptionAndItsLock) {
   std::atomic<bool> urgent_ran{false};
   std::atomic<int> spinning{0};
   std::binary_semaphore held{1};
-  auto thrower = rt.submit(promptly::level(2), [&] {
+  auto thrower = rt.submit(promptly::level{2}, [&] {
     spinning.fetch_add(1, std::memory_order_acq_rel);
     spin_until(urgent_ran);
     throw std::runtime_error("after preemption");
   });
-  auto locker = rt.submit(promptly::level(2), [&] {
+  auto locker = rt.submit(promptly::level{2}, [&] {
     held.acquire();
     spinning.fetch_add(1, std::memory_order_acq_rel);
     spin_until(urgent_ran);
@@ -82,7 +82,7 @@ TEST_P(Preemption, APreemptedStrandKeepsItsExceptionAndItsLock) {
     return 7;
   });
   while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();
-  rt.submit(promptly::level(0), [&] { urgent_ran.store(true, std::memory_order_release); }).get();
+  rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); }).get();
   EXPECT_THROW(thrower.get(), std::runtime_error);
   EXPECT_EQ(locker.get(), 7);
   EXPECT_TRUE(held.try_acquire()) << "the semaphore was released after the preemption";
@@ -98,12 +98,12 @@ TEST_P(Preemption, ShutdownWaitsForUrgentWorkThatNeedsAPreemption) {
     promptly::runtime rt(two_workers(GetParam()));
     std::vector<promptly::future<void>> dropped;  // released before the runtime: nobody waits on them
     for (int i = 0; i < 2; ++i)
-      dropped.push_back(rt.submit(promptly::level(2), [&] {
+      dropped.push_back(rt.submit(promptly::level{2}, [&] {
         spinning.fetch_add(1, std::memory_order_acq_rel);
         spin_until(urgent_ran);
       }));
     while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();
-    dropped.push_back(rt.submit(promptly::level(0), [&] { urgent_ran.store(true, std::memory_order_release); }));
+    dropped.push_back(rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); }));
     dropped.clear();
   }  // the destructor runs everything accepted
   EXPECT_TRUE(urgent_ran.load());
@@ -138,12 +138,12 @@ TEST(PreemptionOff, APolicyThatDoesNotAskForStrandEventsNeverPreempts) {
   std::atomic<int> spinning{0};
   std::vector<promptly::future<void>> strands;
   for (int i = 0; i < 2; ++i)
-    strands.push_back(rt.submit(promptly::level(2), [&] {
+    strands.push_back(rt.submit(promptly::level{2}, [&] {
       spinning.fetch_add(1, std::memory_order_acq_rel);
       spin_until(release);
     }));
   while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();
-  auto urgent = rt.submit(promptly::level(0), [&] { urgent_ran.store(true, std::memory_order_release); });
+  auto urgent = rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); });
   const auto window = 50 * cfg.preemption.threshold;
   const auto until = std::chrono::steady_clock::now() + window;
   while (std::chrono::steady_clock::now() < until && !urgent_ran.load()) std::this_thread::yield();
@@ -164,12 +164,12 @@ TEST(PreemptionOff, DisabledInTheConfigNothingPreempts) {
   std::atomic<int> spinning{0};
   std::vector<promptly::future<void>> strands;
   for (int i = 0; i < 2; ++i)
-    strands.push_back(rt.submit(promptly::level(2), [&] {
+    strands.push_back(rt.submit(promptly::level{2}, [&] {
       spinning.fetch_add(1, std::memory_order_acq_rel);
       spin_until(release);
     }));
   while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();
-  auto urgent = rt.submit(promptly::level(0), [&] { urgent_ran.store(true, std::memory_order_release); });
+  auto urgent = rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); });
   const auto until = std::chrono::steady_clock::now() + 50 * promptly::preemption_params{}.threshold;
   while (std::chrono::steady_clock::now() < until && !urgent_ran.load()) std::this_thread::yield();
   EXPECT_FALSE(urgent_ran.load());

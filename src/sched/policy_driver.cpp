@@ -123,9 +123,10 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
       for (const std::uint32_t at : view_busy_)
         if (at < pool_views_.size()) mark(pool_views_[at].id);
     }
-    for (std::size_t c = 0; c < workers_.size(); ++c) {
+    for (std::size_t c = 0; c < workers_.size(); ++c) {  // a standby's pool too: its time accrues there
       mark(workers_[c]->serving.load(std::memory_order_relaxed));
-      for (const std::uint32_t id : applied_[c].ranked_ids()) mark(id);
+      if (c < applied_.size())
+        for (const std::uint32_t id : applied_[c].ranked_ids()) mark(id);
     }
   }
   view_dirty_.clear();
