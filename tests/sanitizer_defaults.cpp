@@ -2,28 +2,50 @@
 // gtest discovery and a developer running one binary by hand all get the same settings (an
 // environment variable set per ctest entry was lost once: a list-valued ENVIRONMENT passed
 // through gtest_discover_tests keeps only its first entry). TSAN_OPTIONS / ASAN_OPTIONS /
-// UBSAN_OPTIONS in the environment still override these.
+// UBSAN_OPTIONS in the environment still override these, and are set for the programs the
+// tests start (below).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+namespace {
+// tsan.supp says why each suppression is there (libstdc++ is not instrumented).
+[[maybe_unused]] constexpr const char* tsan_options =
+    "halt_on_error=1:second_deadlock_stack=1:suppressions=" PROMPTLY_TSAN_SUPPRESSIONS;
+// Fibers do not support fake stacks (src/sched/fiber_stack.cpp).
+[[maybe_unused]] constexpr const char* asan_options = "detect_stack_use_after_return=0";
+[[maybe_unused]] constexpr const char* ubsan_options = "print_stacktrace=1:halt_on_error=1";
+}  // namespace
+
 extern "C" {
 #if PROMPTLY_TEST_BUILD_TSAN
-// tsan.supp says why each suppression is there (libstdc++ is not instrumented).
-const char* __tsan_default_options() {
-  return "halt_on_error=1:second_deadlock_stack=1:suppressions=" PROMPTLY_TSAN_SUPPRESSIONS;
-}
+const char* __tsan_default_options() { return tsan_options; }
 #endif
 #if PROMPTLY_TEST_BUILD_ASAN
-// Fibers do not support fake stacks (src/sched/fiber_stack.cpp).
-const char* __asan_default_options() { return "detect_stack_use_after_return=0"; }
-const char* __ubsan_default_options() { return "print_stacktrace=1:halt_on_error=1"; }
+const char* __asan_default_options() { return asan_options; }
+const char* __ubsan_default_options() { return ubsan_options; }
 #endif
 }
+
+namespace {
+// The sanitized programs a test starts (promptlyd, the apps, the benches' drivers) read the
+// same options from the environment, which they inherit; a value already set is kept.
+[[maybe_unused]] const bool exported_to_children = [] {
+#if PROMPTLY_TEST_BUILD_TSAN
+  setenv("TSAN_OPTIONS", tsan_options, 0);
+#endif
+#if PROMPTLY_TEST_BUILD_ASAN
+  setenv("ASAN_OPTIONS", asan_options, 0);
+  setenv("UBSAN_OPTIONS", ubsan_options, 0);
+#endif
+  return true;
+}();
+}  // namespace
 
 namespace {
 
@@ -58,4 +80,16 @@ TEST(SanitizerSetup, AnExceptionFreedByAnotherThreadAfterItsCatchIsNotReported) 
   owner = nullptr;  // the last reference: the destructor writes the vptr
   reader.join();
   EXPECT_EQ(seen, 7);
+}
+
+// The programs a test starts inherit the options (a sanitized promptlyd without tsan.supp
+// stops at the first libstdc++ or cpp-httplib false positive).
+TEST(SanitizerSetup, ProgramsTheTestsStartInheritTheOptions) {
+#if PROMPTLY_TEST_BUILD_TSAN
+  ASSERT_NE(std::getenv("TSAN_OPTIONS"), nullptr);
+#endif
+#if PROMPTLY_TEST_BUILD_ASAN
+  ASSERT_NE(std::getenv("ASAN_OPTIONS"), nullptr);
+  ASSERT_NE(std::getenv("UBSAN_OPTIONS"), nullptr);
+#endif
 }
