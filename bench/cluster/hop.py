@@ -11,9 +11,10 @@
                    another session's connection)
 
 p50/p99 latency in microseconds per path, measured by this client (Python's own cost is in every
-path alike). One daemon, one worker. --rounds R runs every path R times, in a rotated order each
-round so drift on a shared machine spreads over the paths; the report gives the median over rounds
-of each round's p50 and p99, and the range of the p50s.
+path alike). One daemon, one worker. Each of --rounds rounds sends --requests per path in blocks of
+100 taking turns (the order rotated each block), so load drifting on a shared machine falls on
+every path alike; the report gives the median over rounds of each round's p50 and p99, the range
+of the p50s, and the hop per round (its p50 through HAProxy minus its p50 direct).
 
 usage: bench/cluster/hop.py [--requests N] [--rounds R] [--out FILE.md]   (build/bin/promptlyd, haproxy on PATH)
 """
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from promptly_client import Client  # noqa: E402
 
 BODY = json.dumps({"program": "fib", "args": {"n": 1}, "wait": True})
+BLOCK = 100
 PATHS = ["ndjson (Unix socket)", "http kept (direct)", "haproxy kept", "http new (direct)", "haproxy new"]
 
 
@@ -68,8 +70,6 @@ def new_connection_submit(host, port, token):
 
 
 def measure(fn, n):
-    for _ in range(min(50, n)):  # warm-up
-        fn()
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -99,6 +99,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=2000, help="per path per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle-timeout", type=float, default=5.0,
+                    help="the daemon's --http-idle-timeout (0: one request per connection, no keep-alive)")
+    ap.add_argument("--http-reuse", default="safe", help="HAProxy's http-reuse (haproxy_cfg.py --http-reuse)")
     ap.add_argument("--out", help="write a markdown report here")
     a = ap.parse_args()
     promptlyd = os.path.join(ROOT, "build", "bin", "promptlyd")
@@ -112,7 +115,8 @@ def main():
     sock = os.path.join(d, "d.sock")
     stats_sock = os.path.join(d, "haproxy.sock")
     daemon = subprocess.Popen([promptlyd, "--socket", sock, "--workers", "1", "--http", "127.0.0.1:0",
-                               "--token-file", os.path.join(d, "token"), "--node-id", "n1", "--agent-port", "0"],
+                               "--token-file", os.path.join(d, "token"), "--node-id", "n1", "--agent-port", "0",
+                               "--http-idle-timeout", str(a.idle_timeout)],
                               stdout=subprocess.PIPE, text=True)
     lines = []
     for line in daemon.stdout:
@@ -125,7 +129,8 @@ def main():
     port = int(port)
     front = free_port()
     cfg = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "cluster", "haproxy_cfg.py"),
-                          "--bind", f"127.0.0.1:{front}", "--stats-socket", stats_sock, f"n1={http_addr}:{agent}"],
+                          "--bind", f"127.0.0.1:{front}", "--stats-socket", stats_sock, "--http-reuse", a.http_reuse,
+                          f"n1={http_addr}:{agent}"],
                          check=True, capture_output=True, text=True).stdout
     with open(os.path.join(d, "haproxy.cfg"), "w") as f:
         f.write(cfg)
@@ -143,25 +148,38 @@ def main():
                     raise
                 time.sleep(0.05)
         with Client(sock) as c:
-            direct = http.client.HTTPConnection(host, port, timeout=10)
-            through = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+            kept = {}
             run = {
                 PATHS[0]: lambda: c.submit("fib", {"n": 1}, wait=True),
-                PATHS[1]: lambda: http_submit(direct, token, close=False),
-                PATHS[2]: lambda: http_submit(through, token, close=False),
+                PATHS[1]: lambda: http_submit(kept[PATHS[1]], token, close=False),
+                PATHS[2]: lambda: http_submit(kept[PATHS[2]], token, close=False),
                 PATHS[3]: lambda: new_connection_submit(host, port, token),
                 PATHS[4]: lambda: new_connection_submit("127.0.0.1", front, token),
             }
             for r in range(a.rounds):
-                for p in PATHS[r % len(PATHS):] + PATHS[:r % len(PATHS)]:
-                    before = haproxy_stat(stats_sock, ["connect", "reuse"]) if p.startswith("haproxy") else None
-                    rounds[p].append(measure(run[p], a.requests))
-                    if before is not None:
-                        after = haproxy_stat(stats_sock, ["connect", "reuse"])
-                        prev = reuse.get(p, {"connect": 0, "reuse": 0})
-                        reuse[p] = {k: prev[k] + after[k] - before[k] for k in after}
-            direct.close()
-            through.close()
+                # Fresh kept connections each round (one left idle past the daemon's idle timeout
+                # would be closed: a client then reconnects, which is not what is measured here).
+                kept[PATHS[1]] = http.client.HTTPConnection(host, port, timeout=10)
+                kept[PATHS[2]] = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+                for p in PATHS:
+                    rounds[p].append([])
+                    for _ in range(min(50, a.requests)):  # warm-up
+                        run[p]()
+                # Blocks of BLOCK requests per path in turn, the order rotated each block: load
+                # that drifts on a shared machine falls on every path alike.
+                for b in range((a.requests + BLOCK - 1) // BLOCK):
+                    k = (b + r) % len(PATHS)
+                    for p in PATHS[k:] + PATHS[:k]:
+                        if p.startswith("haproxy"):
+                            stat0 = haproxy_stat(stats_sock, ["connect", "reuse"])
+                        rounds[p][-1] += measure(run[p], min(BLOCK, a.requests - b * BLOCK))
+                        if p.startswith("haproxy"):
+                            stat1 = haproxy_stat(stats_sock, ["connect", "reuse"])
+                            prev = reuse.setdefault(p, {"connect": 0, "reuse": 0})
+                            for key in prev:
+                                prev[key] += stat1[key] - stat0[key]
+                for k in kept.values():
+                    k.close()
     finally:
         haproxy.terminate()
         daemon.terminate()
@@ -186,8 +204,9 @@ def main():
     for p in ("haproxy kept", "haproxy new"):
         if p in reuse:
             out.append(f"- {p}: HAProxy opened {reuse[p]['connect']} connections to the daemon and reused one "
-                       f"{reuse[p]['reuse']} times for {a.rounds * (a.requests + min(50, a.requests))} requests.")
-    out.append(f"\n{a.requests} requests per path per round (after 50 of warm-up), {a.rounds} rounds.")
+                       f"{reuse[p]['reuse']} times for its {a.rounds * a.requests} measured requests.")
+    out.append(f"\nDaemon: --http-idle-timeout {a.idle_timeout:g}; HAProxy: http-reuse {a.http_reuse}. {a.requests} requests per path per round (after 50 of warm-up), in blocks of {BLOCK} taking "
+               f"turns, {a.rounds} rounds.")
     text = "\n".join(out) + "\n"
     print(text)
     if a.out:
