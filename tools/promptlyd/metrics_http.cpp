@@ -126,6 +126,7 @@ class idle_set {
     if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev) != 0) return false;
     waiting_.push_back({c, steady::now() + idle_timeout_});
     by_fd_[c->fd] = std::prev(waiting_.end());
+    assert(by_fd_.size() == waiting_.size() && "one entry per waiting connection");
     if (waiting_.size() == 1) wake();  // the poller had no deadline to wait for
     return true;
   }
@@ -164,6 +165,7 @@ class idle_set {
     connection_ptr c = std::move(it->second->c);
     waiting_.erase(it->second);
     by_fd_.erase(it);
+    assert(by_fd_.size() == waiting_.size() && "one entry per waiting connection");
     ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
     return c;
   }
