@@ -16,7 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <optional>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -142,27 +144,41 @@ class Cluster : public ::testing::Test {
         << "HAProxy did not see every node up";
   }
 
-  // HAProxy's view of each node, from its stats socket ("show stat").
-  std::vector<std::string> server_states() {
+  // HAProxy's view of each node, from its stats socket ("show stat"): the
+  // named column of each server line, in node order.
+  std::vector<std::string> server_stat(const std::string& column) {
     std::vector<std::string> out;
+    const auto split = [](const std::string& line) {
+      std::vector<std::string> col;
+      for (std::size_t at = 0;;) {
+        const auto comma = line.find(',', at);
+        col.push_back(line.substr(at, comma - at));
+        if (comma == std::string::npos) return col;
+        at = comma + 1;
+      }
+    };
     try {
       promptly::server::daemon::client c(promptly::server::daemon::connect_unix(dir.path + "/haproxy.sock"));
       c.send_raw("show stat\n");
+      std::size_t index = std::string::npos;
       while (auto l = c.receive_line()) {
-        if (l->rfind("promptlyd,n", 0) != 0) continue;
-        std::vector<std::string> col;
-        std::size_t at = 0;
-        while (col.size() < 18) {
-          const auto comma = l->find(',', at);
-          col.push_back(l->substr(at, comma - at));
-          if (comma == std::string::npos) break;
-          at = comma + 1;
+        if (l->rfind("# ", 0) == 0) {
+          const auto head = split(l->substr(2));
+          index = static_cast<std::size_t>(std::find(head.begin(), head.end(), column) - head.begin());
         }
-        out.push_back(col.size() > 17 ? col[17] : "");
+        if (l->rfind("promptlyd,n", 0) != 0) continue;
+        const auto col = split(*l);
+        out.push_back(index < col.size() ? col[index] : "");
       }
     } catch (const std::exception&) {
     }
     return out;
+  }
+  std::vector<std::string> server_states() { return server_stat("status"); }
+  std::uint64_t server_total(const std::string& column) {
+    std::uint64_t sum = 0;
+    for (const auto& v : server_stat(column)) sum += v.empty() ? 0 : std::stoull(v);
+    return sum;
   }
 
   http_reply submit(const std::string& program, const json& args, bool wait) {
@@ -185,11 +201,18 @@ TEST_F(Cluster, JobsFromConcurrentClientsAreEachDoneOnceOnEveryNode) {
   std::vector<std::vector<std::string>> ids(clients);
   std::atomic<int> wrong{0};
   std::vector<std::thread> t;
+  const std::uint64_t connects_before = server_total("connect");
   for (int c = 0; c < clients; ++c)
     t.emplace_back([&, c] {
+      // Each client keeps its connection to HAProxy, as HTTP clients do.
+      std::optional<http_connection> conn;
       for (int i = 0; i < per_client; ++i) {
         const int n = 10 + (c + i) % 6;
-        const auto r = submit("fib", {{"n", n}}, true);
+        if (!conn) conn.emplace(front);
+        conn->send(http_request("POST", "/v1/jobs", token,
+                                json{{"program", "fib"}, {"args", {{"n", n}}}, {"wait", true}}.dump(), true));
+        const auto r = conn->receive();
+        if (r.status == 0 || r.header("connection") == "close") conn.reset();
         const json b = body_of(r);
         if (r.status != 200 || b.value("state", "") != "done" || b["result"] != fib(n)) {
           ++wrong;
@@ -217,6 +240,12 @@ TEST_F(Cluster, JobsFromConcurrentClientsAreEachDoneOnceOnEveryNode) {
   }
   EXPECT_EQ(submitted, std::uint64_t{clients * per_client}) << "no job ran twice";
   EXPECT_EQ(done, std::uint64_t{clients * per_client});
+  // The nodes keep connections alive and HAProxy reuses them (http-reuse
+  // safe): far fewer connections to the nodes than requests.
+  const std::uint64_t connects = server_total("connect") - connects_before;
+  EXPECT_LT(connects, std::uint64_t{clients * per_client / 4}) << connects << " connections for "
+                                                               << clients * per_client << " requests";
+  EXPECT_GT(server_total("reuse"), std::uint64_t{clients * per_client / 2});
 }
 
 TEST_F(Cluster, AFullNodesRefusalsAreRetriedElsewhereAndAFullCluster503s) {

@@ -243,9 +243,126 @@ TEST_F(Http, UnsafeOptionCombinationsAreRefusedWithExitStatus2) {
   }
 }
 
-// One request over TLS (certificate not verified: the test's own,
-// self-signed); the reply as read to the end of the connection.
-std::string https_request(const std::string& host_port, const std::string& request) {
+// Keep-alive (docs/server.md, "HTTP API"): a connection carries request after
+// request, holding no thread between them, and is closed when idle too long,
+// after its last allowed request, or when its request's end is not certain.
+TEST_F(Http, AKeptConnectionCarriesRequestAfterRequest) {
+  daemon_process d(args({"--node-id", "n1"}));
+  ASSERT_TRUE(d.ready());
+  http_connection c(http_of(d));
+  const std::string body = R"({"program":"fib","args":{"n":10},"wait":true})";
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(c.send(http_request("POST", "/v1/jobs", token, body, /*keep_alive=*/true))) << i;
+    const auto r = c.receive();
+    ASSERT_EQ(r.status, 200) << "request " << i << " on one connection";
+    EXPECT_EQ(body_of(r)["result"], 55);
+    EXPECT_EQ(r.header("connection"), "");
+  }
+  // Pipelined: two requests in one write get two replies, in order.
+  ASSERT_TRUE(c.send(http_request("GET", "/healthz", "", "", true) + http_request("GET", "/v1/jobs/n1-2", token, "", true)));
+  EXPECT_EQ(c.receive().status, 200);
+  const auto second = c.receive();
+  ASSERT_EQ(second.status, 200);
+  EXPECT_EQ(body_of(second)["id"], "n1-2");
+  // "Connection: close" is honoured: the reply says so and the connection ends.
+  ASSERT_TRUE(c.send(http_request("GET", "/healthz", "")));
+  const auto last = c.receive();
+  EXPECT_EQ(last.status, 200);
+  EXPECT_EQ(last.header("connection"), "close");
+  EXPECT_TRUE(c.closed_by_server());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Http, AnIdleConnectionIsClosedAfterTheIdleTimeoutAndTheLastAfterMaxRequests) {
+  daemon_process d(args({"--http-idle-timeout", "0.2", "--http-max-requests", "3"}));
+  ASSERT_TRUE(d.ready());
+  const std::string h = http_of(d);
+  http_connection idle(h);
+  ASSERT_TRUE(idle.send(http_request("GET", "/healthz", "", "", true)));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(idle.receive().status, 200);
+  EXPECT_TRUE(idle.closed_by_server());  // within the 10 s receive timeout
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
+
+  http_connection busy(h);
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(busy.send(http_request("GET", "/healthz", "", "", true)));
+    const auto r = busy.receive();
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.header("connection"), i == 3 ? "close" : "") << i;
+  }
+  EXPECT_TRUE(busy.closed_by_server());
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Http, IdleKeptConnectionsHoldNoThreadAndTheirNumberIsBounded) {
+  // A held thread would hold it for 30 s: /healthz answers only if idle
+  // connections hold none.
+  daemon_process d(args({"--http-threads", "8", "--http-request-timeout", "30", "--http-max-idle", "12"}));
+  ASSERT_TRUE(d.ready());
+  const std::string h = http_of(d);
+  std::vector<http_connection> conns;
+  std::vector<std::string> said;
+  for (int i = 0; i < 16; ++i) {  // twice the threads, 4 more than may stay idle
+    conns.emplace_back(h);
+    ASSERT_TRUE(conns.back().send(http_request("GET", "/healthz", "", "", true)));
+    const auto r = conns.back().receive();
+    ASSERT_EQ(r.status, 200) << i;
+    said.push_back(r.header("connection"));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(http_call(h, "GET", "/healthz", "", "", std::chrono::seconds(5)).status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  // Exactly max-idle connections stayed open and serve a second request; the others were closed.
+  int kept = 0;
+  for (std::size_t i = 0; i < conns.size(); ++i) {
+    const bool sent = conns[i].send(http_request("GET", "/healthz", "", "", true));
+    const auto r = sent ? conns[i].receive() : http_reply{};
+    if (r.status == 200) ++kept;
+    else EXPECT_EQ(r.status, 0) << i;
+    if (said[i] == "close") EXPECT_EQ(r.status, 0) << "connection " << i << " said close";
+  }
+  EXPECT_EQ(kept, 12);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+TEST_F(Http, AConnectionWhoseRequestEndIsUncertainIsClosedSoNothingIsSmuggled) {
+  daemon_process d(args());
+  ASSERT_TRUE(d.ready());
+  const std::string h = http_of(d);
+  const std::string smuggled = http_request("POST", "/v1/jobs", token, R"({"program":"fib","args":{"n":3}})", true);
+  const auto expect_closed_after = [&](const std::string& raw, int status, const char* what) {
+    http_connection c(h);
+    ASSERT_TRUE(c.send(raw)) << what;
+    const auto r = c.receive();
+    EXPECT_EQ(r.status, status) << what;
+    EXPECT_EQ(r.header("connection"), "close") << what;
+    EXPECT_TRUE(c.closed_by_server()) << what << ": a second reply came";
+  };
+  // A route that answers before reading the body (the token check), a method
+  // whose body httplib does not read, chunked framing, a Content-Length that
+  // is no number: the rest of the bytes would read as a request of its own.
+  const std::string len = std::to_string(smuggled.size());
+  expect_closed_after("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: " + len + "\r\n\r\n" + smuggled, 401,
+                      "unauthorized with a body");
+  expect_closed_after("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " + len + "\r\n\r\n" + smuggled, 200,
+                      "GET with a body");
+  expect_closed_after("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+                          "\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n" + smuggled,
+                      400, "chunked");
+  expect_closed_after("GARBAGE\r\n\r\n" + smuggled, 400, "a malformed request line");
+  EXPECT_EQ(body_of(http_call(h, "GET", "/v1/stats", token))["submitted"], 0) << "a smuggled request ran";
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+}
+
+// Requests over one TLS connection (certificate not verified: the test's
+// own, self-signed), each sent once the reply before it is complete; the
+// replies as read to the end of the connection (the last request closes it).
+std::string https_requests(const std::string& host_port, const std::vector<std::string>& requests) {
   const auto hp = promptly::server::daemon::parse_host_port(host_port);
   client c(promptly::server::daemon::connect_tcp(hp.host, hp.port));
   timeval tv{10, 0};
@@ -254,13 +371,34 @@ std::string https_request(const std::string& host_port, const std::string& reque
   SSL* ssl = SSL_new(ctx);
   SSL_set_fd(ssl, c.fd());
   std::string out;
-  if (SSL_connect(ssl) == 1 && SSL_write(ssl, request.data(), static_cast<int>(request.size())) > 0) {
+  // Whether `out` holds n complete replies (each with a Content-Length).
+  const auto replies_in = [&out](std::size_t n) {
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto end = out.find("\r\n\r\n", at);
+      const auto len = out.find("Content-Length: ", at);
+      if (end == std::string::npos || len == std::string::npos || len > end) return false;
+      at = end + 4 + std::stoul(out.substr(len + 16));
+      if (out.size() < at) return false;
+    }
+    return true;
+  };
+  if (SSL_connect(ssl) == 1) {
     char buf[4096];
-    for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (SSL_write(ssl, requests[i].data(), static_cast<int>(requests[i].size())) <= 0) break;
+      const bool last = i + 1 == requests.size();
+      for (int n; (last || !replies_in(i + 1)) && (n = SSL_read(ssl, buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    }
   }
   SSL_free(ssl);
   SSL_CTX_free(ctx);
   return out;
+}
+
+std::string https_request(const std::string& host_port, const std::string& request) {
+  return https_requests(host_port, {request});
 }
 
 TEST_F(Http, ServesTheApiOverTls) {
@@ -273,16 +411,21 @@ TEST_F(Http, ServesTheApiOverTls) {
   const std::string url = d.line_value("listening http");
   ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
   const std::string h = url.substr(8);
-  EXPECT_EQ(https_request(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
+  EXPECT_EQ(https_request(h, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
   const std::string body = R"({"program":"fib","args":{"n":10},"wait":true})";
-  const std::string reply = https_request(h, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+  const std::string reply = https_request(h, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token +
                                                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   ASSERT_EQ(reply.substr(0, 12), "HTTP/1.1 200") << reply;
   EXPECT_EQ(json::parse(reply.substr(reply.find("\r\n\r\n") + 4))["result"], 55);
-  EXPECT_EQ(https_request(h, "GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12), "HTTP/1.1 401");
+  EXPECT_EQ(https_request(h, "GET /v1/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").substr(0, 12), "HTTP/1.1 401");
+  // Two requests on one connection, the second after the first's reply.
+  const std::string two = https_requests(h, {"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                                             "GET /v1/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"});
+  EXPECT_EQ(two.substr(0, 12), "HTTP/1.1 200") << two;
+  EXPECT_NE(two.find("HTTP/1.1 401", 12), std::string::npos) << two;
   // Plain HTTP on the TLS port gets no answer, and the daemon goes on.
   EXPECT_EQ(http_call(h, "GET", "/healthz", "").status, 0);
-  EXPECT_EQ(https_request(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
+  EXPECT_EQ(https_request(h, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0);
 }

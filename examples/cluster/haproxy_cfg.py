@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the HAProxy configuration of a promptlyd cluster (docs/cluster.md).
 
-usage: haproxy_cfg.py --bind HOST:PORT [--stats-socket PATH] NODE=HOST:PORT:AGENT_PORT ...
+usage: haproxy_cfg.py --bind HOST:PORT [--stats-socket PATH] [--check-ms MS] [--http-reuse safe|aggressive]
+                      NODE=HOST:PORT:AGENT_PORT ...
 
 NODE is the daemon's --node-id (the prefix of its job ids), HOST:PORT its
 --http address, AGENT_PORT its --agent-port. The configuration goes to stdout.
@@ -18,7 +19,7 @@ def node(spec):
     return m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
 
 
-def config(bind, nodes, stats_socket=None, check_ms=500):
+def config(bind, nodes, stats_socket=None, check_ms=500, http_reuse="safe"):
     out = ["global",
            "    maxconn 4096"]
     if stats_socket:
@@ -39,6 +40,10 @@ def config(bind, nodes, stats_socket=None, check_ms=500):
             "",
             "backend promptlyd",
             "    balance leastconn",
+            "    # The nodes keep connections alive (--http-idle-timeout): requests reuse",
+            "    # an idle connection to a node instead of opening one each (safe: a",
+            "    # client's requests after its first; aggressive: its first too).",
+            f"    http-reuse {http_reuse}",
             "    option httpchk GET /readyz",
             "    http-check expect status 200",
             "    # A submission refused by a full or draining node (503) or a node that",
@@ -68,9 +73,11 @@ def main():
     p.add_argument("--bind", required=True, help="HOST:PORT clients connect to")
     p.add_argument("--stats-socket", help="HAProxy's admin socket (show stat)")
     p.add_argument("--check-ms", type=int, default=500, help="health and agent check interval")
+    p.add_argument("--http-reuse", choices=["safe", "aggressive"], default="safe",
+                   help="HAProxy's reuse of idle connections to the nodes (docs/cluster.md)")
     p.add_argument("nodes", nargs="+", type=node)
     a = p.parse_args()
-    sys.stdout.write(config(a.bind, a.nodes, a.stats_socket, a.check_ms))
+    sys.stdout.write(config(a.bind, a.nodes, a.stats_socket, a.check_ms, a.http_reuse))
 
 
 if __name__ == "__main__":

@@ -58,6 +58,9 @@ struct options {
   unsigned http_threads = 64;
   std::size_t max_body_bytes = std::size_t{1} << 20;
   double http_request_timeout_s = 5;
+  double http_idle_timeout_s = 5;
+  unsigned http_max_requests = 1000;
+  unsigned http_max_idle = 1024;
   int agent_port = -1;
   unsigned workers = 0;
   std::string policy;
@@ -123,6 +126,9 @@ void start_http(const options& o, protocol::service& svc, job_server& srv, unsig
     daemon::metrics_http_options ho;
     ho.max_threads = o.http_threads;
     ho.request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.http_request_timeout_s * 1000));
+    ho.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.http_idle_timeout_s * 1000));
+    ho.max_requests = o.http_max_requests;
+    ho.max_idle = o.http_max_idle;
     ho.api = &*out.api;
     ho.tls_cert = o.tls_cert;
     ho.tls_key = o.tls_key;
@@ -296,6 +302,13 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--http-request-timeout", o.http_request_timeout_s,
                  "Seconds an HTTP client has to send its whole request (headers and body)")
       ->capture_default_str()->check(CLI::Range(0.01, 600.0));
+  app.add_option("--http-idle-timeout", o.http_idle_timeout_s,
+                 "Seconds an HTTP connection may stay open, holding no thread, for its next request (0: no keep-alive)")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--http-max-requests", o.http_max_requests, "HTTP requests one connection may carry")
+      ->capture_default_str()->check(CLI::Range(1u, 1000000u));
+  app.add_option("--http-max-idle", o.http_max_idle, "HTTP connections kept open between requests at once")
+      ->capture_default_str()->check(CLI::Range(0u, 65536u));
   app.add_option("--agent-port", o.agent_port,
                  "Answer HAProxy's agent check on 127.0.0.1:PORT (0 = any; docs/cluster.md)")
       ->check(CLI::Range(0, 65535));

@@ -3,17 +3,29 @@
 // when given one (http_api.hpp). Loopback only, unless TLS is configured.
 //
 // Invariant: no client can hold a thread of the endpoint for long, and
-// slow clients do not keep others waiting for a thread. Every connection
-// carries one request (no keep-alive); from the moment a thread takes it,
-// its request must arrive within request_timeout and each write of its
-// response complete within response_timeout, however the client paces its
-// bytes (httplib's own timeouts are per read: a header byte every few
-// seconds would hold a thread forever), else it is closed. Threads start
-// on demand, up to max_threads; beyond, connections wait in accept order
-// (at most 1024; more are closed unread). So clients that trickle their
-// headers (Slowloris) or never send them delay /healthz not at all while
-// they are fewer than max_threads, and by about request_timeout per
-// max_threads of them beyond: a liveness probe keeps seeing a healthy daemon.
+// slow clients do not keep others waiting for a thread. A thread holds a
+// connection only while it serves one request: from the moment it takes the
+// connection, the request must arrive within request_timeout and each write
+// of its response complete within response_timeout, however the client paces
+// its bytes (httplib's own timeouts are per read: a header byte every few
+// seconds would hold a thread forever), else the connection is closed.
+// Between requests a kept-alive connection holds no thread: it waits in the
+// idle set, watched by one poller thread, until its next request's first
+// bytes arrive (then it queues for a thread like a new connection) or
+// idle_timeout passes (then it is closed); at most max_idle wait so, and a
+// connection serves at most max_requests requests. Threads start on demand,
+// up to max_threads; beyond, connections wait in accept order (at most 1024;
+// more are closed unread). So clients that trickle their headers (Slowloris)
+// or never send them delay /healthz not at all while they are fewer than
+// max_threads, and by about request_timeout per max_threads of them beyond;
+// idle keep-alive clients delay it not at all: a liveness probe keeps seeing
+// a healthy daemon.
+//
+// A connection is kept only when its request's end is certain (no
+// Transfer-Encoding, one numeric Content-Length whose body was read, no 400,
+// 413 or 414), so bytes left unread are never taken for the next request:
+// behind a balancer that shares connections among clients, they would be a
+// smuggled request (RFC 9112 Sec. 11.2).
 #pragma once
 
 #include <chrono>
@@ -32,6 +44,13 @@ struct metrics_http_options {
   unsigned max_threads = 32;
   std::chrono::milliseconds request_timeout{500};
   std::chrono::milliseconds response_timeout{2000};
+  // Keep-alive: how long a connection may wait for its next request without a
+  // thread (0: one request per connection), the requests one connection may
+  // carry (its last response says "Connection: close"), and the connections
+  // that may wait so at once (beyond, a response closes its connection).
+  std::chrono::milliseconds idle_timeout{5000};
+  unsigned max_requests = 1000;
+  unsigned max_idle = 1024;
   // The /v1 API to serve too (outlives this endpoint), or none.
   http_api* api = nullptr;
   // PEM certificate chain and key: serve HTTPS, on any address.
