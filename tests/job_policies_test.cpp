@@ -492,7 +492,7 @@ TEST(Elastic, ElasticPoolsGetTheOptimumAndTheOthersShareTheRest) {
   decisions d2(8);
   EXPECT_EQ(d2.decide(*p, event_kind::installed, no_pool, c), (counts{8, 0}));
   c[0].elastic = promptly::elastic_params{.work_ms = 8, .span_ms = 2, .period_min_ms = 4, .period_max_ms = 8, .elasticity = 1};
-  EXPECT_EQ(d2.decide(*p, event_kind::quantum, no_pool, c), (counts{3, 5})) << "T(3) = 4 = T_min: rank 0 needs 3";
+  EXPECT_EQ(d2.decide(*p, event_kind::pool_added, 0, c), (counts{3, 5})) << "T(3) = 4 = T_min: rank 0 needs 3";
 }
 
 // Instances are admitted earliest deadline first (release + T_max), not oldest first. On 2
@@ -514,7 +514,7 @@ TEST(Elastic, InstancesAreAdmittedEarliestDeadlineFirst) {
   // When the long-period instance's deadline is the nearer one (40 ms old: 10 ms left), it
   // comes first: its one core, and the other, which no longer fits, shares the core left.
   s[0].age = 40ms;
-  EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{1, 1}));
+  EXPECT_EQ(d.decide(*p, event_kind::pool_added, 0, s), (counts{1, 1}));
 }
 
 // An instance that can no longer meet its deadline (its work left, C minus its measured work,
@@ -537,10 +537,28 @@ TEST(Elastic, AnInstanceThatCanNoLongerMeetItsDeadlineComesLast) {
   EXPECT_EQ(d.decide(*p, event_kind::installed, no_pool, s), (counts{0, 2}));
   // 6 ms done: 2 ms left takes 1.2 ms on both cores, so it can make it and comes first again.
   s[0].work_s = 0.006;
-  EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{1, 1}));
+  EXPECT_EQ(d.decide(*p, event_kind::pool_added, 0, s), (counts{1, 1}));
   // Past its deadline: last, whatever it has done.
   s[0].age = 28ms;
-  EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), (counts{0, 2}));
+  EXPECT_EQ(d.decide(*p, event_kind::pool_added, 0, s), (counts{0, 2}));
+}
+
+// The elastic policy ticks (to find held cores), and pool_view::work_s counts since the last
+// tick: an instance's work done is summed over the ticks. The instance of the test above with
+// 4 ms done by a tick and 2 ms since can make its deadline and comes first.
+TEST(Elastic, WorkDoneIsSummedOverQuantumTicks) {
+  using namespace std::chrono_literals;
+  auto p = promptly::ext::make_policy("elastic");
+  decisions d(2);
+  auto s = pools_of({{1, true}, {1, true}});
+  s[0].elastic = promptly::elastic_params{.work_ms = 8, .span_ms = 0.4, .period_min_ms = 27.4, .period_max_ms = 27.4, .elasticity = 1};
+  s[0].age = 24700us;
+  s[1].elastic = promptly::elastic_params{.work_ms = 13, .span_ms = 0.65, .period_min_ms = 8.2, .period_max_ms = 8.2, .elasticity = 1};
+  EXPECT_EQ(d.decide(*p, event_kind::installed, no_pool, s), (counts{0, 2}));
+  s[0].work_s = 0.004;
+  d.decide(*p, event_kind::quantum, no_pool, s);
+  s[0].work_s = 0.002;  // since the tick
+  EXPECT_EQ(d.decide(*p, event_kind::pool_added, 0, s), (counts{1, 1})) << "6 ms done in all";
 }
 
 // --- every policy by name -------------------------------------------------------

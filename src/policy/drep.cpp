@@ -73,6 +73,7 @@ class drep_policy : public ext::policy {
       with_work_.clear();
     }
     owner_.resize(cores, ext::no_pool);  // a core limit change re-installs; this only guards the size
+    if (tick_without_held_cores(ev, d)) return;  // DREP moves cores at arrivals and exits only
     const auto pools = d.pools_with_work();  // only pools with work own cores: no walk over the idle ones
     unsigned served_rank = 0;
     const bool any = most_urgent_rank(pools, served_rank);
@@ -129,6 +130,7 @@ class drep_policy : public ext::policy {
  private:
   // Held cores trade owners (the counts per job stay DREP's).
   void keep_held_cores_where_they_are(const ext::decision& d, const std::vector<ext::pool_id>& served) {
+    if (d.cores().empty() || held_cores(d).empty()) return;
     std::vector<unsigned> counts(served.size(), 0);
     for (const ext::pool_id o : owner_) {
       const auto it = std::find(served.begin(), served.end(), o);

@@ -26,17 +26,17 @@
 //     the pool's work summed over quantum ticks (work_ledger; for a pool
 //     created before this policy was installed, since the last tick before:
 //     less than it did, so it may be judged late too soon). An instance
-//     turns late between decisions and is judged at the next one (every
-//     release and end is one, and every tick);
+//     turns late between events and is judged at the next one (every
+//     release and end is one);
 //  2. the other pools of the class, and elastic pools the optimiser could
 //     not admit (their T_max cannot be met), split the rest evenly, oldest
 //     first, without a cap (equi's rule).
 // Cores left after every class (every elastic pool saturated, no other pool
 // with work) go to the elastic pools with work evenly: extra cores shorten
 // their instances and nobody else can use them.
-// Decisions are re-evaluated on every pool event and quantum tick (the
-// quantum, held_core_quantum, is there to find cores held by another
-// pool's strand: job_classes.hpp, "Held cores"); the parameters of a pool
+// Decisions are re-evaluated on every pool event (quantum ticks,
+// held_core_quantum, only find cores held by another pool's strand:
+// job_classes.hpp, "Held cores"); the parameters of a pool
 // never change, so a change of period is a new pool (a job server releases
 // each instance as a job). desire(pool) reports the optimiser's count.
 //
@@ -71,6 +71,7 @@ class elastic_policy final : public ext::policy {
   void on_event(const ext::event& ev, ext::decision& d) override {
     if (ev.kind == ext::event_kind::installed) d.set_quantum(held_core_quantum);
     work_.note(ev, d);
+    if (tick_without_held_cores(ev, d)) return;  // counts change at pool events only
     const auto pools = d.pools_with_work();  // a pool without work gets no core (job_classes.hpp)
     const unsigned cores = d.core_count();
     std::uint32_t end = 0;
@@ -90,7 +91,10 @@ class elastic_policy final : public ext::policy {
         return p.elastic->period_max_ms - std::chrono::duration<double, std::milli>(p.age).count();
       };
       std::vector<bool> can_meet(members.size(), false);
-      for (std::size_t k : elastic_at) can_meet[k] = can_still_meet_deadline(pools[members[k]], work_.done_s(pools[members[k]]), ms_left(k), cores);
+      for (std::size_t k : elastic_at) {
+        const ext::pool_view& p = pools[members[k]];
+        can_meet[k] = can_still_meet_deadline(p, work_.done_s(p), ms_left(k), cores);
+      }
       std::stable_sort(elastic_at.begin(), elastic_at.end(), [&](std::size_t a, std::size_t b) {
         if (can_meet[a] != can_meet[b]) return static_cast<bool>(can_meet[a]);
         return ms_left(a) < ms_left(b);

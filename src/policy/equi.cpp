@@ -26,6 +26,7 @@ class equi_policy final : public ext::policy {
   std::string_view name() const noexcept override { return "equi"; }
   void on_event(const ext::event& ev, ext::decision& d) override {
     if (ev.kind == ext::event_kind::installed) d.set_quantum(held_core_quantum);
+    if (tick_without_held_cores(ev, d)) return;  // the shares change only at pool events
     const auto pools = d.pools_with_work();  // a pool without work gets no core (job_classes.hpp)
     const std::vector<unsigned> counts = serve_by_rank(
         pools, d.core_count(),

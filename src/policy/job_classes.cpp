@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 
 namespace promptly::policy_impl {
 
@@ -60,12 +61,19 @@ std::vector<held_core> held_cores(const ext::decision& d) {
   return out;
 }
 
+bool tick_without_held_cores(const ext::event& ev, const ext::decision& d) {
+  return ev.kind == ext::event_kind::quantum && held_cores(d).empty();
+}
+
 std::vector<ext::pool_id> pin_held_cores(const ext::decision& d, std::span<const ext::pool_id> order,
                                          std::span<unsigned> counts) {
   assert(order.size() == counts.size());
   std::vector<ext::pool_id> pinned(d.core_count(), ext::no_pool);
   const std::vector<held_core> held = held_cores(d);
   if (held.empty()) return pinned;
+#ifndef NDEBUG
+  const unsigned offered = std::accumulate(counts.begin(), counts.end(), 0u);
+#endif
   auto at = [&](ext::pool_id id) {
     return static_cast<std::size_t>(std::find(order.begin(), order.end(), id) - order.begin());
   };
@@ -85,6 +93,10 @@ std::vector<ext::pool_id> pin_held_cores(const ext::decision& d, std::span<const
     --counts[to];
     pinned[h.core] = order[to];
   }
+  assert(offered == std::accumulate(counts.begin(), counts.end(), 0u) +
+                        static_cast<unsigned>(std::count_if(pinned.begin(), pinned.end(),
+                                                            [](ext::pool_id p) { return p != ext::no_pool; })) &&
+         "each pin is taken out of the counts");
   return pinned;
 }
 

@@ -95,6 +95,10 @@ struct held_core {
 // The held cores of the view (none except at quantum ticks: only ticks say
 // stalled). Costs a look-up per core.
 std::vector<held_core> held_cores(const ext::decision& d);
+// True for a quantum event that finds no held core: a policy whose ticks
+// only find held cores decides nothing on it (the cores stay as they are,
+// and the tick costs a look-up per core, not a walk of the pools).
+bool tick_without_held_cores(const ext::event& ev, const ext::decision& d);
 
 // Pins each held core to a pool of `order` (pool ids in the policy's order
 // of service, most urgent first; counts[i] cores for order[i]), taking the
