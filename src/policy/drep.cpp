@@ -130,7 +130,7 @@ class drep_policy : public ext::policy {
  private:
   // Held cores trade owners (the counts per job stay DREP's).
   void keep_held_cores_where_they_are(const ext::decision& d, const std::vector<ext::pool_id>& served) {
-    if (d.cores().empty() || held_cores(d).empty()) return;
+    if (held_cores(d).empty()) return;
     std::vector<unsigned> counts(served.size(), 0);
     for (const ext::pool_id o : owner_) {
       const auto it = std::find(served.begin(), served.end(), o);
