@@ -19,6 +19,7 @@
 #include "policy/elastic_optimizer.hpp"
 #include "policy/job_classes.hpp"
 #include "policy/job_policies.hpp"
+#include "policy/serpt.hpp"
 #include "policy_support.hpp"
 #include "promptly/ext/policy.hpp"
 #include "promptly/promptly.hpp"
@@ -731,6 +732,9 @@ TEST_P(JobPoliciesWithAHeldCore, APoolGetsACoreThatIsNotHeldInAnotherPoolsStrand
   if (policy == "drep") rt.set_policy(make_drep_policy({.seed = drep_seed_moving_worker_one_only()}));
   if (policy == "drep-steal-boundary")
     rt.set_policy(make_drep_steal_boundary_policy({.seed = drep_seed_moving_worker_one_only()}));
+  // Under linear speedup serpt gives every core to one job (a, whose expected remaining work is
+  // the least), and the free core takes it; a near-even split gives each job one core.
+  if (policy == "serpt") rt.set_policy(make_serpt_policy({.speedup_exponent = 0.01}, nullptr));
   std::atomic<int> arrived{0};
   std::atomic<bool> held{false}, freed{false}, a_ran{false}, give_up{false};
   auto b_task = [&] {
