@@ -11,7 +11,7 @@
 // and the newest wait for a pool to finish.
 //
 // Invariants
-//  * Stateless: a decision depends only on the pools of its view.
+//  * Stateless: a decision depends only on its view (pools and cores).
 //  * Every core goes to a pool with work whenever one exists.
 #include <vector>
 
