@@ -44,7 +44,11 @@ inline std::vector<ext::pool_view> pools_of(std::initializer_list<std::pair<unsi
 // A policy's view of `cores` cores that remember where the last decision put them.
 class decisions {
  public:
-  explicit decisions(unsigned cores) : targets_(cores) {}
+  explicit decisions(unsigned cores) : targets_(cores), held_by_(cores, ext::no_pool) {}
+
+  // Core c's view serves `pool` whatever its assignment (a strand of that
+  // pool holds it) until released with ext::no_pool.
+  void hold(unsigned c, ext::pool_id pool) { held_by_.at(c) = pool; }
 
   // Cores per pool (by position in `pools`) after the policy handled `ev`.
   std::vector<unsigned> decide(ext::policy& p, ext::event_kind kind, ext::pool_id pool,
@@ -57,7 +61,7 @@ class decisions {
       cores[c].target = targets_[c].target();
       cores[c].assigned = targets_[c].first();
       cores[c].pools.assign(targets_[c].ranked_ids().begin(), targets_[c].ranked_ids().end());
-      cores[c].serving = cores[c].assigned;
+      cores[c].serving = held_by_[c] != ext::no_pool ? held_by_[c] : cores[c].assigned;
     }
     promptly::detail::decision_impl d(pools, cores, quantum_, kind == ext::event_kind::installed);
     p.on_event(ext::event{kind, pool, {}}, d);
@@ -112,6 +116,7 @@ class decisions {
 
  private:
   std::vector<promptly::detail::pool_set> targets_;
+  std::vector<ext::pool_id> held_by_;  // by core: the pool whose strand holds it, or no_pool
   std::chrono::microseconds quantum_{0};
 };
 

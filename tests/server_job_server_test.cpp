@@ -891,7 +891,7 @@ TEST(JobServer, AJobThatIgnoresCancellationStaysRunningWithCancelRequested) {
 
 TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
   // equi: a core for each of the three running jobs (under prompt the
-  // spinning oldest job would hold both cores and the others never start).
+  // spinning oldest job would hold every core and the others never start).
   promptly::runtime rt(config(3, "equi"));
   std::atomic<bool> release{false};
   srv::job_server s(rt, {.max_running = 3});
@@ -899,11 +899,16 @@ TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
     while (!release.load()) std::this_thread::yield();
     return 1;
   });
-  s.register_program("sleeper", [](srv::job_context& ctx) -> json {
+  std::atomic<int> others_started{0};
+  s.register_program("sleeper", [&](srv::job_context& ctx) -> json {
+    others_started.fetch_add(1);
     ctx.sleep_for(std::chrono::hours(1));
     return 0;
   });
-  s.register_program("spin", until_cancelled);
+  s.register_program("spin", [&](srv::job_context& ctx) -> json {
+    others_started.fetch_add(1);
+    return until_cancelled(ctx);
+  });
   // Released on every exit, a failed assertion's too: else the server's
   // destructor would wait for the stubborn job for ever.
   struct release_at_exit {
@@ -915,6 +920,13 @@ TEST(JobServer, DrainWithinAbandonsJobsThatIgnoreCancellation) {
   auto spin = s.submit("spin", {});
   auto queued = s.submit("spin", {});
   ASSERT_EQ(entered.wait_for(hang_guard), std::future_status::ready);
+  // Every running job has started before the drain, so each has a core that
+  // will see its cancellation. The stubborn and spinning jobs never reach a
+  // strand boundary: a core equi gave another job may stay held in their
+  // strands, and equi must give that job a core free to move.
+  ASSERT_TRUE(wait_until([&] { return others_started.load() == 2; }))
+      << "the sleeper and a spinning job have not both started: " << others_started.load() << " did\n"
+      << describe(rt);
   srv::job_server::drain_report r;
   {
     watchdog dog(std::chrono::seconds(30), "drain_within with a job that ignores cancellation");

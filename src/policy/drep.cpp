@@ -35,6 +35,12 @@
 // away from every pool (the core limit, take_core) is no move between jobs:
 // it stops at its next strand boundary, as under every policy.
 //
+// A core held by a strand of another pool (job_classes.hpp, "Held cores")
+// trades owners with a core of the holder, or else of the last job served
+// after its own: each job keeps as many cores as DREP's draws gave it, and
+// the held core is counted where it is. The quantum (held_core_quantum)
+// only finds held cores: ticks draw nothing.
+//
 // Invariants
 //  * owner_[c] is the pool core c was last given by this policy (no_pool:
 //    none); after each decision it is a pool of the served class whenever
@@ -62,11 +68,12 @@ class drep_policy : public ext::policy {
   void on_event(const ext::event& ev, ext::decision& d) override {
     const unsigned cores = d.core_count();
     if (ev.kind == ext::event_kind::installed) {
-      d.set_quantum(std::chrono::microseconds{0});  // DREP reacts to arrivals and exits only
+      d.set_quantum(held_core_quantum);  // DREP reacts to arrivals and exits only; ticks find held cores
       owner_.assign(cores, ext::no_pool);
       with_work_.clear();
     }
     owner_.resize(cores, ext::no_pool);  // a core limit change re-installs; this only guards the size
+    if (tick_without_held_cores(ev, d)) return;  // DREP moves cores at arrivals and exits only
     const auto pools = d.pools_with_work();  // only pools with work own cores: no walk over the idle ones
     unsigned served_rank = 0;
     const bool any = most_urgent_rank(pools, served_rank);
@@ -111,6 +118,7 @@ class drep_policy : public ext::policy {
       std::uniform_int_distribution<std::size_t> pick(0, served.size() - 1);
       owner_[c] = served[pick(rng_)];
     }
+    keep_held_cores_where_they_are(d, served);
     for (unsigned c = 0; c < cores; ++c) {
       if (owner_[c] == ext::no_pool)
         d.take_core(c);
@@ -120,6 +128,19 @@ class drep_policy : public ext::policy {
   }
 
  private:
+  // Held cores trade owners (the counts per job stay DREP's).
+  void keep_held_cores_where_they_are(const ext::decision& d, const std::vector<ext::pool_id>& served) {
+    if (held_cores(d).empty()) return;
+    std::vector<unsigned> counts(served.size(), 0);
+    for (const ext::pool_id o : owner_) {
+      const auto it = std::find(served.begin(), served.end(), o);
+      if (it != served.end()) ++counts[static_cast<std::size_t>(it - served.begin())];
+    }
+    std::vector<ext::pool_id> pinned = pin_held_cores(d, served, counts);
+    if (std::all_of(pinned.begin(), pinned.end(), [](ext::pool_id p) { return p == ext::no_pool; })) return;
+    owner_ = cores_for_counts(owner_, std::move(pinned), served, counts);
+  }
+
   bool seen(ext::pool_id id) const noexcept {
     return std::find(with_work_.begin(), with_work_.end(), id) != with_work_.end();
   }

@@ -22,25 +22,27 @@
 //     runs: 249 misses before, 120 after). "Can no longer"
 //     is estimated from its declaration and its measured work: the work
 //     left, C - work done (at least 0), with span min(L, that), does not
-//     fit in the time to its deadline on all the cores. The policy runs
-//     without quantum ticks, so a view's work_s is the pool's work since
-//     its creation (ext/policy.hpp; for a pool created before a switch from
-//     a ticking policy, since that policy's last tick: less than it did, so
-//     it may be judged late too soon). An instance turns late between
-//     events and is judged at the next one (every release and end is one);
+//     fit in the time to its deadline on all the cores. The work done is
+//     the pool's work summed over quantum ticks (work_ledger; for a pool
+//     created before this policy was installed, since the last tick before:
+//     less than it did, so it may be judged late too soon). An instance
+//     turns late between events and is judged at the next one (every
+//     release and end is one);
 //  2. the other pools of the class, and elastic pools the optimiser could
 //     not admit (their T_max cannot be met), split the rest evenly, oldest
 //     first, without a cap (equi's rule).
 // Cores left after every class (every elastic pool saturated, no other pool
 // with work) go to the elastic pools with work evenly: extra cores shorten
 // their instances and nobody else can use them.
-// Decisions are re-evaluated on every pool event; the parameters of a pool
+// Decisions are re-evaluated on every pool event (quantum ticks,
+// held_core_quantum, only find cores held by another pool's strand:
+// job_classes.hpp, "Held cores"); the parameters of a pool
 // never change, so a change of period is a new pool (a job server releases
 // each instance as a job). desire(pool) reports the optimiser's count.
 //
 // Invariants
-//  * Stateless between decisions except wanted_ (for stats): a decision
-//    depends only on its view.
+//  * Stateless between decisions except wanted_ (for stats) and the work
+//    ledger: a decision depends only on its view and the work summed.
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -54,9 +56,9 @@ namespace {
 
 // Whether the instance's work left, estimated as C minus the work measured
 // so far, fits in `ms_left` on every core (rule 1 above).
-bool can_still_meet_deadline(const ext::pool_view& p, double ms_left, unsigned cores) {
+bool can_still_meet_deadline(const ext::pool_view& p, double done_s, double ms_left, unsigned cores) {
   if (ms_left <= 0) return false;
-  const double work_left = std::max(0.0, p.elastic->work_ms - p.work_s * 1e3);
+  const double work_left = std::max(0.0, p.elastic->work_ms - done_s * 1e3);
   const double span_left = std::min(p.elastic->span_ms, work_left);
   return elastic_response_ms({work_left, span_left, ms_left, ms_left, 1}, std::max(cores, 1u)) <= ms_left;
 }
@@ -67,7 +69,9 @@ class elastic_policy final : public ext::policy {
   double desire(ext::pool_id pool) const noexcept override { return pool < wanted_.size() ? wanted_[pool] : 0.0; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    if (ev.kind == ext::event_kind::installed) d.set_quantum(std::chrono::microseconds{0});
+    if (ev.kind == ext::event_kind::installed) d.set_quantum(held_core_quantum);
+    work_.note(ev, d);
+    if (tick_without_held_cores(ev, d)) return;  // counts change at pool events only
     const auto pools = d.pools_with_work();  // a pool without work gets no core (job_classes.hpp)
     const unsigned cores = d.core_count();
     std::uint32_t end = 0;
@@ -87,7 +91,10 @@ class elastic_policy final : public ext::policy {
         return p.elastic->period_max_ms - std::chrono::duration<double, std::milli>(p.age).count();
       };
       std::vector<bool> can_meet(members.size(), false);
-      for (std::size_t k : elastic_at) can_meet[k] = can_still_meet_deadline(pools[members[k]], ms_left(k), cores);
+      for (std::size_t k : elastic_at) {
+        const ext::pool_view& p = pools[members[k]];
+        can_meet[k] = can_still_meet_deadline(p, work_.done_s(p), ms_left(k), cores);
+      }
       std::stable_sort(elastic_at.begin(), elastic_at.end(), [&](std::size_t a, std::size_t b) {
         if (can_meet[a] != can_meet[b]) return static_cast<bool>(can_meet[a]);
         return ms_left(a) < ms_left(b);
@@ -130,6 +137,7 @@ class elastic_policy final : public ext::policy {
 
  private:
   std::vector<double> wanted_;  // by pool id: the optimiser's count at the last decision
+  work_ledger work_;            // work done, by pool
 };
 
 }  // namespace

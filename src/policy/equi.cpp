@@ -4,12 +4,14 @@
 // each to the oldest of them. There is no cap: a pool alone gets every core,
 // so a class with work takes all cores and the next class waits (the class
 // rule of job_classes.hpp). Re-evaluated on every pool event (added,
-// removed, non-empty, empty); no quantum, so between events nothing moves.
-// With more pools than cores the oldest get one core each and the newest
-// wait for a pool to finish.
+// removed, non-empty, empty); the counts change only then. Quantum ticks
+// (held_core_quantum) only find cores held by another pool's strand and
+// give the pool they were assigned a core free to move (job_classes.hpp,
+// "Held cores"). With more pools than cores the oldest get one core each
+// and the newest wait for a pool to finish.
 //
 // Invariants
-//  * Stateless: a decision depends only on the pools of its view.
+//  * Stateless: a decision depends only on its view (pools and cores).
 //  * Every core goes to a pool with work whenever one exists.
 #include <vector>
 
@@ -23,7 +25,8 @@ class equi_policy final : public ext::policy {
  public:
   std::string_view name() const noexcept override { return "equi"; }
   void on_event(const ext::event& ev, ext::decision& d) override {
-    if (ev.kind == ext::event_kind::installed) d.set_quantum(std::chrono::microseconds{0});
+    if (ev.kind == ext::event_kind::installed) d.set_quantum(held_core_quantum);
+    if (tick_without_held_cores(ev, d)) return;  // the shares change only at pool events
     const auto pools = d.pools_with_work();  // a pool without work gets no core (job_classes.hpp)
     const std::vector<unsigned> counts = serve_by_rank(
         pools, d.core_count(),

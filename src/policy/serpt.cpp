@@ -11,17 +11,12 @@
 // the next decision (SRPT stays work-conserving when the first job's
 // parallelism is below the core count).
 //
-// Work done: pool_view::work_s counts since the previous quantum tick. The
-// policy folds it into done_s_ at each quantum event; at other events the
-// job's done work is the folded sum plus the view's. Events of one decision
-// share its view, so after a quantum event the same decision's further events
-// must not add the view again: tick_view_ remembers the folded view (its
-// address; a later decision whose view happens to sit at the same address
-// undercounts one decision's work, never the folded sum).
+// Work done: pool_view::work_s counts since the previous quantum tick; a
+// work_ledger (job_classes.hpp) sums it over the ticks.
 //
 // Invariants
-//  * done_s_ and served_ name only pools seen live with work (entries of
-//    removed pools are dropped at pool_removed).
+//  * served_ names only pools seen live with work (entries of removed pools
+//    are dropped at pool_removed; the ledger drops its own).
 //  * Every core goes to a job of the served class whenever it has one; a core
 //    serves no pool of another class (the class rule).
 #include "serpt.hpp"
@@ -167,30 +162,13 @@ class serpt_policy final : public ext::policy {
   bool ticks_while_one_pool_is_busy() const noexcept override { return true; }
 
   void on_event(const ext::event& ev, ext::decision& d) override {
-    const bool tick = ev.kind == ext::event_kind::quantum;
     if (ev.kind == ext::event_kind::installed) {
       d.set_quantum(p_.quantum);
-      done_s_.clear();
       served_.clear();
-      tick_view_ = nullptr;
     }
-    if (ev.kind == ext::event_kind::pool_removed) {
-      done_s_.erase(ev.pool);
-      served_.erase(ev.pool);
-    }
+    if (ev.kind == ext::event_kind::pool_removed) served_.erase(ev.pool);
+    work_.note(ev, d);
     const auto pools = d.pools_with_work();
-    const bool folded = tick_view_ != nullptr && tick_view_ == d.pools().data();
-    if (tick) {
-      // Pools with work only, so that a decision costs what has work, not the pool count
-      // (docs/policies.md, "Decision cost"); a pool that ran out of work is no job to rank.
-      if (!folded)
-        for (const ext::pool_view& v : pools)
-          if (v.work_s > 0) done_s_[v.id] += v.work_s;
-      tick_view_ = d.pools().data();
-    } else if (!folded) {
-      tick_view_ = nullptr;
-    }
-    const bool view_is_folded = tick || folded;
 
     // The served class, its jobs in list order.
     unsigned served_rank = 0;
@@ -214,8 +192,7 @@ class serpt_policy final : public ext::policy {
         if (v.rank != served_rank) continue;
         serpt_job& j = jobs[k];
         j.expected_s = expected[k];
-        const auto it = done_s_.find(v.id);
-        j.done_s = (it != done_s_.end() ? it->second : 0.0) + (view_is_folded ? 0.0 : v.work_s);
+        j.done_s = work_.done_s(v);
         j.age_s = std::chrono::duration<double>(v.age).count();
         j.ever_served = served_.contains(v.id) || v.cores > 0;
         ++k;
@@ -225,28 +202,20 @@ class serpt_policy final : public ext::policy {
     const std::vector<double> weights(order.size(), 1.0);  // mean flow time
     const std::vector<double> fractions = hesrpt_split(weights, p_.speedup_exponent);
     std::vector<unsigned> counts = whole_cores(fractions, cores);
-    // Ordered pools and their counts; a core keeps its pool while it has room.
+    // Ordered pools and their counts; a core keeps its pool while it has
+    // room, a core held by another job's strand is counted where it is
+    // (job_classes.hpp, "Held cores").
     std::vector<ext::pool_id> ranked(order.size());
     for (std::size_t i = 0; i < order.size(); ++i) ranked[i] = ids[order[i]];
-    std::vector<int> owner(cores, -1);  // index into ranked
+    std::vector<ext::pool_id> current(cores);
     const auto cv = d.cores();
-    for (unsigned c = 0; c < cores; ++c) {
-      const ext::pool_id at = cv[c].assigned;
-      for (std::size_t i = 0; i < ranked.size(); ++i)
-        if (ranked[i] == at && counts[i] > 0) {
-          owner[c] = static_cast<int>(i);
-          --counts[i];
-          break;
-        }
-    }
-    std::size_t next = 0;
-    for (unsigned c = 0; c < cores; ++c) {
-      if (owner[c] >= 0) continue;
-      while (next < counts.size() && counts[next] == 0) ++next;
-      if (next == counts.size()) break;
-      owner[c] = static_cast<int>(next);
-      --counts[next];
-    }
+    for (unsigned c = 0; c < cores; ++c) current[c] = cv[c].assigned;
+    std::vector<ext::pool_id> pinned = pin_held_cores(d, ranked, counts);
+    const std::vector<ext::pool_id> own = cores_for_counts(current, std::move(pinned), ranked, counts);
+    std::vector<int> owner(cores, -1);  // index into ranked
+    for (unsigned c = 0; c < cores; ++c)
+      if (own[c] != ext::no_pool)
+        owner[c] = static_cast<int>(std::find(ranked.begin(), ranked.end(), own[c]) - ranked.begin());
     std::vector<ext::pool_id> set;
     for (unsigned c = 0; c < cores; ++c) {
       if (owner[c] < 0) {
@@ -269,9 +238,8 @@ class serpt_policy final : public ext::policy {
  private:
   serpt_params p_;
   std::shared_ptr<const size_board> sizes_;
-  std::unordered_map<ext::pool_id, double> done_s_;  // work folded at quantum ticks, by pool
+  work_ledger work_;                                 // work done, by pool
   std::unordered_set<ext::pool_id> served_;          // pools given a core by some decision
-  const ext::pool_view* tick_view_ = nullptr;        // the view the last quantum event folded
 };
 
 }  // namespace
