@@ -118,11 +118,15 @@ struct fd_state {
   bool registered = false;
 
   // Read readiness (see the top of the file), under mu.
-  // False when a read system call would only fail with EAGAIN. A read
-  // whose deadline has passed makes its one attempt anyway: it reports what
-  // is queued at that moment, even if the reactor has not yet processed the
-  // event of its arrival.
-  bool read_may_succeed(clock::time_point deadline) const noexcept { return in_ready || deadline <= clock::now(); }
+  // False when a read system call would only fail with EAGAIN. Only a
+  // registered descriptor gets the events that make in_ready true again,
+  // so an unregistered one always tries. A read whose deadline has passed
+  // makes its one attempt anyway: it reports what is queued at that
+  // moment, even if the reactor has not yet processed the event of its
+  // arrival.
+  bool read_may_succeed(clock::time_point deadline) const noexcept {
+    return in_ready || !registered || deadline <= clock::now();
+  }
   // A read system call failed with EAGAIN.
   void read_would_block() noexcept { in_ready = hung_up; }
   // A read system call (no flags: MSG_PEEK takes nothing) returned `got` of
