@@ -3,6 +3,7 @@
 // API promises (end of file, peer reset, timeouts, cancellation, close under
 // a pending read). The line reader and the listener have their own suites.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <stdexcept>
 
@@ -401,4 +403,98 @@ TEST_F(Io, FallsBackToEpollWhenTheRingIsForbidden) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
+}
+
+namespace {
+
+// read(2) calls the calling thread has made (/proc/thread-self/io, "syscr");
+// -1 without task I/O accounting. Itself one read(2), counted by the next call.
+long reads_so_far() {
+  const int fd = ::open("/proc/thread-self/io", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[512];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  const char* at = std::strstr(text, "syscr:");
+  return at != nullptr ? std::strtol(at + 6, nullptr, 10) : -1;
+}
+
+}  // namespace
+
+// A read that returned less than it asked for on a stream socket emptied
+// the receive queue, and the reactor hears of every byte that arrives after
+// it (both backends are edge-triggered): the next read waits for that event
+// instead of first trying a read(2) that can only fail with EAGAIN. It still
+// gets the bytes that come later.
+TEST_F(Io, ReadAfterAShortReadWaitsWithoutASystemCall) {
+  if (reads_so_far() < 0) GTEST_SKIP() << "no /proc/thread-self/io (task I/O accounting)";
+  within(60s, "a read after a short read, then more bytes", [] {
+    auto [a, b] = io::make_socket_pair();
+    char buf[16];
+    auto first = io::read(a, std::span(buf));  // waits: the reactor watches `a` from now on
+    io::write(b, "ab").get();
+    ASSERT_EQ(first.get(), 2u);  // short: 2 of 16
+    const long before = reads_so_far();
+    const long measuring = reads_so_far() - before;  // what one measurement costs
+    const long at_start = reads_so_far();
+    auto next = io::read(a, std::span(buf));
+    EXPECT_EQ(reads_so_far() - at_start, measuring) << "the read after a short read called read(2) at once";
+    EXPECT_FALSE(next.is_ready());
+    io::write(b, "cd").get();
+    EXPECT_EQ(next.get(), 2u);
+    EXPECT_EQ(std::string(buf, 2), "cd");
+  });
+}
+
+// The peer's end of stream came with the data (both were queued before the
+// first read): the short read takes the data and the next read still sees
+// the end, although no event follows it.
+TEST_F(Io, EndOfStreamQueuedBehindDataIsReportedAfterAShortRead) {
+  within(60s, "a read after a short read, the end of stream already queued", [] {
+    auto [a, b] = io::make_socket_pair();
+    char buf[16];
+    io::write(b, "ab").get();
+    b.shutdown_write();
+    EXPECT_EQ(io::read(a, std::span(buf)).get(), 2u);
+    EXPECT_THROW(io::read(a, std::span(buf)).get(), io::end_of_file);
+    // And once the reactor watches the socket (a wait happened first).
+    auto [c, d] = io::make_socket_pair();
+    auto first = io::read(c, std::span(buf));
+    io::write(d, "ab").get();
+    d.shutdown_write();
+    EXPECT_EQ(first.get(), 2u);
+    EXPECT_THROW(io::read(c, std::span(buf)).get(), io::end_of_file);
+  });
+}
+
+// The peer aborts after a short read: the read waiting without a system call
+// is woken by the reset and reports it.
+TEST_F(Io, PeerResetAfterAShortRead) {
+  within(60s, "a read after a short read, then the peer resets", [this] {
+    auto l = io::listener::tcp("127.0.0.1", 0);
+    std::promise<void> reading;
+    auto next_read_pending = reading.get_future();
+    auto server_side = rt.submit([&] {
+      io::descriptor c = l.accept(30s).get();
+      char buf[16];
+      EXPECT_EQ(io::read(c, std::span(buf), 30s).get(), 1u);  // short: 1 of 16
+      auto next = io::read(c, std::span(buf), 30s);
+      reading.set_value();
+      try {
+        next.get();
+        return 0;
+      } catch (const io::connection_reset& e) {
+        return e.errno_value();
+      }
+    });
+    io::descriptor client = io::connect_tcp("127.0.0.1", l.port(), 30s).get();
+    io::write(client, "x").get();
+    ASSERT_EQ(next_read_pending.wait_for(hang_guard), std::future_status::ready);
+    linger lg{1, 0};
+    ASSERT_EQ(::setsockopt(client.native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+    client.close();
+    EXPECT_EQ(server_side.get(), ECONNRESET);
+  });
 }

@@ -12,7 +12,9 @@
 // the two levels' weights (runtime_config::fair.weights; suite `io` runs 100-0, the
 // winner-take-all criterion of the fairly prompt paper's Table 3 and its Table 5 comparison);
 // without it every level weighs the same. --handler fiber|coroutine: a task per connection
-// (default) or a co::task per connection (docs/coroutines.md). Protocol with the driver:
+// (default) or a co::task per connection (docs/coroutines.md). --yield-bound N sets
+// runtime_config::yield_bound (yields of an idle worker before it sleeps; default the
+// runtime's). Protocol with the driver:
 // echo_server.hpp.
 #include <promptly/promptly.hpp>
 
@@ -31,15 +33,19 @@ static long fib(long n) {
 
 int main(int argc, char** argv) {
     std::string criterion, handler;
+    long yield_bound = 0;
     echo::options o = echo::parse(argc, argv, [&](bench::args& a) {
         criterion = a.get_string("criterion", "");
         handler = a.get_string("handler", "fiber");
+        yield_bound = a.get_long("yield-bound", 0);
     });
     if (handler != "fiber" && handler != "coroutine") bench::args::fail("--handler must be fiber or coroutine");
     cutoff = o.cutoff;
     promptly::runtime_config cfg;
     cfg.workers = unsigned(o.workers);
     cfg.levels = 2;
+    if (yield_bound < 0) bench::args::fail("--yield-bound must be >= 1 (0: the runtime's default)");
+    if (yield_bound > 0) cfg.yield_bound = unsigned(yield_bound);
     if (o.policy.empty()) bench::args::fail("--policy oblivious|prompt|aps|fair is required");
     cfg.policy = o.policy;
     if (!criterion.empty()) {

@@ -48,7 +48,10 @@ descriptor::descriptor(int fd) {
     throw io::error(errno, "adopt", fd);
   struct stat st {};
   const bool is_socket = ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
-  state_ = new detail::fd_state(fd, is_socket);
+  int type = 0;
+  socklen_t type_len = sizeof type;
+  const bool is_stream = is_socket && ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM;
+  state_ = new detail::fd_state(fd, is_socket, is_stream);
 }
 
 descriptor& descriptor::operator=(descriptor&& o) noexcept {

@@ -59,9 +59,13 @@ class read_operation final : public basic_operation<std::size_t> {
       : basic_operation(name, s, direction::in, until), buf_(buf), len_(len), flags_(flags), recv_(use_recv) {}
 
   bool attempt() noexcept override {
+    // Nothing to read until the reactor's next event (fd_state.hpp, "Read
+    // readiness"). A zero-byte read completes at once, as read(2) does.
+    if (len_ != 0 && !fd->read_may_succeed(deadline)) return false;
     for (;;) {
       ssize_t n = recv_ ? ::recv(fd->fd, buf_, len_, flags_) : ::read(fd->fd, buf_, len_);
       if (n > 0 || (n == 0 && len_ == 0)) {
+        if (flags_ == 0 && n > 0) fd->read_returned(static_cast<std::size_t>(n), len_);
         result_ = static_cast<std::size_t>(n);
         return true;
       }
@@ -70,7 +74,10 @@ class read_operation final : public basic_operation<std::size_t> {
         return true;
       }
       if (errno == EINTR) continue;
-      if (would_block(errno)) return false;
+      if (would_block(errno)) {
+        fd->read_would_block();
+        return false;
+      }
       error = errno;
       return true;
     }

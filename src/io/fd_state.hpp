@@ -1,8 +1,22 @@
 // The shared state of one descriptor: its fd, its queues of pending
-// operations (one per direction) and whether the reactor watches it.
+// operations (one per direction), whether the reactor watches it, and
+// whether a read may find bytes.
+//
+// Read readiness: both backends report readiness edge-triggered, which
+// promises an event for every arrival after a read that found the receive
+// queue empty (epoll(7), "Do I need to continuously read/write a file
+// descriptor until EAGAIN when using the EPOLLET flag?"). Such a read is
+// one that failed with EAGAIN, or, on a stream socket, one that returned
+// fewer bytes than it asked for: it took everything queued. Until the
+// reactor's next event for the in direction a read would only fail with
+// EAGAIN, so reads skip that system call and wait for the event: one
+// system call less per request-response exchange (Tokio clears readiness
+// on a short read for the same reason). Not after a hang-up or an error:
+// the end of stream queued behind the data of a short read has no event of
+// its own to come (the event that reported it may already be spent).
 //
 // Invariants
-//  * mu guards closed, registered and both queues; every system call on
+//  * mu guards closed, registered, in_ready, hung_up and both queues; every system call on
 //    the fd made by io:: runs under mu, so after close() has set `closed`
 //    no new system call starts and the fd number can be released. `fd`
 //    itself never changes (messages keep naming it after the close).
@@ -17,6 +31,7 @@
 
 #include <atomic>
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -83,7 +98,8 @@ class claimed_list {
 void drain(op_queue& q, claimed_list& done) noexcept;
 
 struct fd_state {
-  fd_state(int fd_, bool is_socket_) noexcept : fd(fd_), is_socket(is_socket_) {}
+  fd_state(int fd_, bool is_socket_, bool is_stream_socket_) noexcept
+      : fd(fd_), is_socket(is_socket_), is_stream_socket(is_stream_socket_) {}
 
   op_queue& queue(direction d) noexcept { return d == direction::in ? readers : writers; }
 
@@ -97,8 +113,32 @@ struct fd_state {
   std::mutex mu;
   const int fd;  // the number stays for messages; `closed` says whether it is open
   const bool is_socket;  // writes use send(MSG_NOSIGNAL)
+  const bool is_stream_socket;  // a short read empties its receive queue
   bool closed = false;
   bool registered = false;
+
+  // Read readiness (see the top of the file), under mu.
+  // False when a read system call would only fail with EAGAIN. Only a
+  // registered descriptor gets the events that make in_ready true again,
+  // so an unregistered one always tries. A read whose deadline has passed
+  // makes its one attempt anyway: it reports what is queued at that
+  // moment, even if the reactor has not yet processed the event of its
+  // arrival.
+  bool read_may_succeed(clock::time_point deadline) const noexcept {
+    return in_ready || !registered || deadline <= clock::now();
+  }
+  // A read system call failed with EAGAIN.
+  void read_would_block() noexcept { in_ready = hung_up; }
+  // A read system call (no flags: MSG_PEEK takes nothing) returned `got` of
+  // `asked` bytes, got > 0.
+  void read_returned(std::size_t got, std::size_t asked) noexcept {
+    if (got < asked && is_stream_socket && !hung_up) in_ready = false;
+  }
+  // The reactor's event for the in direction; `final` for a hang-up or an error.
+  void readable_reported(bool final) noexcept {
+    in_ready = true;
+    hung_up = hung_up || final;
+  }
   // io_uring backend, reactor thread only: how many of the two ends of a
   // closed descriptor's registration it has seen (its poll's last
   // completion, the poll removal's completion); the second drops the
@@ -108,6 +148,8 @@ struct fd_state {
   // failed to submit this descriptor's poll, or 0. Operations that would
   // wait fail with it, as they fail with a refused epoll registration.
   int watch_error = 0;
+  bool in_ready = true;  // read_may_succeed()
+  bool hung_up = false;  // an event reported a hang-up or an error: in_ready stays true
   op_queue readers;
   op_queue writers;
   std::atomic<std::uint32_t> refs{1};
@@ -119,9 +161,12 @@ struct fd_state {
 void close_state(fd_state& s) noexcept;
 
 // Builds descriptors around fds io:: created itself (already non-blocking
-// and close-on-exec), skipping the fcntl/fstat calls of adoption.
+// and close-on-exec), skipping the fcntl/fstat calls of adoption. Every
+// socket io:: creates is a stream socket.
 struct descriptor_access {
-  static descriptor adopt_nonblocking(int fd, bool is_socket) { return descriptor(new fd_state(fd, is_socket)); }
+  static descriptor adopt_nonblocking(int fd, bool is_socket) {
+    return descriptor(new fd_state(fd, is_socket, is_socket));
+  }
 };
 
 }  // namespace promptly::io::detail

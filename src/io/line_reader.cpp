@@ -81,6 +81,8 @@ class read_line_operation final : public basic_operation<std::string> {
         line_end_ = buf.size();  // the final, unterminated line
         return true;
       }
+      // Nothing to read until the reactor's next event (fd_state.hpp, "Read readiness").
+      if (!fd->read_may_succeed(deadline)) return false;
       const std::size_t old = buf.size();
       try {
         buf.resize(old + chunk);
@@ -90,13 +92,19 @@ class read_line_operation final : public basic_operation<std::string> {
       }
       ssize_t n = fd->is_socket ? ::recv(fd->fd, buf.data() + old, chunk, 0) : ::read(fd->fd, buf.data() + old, chunk);
       buf.resize(n > 0 ? old + static_cast<std::size_t>(n) : old);
-      if (n > 0) continue;
+      if (n > 0) {
+        fd->read_returned(static_cast<std::size_t>(n), chunk);
+        continue;
+      }
       if (n == 0) {
         st_->eof = true;
         continue;
       }
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        fd->read_would_block();
+        return false;
+      }
       error = errno;
       return true;
     }

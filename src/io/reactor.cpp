@@ -475,7 +475,10 @@ void reactor::on_ready(fd_state& s, std::uint32_t events) noexcept {
     if (!s.closed) {
       // Errors and hang-ups wake both directions: the attempts then report
       // the error (ECONNRESET, EPIPE) or the end of the stream.
-      if (events & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) drain(s.readers, done);
+      if (events & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        s.readable_reported((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
+        drain(s.readers, done);
+      }
       if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) drain(s.writers, done);
     }
   }
