@@ -119,15 +119,17 @@ TEST(Trace, SubmitsSpawnsAndWakeUpsNameTheTasksAndFibersTheyLink) {
   };
   nlohmann::json doc = run_once();
   for (int attempt = 1; attempt < 20 && !root_parked(doc); ++attempt) doc = run_once();
-  unsigned workers = 0, external = 0;
+  unsigned workers = 0, standbys = 0, external = 0;
   for (const auto& e : doc["traceEvents"])
     if (e["ph"] == "M") {
       const std::string n = e["args"]["name"];
       if (n.rfind("worker ", 0) == 0) ++workers;
+      if (n.rfind("standby ", 0) == 0) ++standbys;
       if (n == "external") external = e["tid"];
     }
   ASSERT_EQ(workers, 2u);
-  EXPECT_EQ(external, workers + 1) << "the external track follows the policy track";
+  EXPECT_EQ(standbys, promptly::preemption_params{}.standby_threads) << "the standby threads follow the workers";
+  EXPECT_EQ(external, workers + standbys + 1) << "the external track follows the policy track";
   std::vector<nlohmann::json> submits, spawns, wakes, starts, resumed;
   for (const auto& e : doc["traceEvents"]) {
     if (e["ph"] == "M" || e["ph"] == "C") continue;
