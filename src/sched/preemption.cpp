@@ -14,7 +14,8 @@
 //    policy thread the first time (note_work_without_taker);
 //  * the policy thread watches each such pool (watch_preemption_locked): if at the threshold
 //    no task of it has run, its queue still holds work, no worker is active there and some
-//    core's assignment holds it, the policy hears waiting_behind_strands; it may answer
+//    core's assignment holds it and every such core is working at another pool that is not
+//    more urgent (held_by_strands_locked), the policy hears waiting_behind_strands; it may answer
 //    decision::preempt (prompt, aps and fair do);
 //  * applying that (send_standby_locked) writes the pool into a free standby's word and wakes
 //    it; the policy thread takes it back (no_pool) once the pool has no ready work left or a
@@ -83,9 +84,11 @@ std::uint64_t scheduler::watch_preemption_locked(std::uint64_t now) {
       check_at(w.since_ns + threshold);
       return false;
     }
-    // A pool the policy gives no core waits by the policy's choice (prompt starving a level
-    // below work): not a strand's doing. The unserved watch reports it if a core idles.
-    if (served_locked(w.id) && std::find(standby_pool_.begin(), standby_pool_.end(), w.id) == standby_pool_.end()) {
+    // Only strands are preempted: a pool the policy gives no core waits by the policy's choice
+    // (prompt starving a level below work; the unserved watch reports it if a core idles), and
+    // a core of the pool that is looking for work or waking is on its way.
+    if (held_by_strands_locked(w.id) &&
+        std::find(standby_pool_.begin(), standby_pool_.end(), w.id) == standby_pool_.end()) {
       waiting.push_back({ext::event_kind::waiting_behind_strands, w.id, {}});
       waited_since_.push_back({w.id, w.since_ns});
     }
@@ -105,6 +108,29 @@ std::uint64_t scheduler::watch_preemption_locked(std::uint64_t now) {
       check_at(now + threshold);
   }
   return next;
+}
+
+// Some usable core's assignment holds `pool`, and every such core is working (inside a task)
+// at another pool that is not more urgent. Relaxed reads of the cores' phase and pool: a
+// stale read preempts once more or once less, and the next arrival looks again.
+bool scheduler::held_by_strands_locked(std::uint32_t pool) const {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::lock_guard identity(pools_.mutex());  // rank is written under it
+  const unsigned rank = pool_at(pool).rank;
+  bool held = false;
+  const unsigned usable = usable_cores();
+  for (unsigned c = 0; c < usable; ++c) {
+    const pool_set& a = applied_[c];
+    if (a.every()) return false;  // it takes the work wherever it is: no pool is held from it
+    const auto ids = a.ranked_ids();
+    if (std::find(ids.begin(), ids.end(), pool) == ids.end()) continue;
+    const worker& w = *workers_[c];
+    if (w.phase.load(std::memory_order_relaxed) != worker_phase::working) return false;
+    const std::uint32_t serving = w.serving.load(std::memory_order_relaxed);
+    if (serving == pool || pool_at(serving).rank < rank) return false;  // at the pool, or in more urgent work
+    held = true;
+  }
+  return held;
 }
 
 void scheduler::send_standby_locked(std::uint32_t pool) {

@@ -169,6 +169,7 @@ class scheduler {
   void note_work_without_taker(std::uint32_t pool) noexcept;  // the make-ready paths, after their wake-up
   std::uint64_t watch_preemption_locked(std::uint64_t now);   // the next check (ns), 0 = none
   void send_standby_locked(std::uint32_t pool);
+  bool held_by_strands_locked(std::uint32_t pool) const;
   void recall_standby_locked(std::size_t standby);
   void note_standby_started(worker& w) noexcept;
 
