@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
         p.parse(a);
     const long preemption = a.get_long("preemption", -1);
     if (preemption < -1 || preemption > 1) bench::args::fail("--preemption must be 0 or 1");
+    const long threshold_us = a.get_long("preemption-threshold-us", 0);  // 0: the library's default
+    if (threshold_us < 0) bench::args::fail("--preemption-threshold-us must be >= 0");
     std::string policy = a.get_string("policy", "aps");
     double rho = prio::get_double(a, "rho", 2.0);
     double delta = prio::get_double(a, "delta", 0.9);
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
     cfg.aps.quantum = std::chrono::microseconds(quantum_us);
     cfg.aps.exact = aps_exact;
     prio::set_preemption(cfg, preemption);
+    if (threshold_us > 0) cfg.preemption.threshold = std::chrono::microseconds(threshold_us);
     promptly_rt rt{cfg};
     int rc = 0;
     if (protocol == "preempt") {

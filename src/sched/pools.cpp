@@ -280,8 +280,7 @@ void scheduler::inject(task* t, bool resumed) noexcept {
     p.injection.push(t);
   pools_.note_queued(id);  // before the wake-up: a woken worker serving every pool walks the index
   note_nonempty(id);
-  sleep_.notify_pool(id);
-  note_work_without_taker(id);
+  if (!sleep_.notify_pool(id)) note_work_without_taker(id);  // a woken worker takes it: nothing to watch
 }
 
 void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
@@ -313,8 +312,9 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_
   pool_at(pool).injection.push_batch(tasks, count);
   pools_.note_queued(pool);
   note_nonempty(pool);
-  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) sleep_.notify_pool(pool);
-  note_work_without_taker(pool);
+  bool woke = false;
+  for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) woke = sleep_.notify_pool(pool) || woke;
+  if (!woke) note_work_without_taker(pool);
 }
 
 // ---- the inline API's entry points (worker_view.hpp) ----

@@ -10,8 +10,9 @@
 // sleep in sleep_unassigned, and no wake-up for work is ever aimed at them), and one runs like
 // any worker once given a pool. Three parties, data flowing one way:
 //  * the make-ready paths (inject, inject_batch) note a pool whose new work nobody is counted
-//    at (no worker active there, no thief awake for it) in waiting_unserved_ and wake the
-//    policy thread the first time (note_work_without_taker);
+//    at (their wake-up found no sleeper to wake, no worker is active there, no thief awake for
+//    it) in waiting_unserved_ and wake the policy thread the first time
+//    (note_work_without_taker);
 //  * the policy thread watches each such pool (watch_preemption_locked): if at the threshold
 //    no task of it has run, its queue still holds work, no worker is active there and some
 //    core's assignment holds it and every such core is working at another pool that is not
@@ -40,7 +41,7 @@
 
 namespace promptly::detail {
 
-// Called after the wake-up of a make-ready path. Relaxed counter reads: a stale zero arms a
+// Called by a make-ready path whose wake-up woke nobody. Relaxed counter reads: a stale zero arms a
 // watch that finds the pool served and drops it; a stale non-zero leaves the work to the
 // worker counted there, which the next arrival's check sees.
 void scheduler::note_work_without_taker(std::uint32_t pool) noexcept {

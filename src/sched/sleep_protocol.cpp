@@ -6,7 +6,7 @@ namespace promptly::detail {
 
 // Starts at a rotating worker, so that wake-ups spread over the workers of
 // a domain instead of always finding the lowest-numbered waiter.
-void sleep_protocol::notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept {
+bool sleep_protocol::notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept {
   notifier::fence_before_notify();
   const std::size_t n = workers_.size();
   static thread_local unsigned rotor = 0;
@@ -23,8 +23,9 @@ void sleep_protocol::notify_matching(std::uint32_t pool, bool thieves_only, cons
       const pool_set s = read_assignment(v, word);
       match = pool == every_domain ? s.every() : s.every() ? !thieves_only : s.contains(pool);
     }
-    if (match && notifier::notify(v.slot)) return;
+    if (match && notifier::notify(v.slot)) return true;
   }
+  return false;
 }
 
 }  // namespace promptly::detail

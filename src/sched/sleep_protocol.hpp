@@ -70,8 +70,8 @@ class sleep_protocol {
   }
 
   // Wakes one waiting worker whose set holds `pool` (a worker serving every
-  // pool too; for every_domain, one serving every pool): work arrived there.
-  void notify_pool(std::uint32_t pool) noexcept { notify_matching(pool, false, nullptr); }
+  // pool too; for every_domain, one serving every pool): work arrived there. True if it woke one.
+  bool notify_pool(std::uint32_t pool) noexcept { return notify_matching(pool, false, nullptr); }
   // Wakes one waiting worker counted among the thieves of domain `id` (a pool:
   // a worker whose ranked set holds it; every_domain: one serving every
   // pool): Lemma 1's hand-over.
@@ -80,7 +80,7 @@ class sleep_protocol {
   void notify_other(std::uint32_t pool, const worker& except) noexcept { notify_matching(pool, false, &except); }
 
  private:
-  void notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept;
+  bool notify_matching(std::uint32_t pool, bool thieves_only, const worker* except) noexcept;
 
   const std::vector<std::unique_ptr<worker>>& workers_;
   alignas(64) std::atomic<int> every_actives_{0};
