@@ -21,6 +21,7 @@
 #include <liburing.h>
 #endif
 
+#include "../sched/os_time_slice.hpp"
 #include "backend.hpp"
 #include "promptly/io/error.hpp"
 #include "promptly/io/stats.hpp"
@@ -353,6 +354,11 @@ void reactor::drop_retired() noexcept {
 }
 
 void reactor::run() noexcept {
+  // The shortest slice the kernel gives (EEVDF, Linux 6.12+; ignored elsewhere): woken by
+  // readiness while the workers run strands on every CPU, the thread that makes the waiting
+  // task ready must get a CPU at once, not at the end of a worker's slice. It runs briefly
+  // per event, so its share of the CPU does not change.
+  (void)promptly::detail::request_os_time_slice(promptly::detail::min_os_time_slice);
 #if PROMPTLY_HAVE_LIBURING
   if (ring_ != nullptr) {
     run_uring();
