@@ -382,7 +382,17 @@ TEST_F(Io, FallsBackToEpollWhenTheRingIsForbidden) {
     promptly::runtime_config cfg = workers(1);
     cfg.io_backend = "io_uring";
     promptly::runtime rt{cfg};
-    rt.run([] { io::sleep_for(1ms).get(); });
+    // A read of an empty pipe must wait on the reactor, which starts for it. (A 1 ms sleep
+    // did not always: under TSan on a loaded machine its deadline had passed before it
+    // waited, and the reactor never started.)
+    io::descriptor r, w;  // not a binding: clang 14 lambdas cannot capture those
+    std::tie(r, w) = io::make_pipe();
+    char byte = 0;
+    rt.run([&] {
+      auto got = io::read(r, std::span(&byte, 1));
+      io::write(w, "x").get();
+      EXPECT_EQ(got.get(), 1u);
+    });
     EXPECT_EQ(std::string(io::stats().backend), "epoll");
     return;
   }

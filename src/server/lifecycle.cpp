@@ -27,6 +27,7 @@
 //
 // Invariants: server_state.hpp. The terminal state is decided under the
 // server mutex by finish_locked, once per record.
+#include <algorithm>
 #include <cassert>
 #include <exception>
 #include <thread>
@@ -294,7 +295,10 @@ std::vector<std::shared_ptr<job_record>> job_server::state::admit_queued_locked(
     auto r = std::move(queue.front());
     queue.pop_front();
     r->state = job_state::running;
-    r->start_decision = now;
+    // `now` was read by the thread that freed the slot before it took the lock, and may be
+    // older than this job's acceptance (read before the submitter took it): a decision
+    // never precedes the acceptance it decides on.
+    r->start_decision = std::max(now, r->accepted);
     ++running;
     out.push_back(std::move(r));
   }
