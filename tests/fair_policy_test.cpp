@@ -698,7 +698,10 @@ TEST(FairRuntime, AnUrgentLevelWithASmallShareIsServed) {
   l.get();
   EXPECT_EQ(at_level_0, jobs);
   EXPECT_EQ(after.tasks_run - before.tasks_run, static_cast<std::uint64_t>(jobs));
-  EXPECT_GT(after.switches_in, before.switches_in) << "no worker ever moved to level 0";
+  // A worker moved to level 0, or (when every worker was inside a background strand for the
+  // preemption threshold) a standby thread served it.
+  EXPECT_TRUE(after.switches_in > before.switches_in || rt.stats().preemptions > 0)
+      << "no worker ever moved to level 0 and no standby was sent";
   EXPECT_GT(after.received_share, 0.0) << "level 0 received no worker time";
 }
 
