@@ -128,12 +128,10 @@ class allot_most_urgent final : public promptly::ext::policy {
   explicit allot_most_urgent(std::atomic<bool>& heard) : heard_strand_event(heard) {}
 };
 
-TEST(PreemptionOff, APolicyThatDoesNotAskForStrandEventsNeverPreempts) {
-  promptly::runtime_config cfg = two_workers("prompt");
-  promptly::runtime rt(cfg);
-  std::atomic<bool> heard{false};
-  rt.set_policy(std::make_unique<allot_most_urgent>(heard));
-  watchdog guard(30s, "strands under a policy without preemption");
+// Both workers spin in level-2 strands until released; a level-0 task is submitted and given
+// 50 thresholds to run. Returns whether it ran in that window (then releases the strands and
+// waits for everything).
+bool urgent_ran_beside_spinning_strands(promptly::runtime& rt, std::chrono::microseconds threshold) {
   std::atomic<bool> release{false}, urgent_ran{false};
   std::atomic<int> spinning{0};
   std::vector<promptly::future<void>> strands;
@@ -144,13 +142,23 @@ TEST(PreemptionOff, APolicyThatDoesNotAskForStrandEventsNeverPreempts) {
     }));
   while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();
   auto urgent = rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); });
-  const auto window = 50 * cfg.preemption.threshold;
-  const auto until = std::chrono::steady_clock::now() + window;
+  const auto until = std::chrono::steady_clock::now() + 50 * threshold;
   while (std::chrono::steady_clock::now() < until && !urgent_ran.load()) std::this_thread::yield();
-  EXPECT_FALSE(urgent_ran.load()) << "no standby runs work for a policy that did not ask";
+  const bool ran = urgent_ran.load();
   release.store(true, std::memory_order_release);
   urgent.get();
   for (auto& s : strands) s.get();
+  return ran;
+}
+
+TEST(PreemptionOff, APolicyThatDoesNotAskForStrandEventsNeverPreempts) {
+  promptly::runtime_config cfg = two_workers("prompt");
+  promptly::runtime rt(cfg);
+  std::atomic<bool> heard{false};
+  rt.set_policy(std::make_unique<allot_most_urgent>(heard));
+  watchdog guard(30s, "strands under a policy without preemption");
+  EXPECT_FALSE(urgent_ran_beside_spinning_strands(rt, cfg.preemption.threshold))
+      << "no standby runs work for a policy that did not ask";
   EXPECT_EQ(rt.stats().preemptions, 0u);
   EXPECT_FALSE(heard.load());
 }
@@ -160,22 +168,7 @@ TEST(PreemptionOff, DisabledInTheConfigNothingPreempts) {
   cfg.preemption.enabled = false;
   promptly::runtime rt(cfg);
   watchdog guard(30s, "strands with preemption disabled");
-  std::atomic<bool> release{false}, urgent_ran{false};
-  std::atomic<int> spinning{0};
-  std::vector<promptly::future<void>> strands;
-  for (int i = 0; i < 2; ++i)
-    strands.push_back(rt.submit(promptly::level{2}, [&] {
-      spinning.fetch_add(1, std::memory_order_acq_rel);
-      spin_until(release);
-    }));
-  while (spinning.load(std::memory_order_acquire) < 2) std::this_thread::yield();
-  auto urgent = rt.submit(promptly::level{0}, [&] { urgent_ran.store(true, std::memory_order_release); });
-  const auto until = std::chrono::steady_clock::now() + 50 * promptly::preemption_params{}.threshold;
-  while (std::chrono::steady_clock::now() < until && !urgent_ran.load()) std::this_thread::yield();
-  EXPECT_FALSE(urgent_ran.load());
-  release.store(true, std::memory_order_release);
-  urgent.get();
-  for (auto& s : strands) s.get();
+  EXPECT_FALSE(urgent_ran_beside_spinning_strands(rt, promptly::preemption_params{}.threshold));
   EXPECT_EQ(rt.stats().preemptions, 0u);
 }
 
