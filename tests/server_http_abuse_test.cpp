@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,28 @@ std::size_t open_fds(pid_t pid) {
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
     ++n;
   return n;
+}
+
+// The inodes of pid's sockets.
+std::set<std::string> socket_inodes(pid_t pid) {
+  std::error_code ec;
+  std::set<std::string> out;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string target = std::filesystem::read_symlink(it->path(), ec).string();
+    if (target.rfind("socket:", 0) == 0) out.insert(target);
+  }
+  return out;
+}
+
+// What pid's descriptors refer to ("socket:[inode]", paths), for a failure's message.
+std::string fd_targets(pid_t pid) {
+  std::error_code ec;
+  std::string out;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    out += it->path().filename().string() + "->" + std::filesystem::read_symlink(it->path(), ec).string() + " ";
+  return out;
 }
 
 // A connection to 127.0.0.1:port whose connect, sends and receives each give
@@ -102,9 +125,13 @@ TEST(HttpAbuse, TenThousandConnectionsLeaveTheDaemonServingAndTheExcessGet503) {
   const std::string url = d.line_value("listening http");
   const std::string h = url.substr(url.find("://") + 3);
   const auto port = promptly::server::daemon::parse_host_port(h).port;
-  // Before any HTTP connection: what the daemon holds without one.
+  // What the daemon holds with no connection open: its listening sockets
+  // (all there before "ready") and, once it has served one request, what
+  // its endpoint makes then (the poller threads' epoll and eventfd).
+  const auto listeners = socket_inodes(d.pid());
+  ASSERT_EQ(http_call(h, "GET", "/healthz", "").status, 200);
+  ASSERT_TRUE(wait_until([&] { return socket_inodes(d.pid()) == listeners; }, std::chrono::seconds(10)));
   const std::size_t base_fds = open_fds(d.pid());
-  ASSERT_GT(base_fds, 0u);
 
   // The flood: even connections send nothing, odd ones half a header.
   std::vector<int> flood;
@@ -183,7 +210,7 @@ TEST(HttpAbuse, TenThousandConnectionsLeaveTheDaemonServingAndTheExcessGet503) {
   // to what they were (the gauge counts the scrape's own connection).
   for (const int fd : flood) ::close(fd);
   EXPECT_TRUE(wait_until([&] { return open_fds(d.pid()) == base_fds; }, std::chrono::seconds(10)))
-      << open_fds(d.pid()) << " descriptors, " << base_fds << " before the flood";
+      << open_fds(d.pid()) << " descriptors, " << base_fds << " before the flood: " << fd_targets(d.pid());
   EXPECT_TRUE(wait_until([&] { return http_metric(h, "promptly_http_connections") == 1; }, std::chrono::seconds(10)))
       << http_metric(h, "promptly_http_connections") << " HTTP connections open after the flood";
   std::printf("%zu connections opened in %.2f s; /healthz %.3f s, submit+wait %.3f s beside them; %zu got 503\n", n,

@@ -356,15 +356,18 @@ class waiting_set {
 };
 
 // httplib's task queue: a thread per connection being served, started on
-// demand up to max_threads and kept; beyond, connections wait first come
-// first served, at most max_queued_connections of them. It also owns the
-// waiting sets, which it closes first when it shuts down, so no connection
-// is handed back to it after its threads have gone.
+// demand up to max_threads and kept; beyond, connections whose request head
+// is here wait first come first served, at most max_queued_connections of
+// them. New connections are sorted on httplib's accept thread itself (to a
+// thread, or to the request set), without waiting for anything, so a flood
+// of them never fills the queue ahead of those with a request to serve. It
+// also owns the waiting sets, which it closes first when it shuts down, so
+// no connection is handed back to it after its threads have gone.
 class growing_pool final : public httplib::TaskQueue {
  public:
   growing_pool(unsigned max_threads, const metrics_http_options& opts, std::function<void(connection_ptr)> serve)
       : max_threads_(max_threads) {
-    auto to_thread = [this, serve](connection_ptr c) { enqueue([serve, c]() mutable { serve(std::move(c)); }); };
+    auto to_thread = [this, serve](connection_ptr c) { submit([serve, c]() mutable { serve(std::move(c)); }); };
     requests_.emplace(waiting_set::kind::request_head, opts.request_timeout, max_waiting_requests, to_thread);
     if (opts.idle_timeout.count() > 0 && opts.max_idle > 0)
       idle_conns_.emplace(waiting_set::kind::between_requests, opts.idle_timeout, opts.max_idle, to_thread,
@@ -372,7 +375,11 @@ class growing_pool final : public httplib::TaskQueue {
   }
   ~growing_pool() override { shutdown(); }
 
-  void enqueue(std::function<void()> fn) override {
+  // A new connection from httplib's accept loop: sorted at once
+  // (process_and_close_socket below reads without blocking).
+  void enqueue(std::function<void()> fn) override { fn(); }
+  // A connection whose request head is here, to serve on a thread.
+  void submit(std::function<void()> fn) {
     {
       std::lock_guard lock(mu_);
       // Stopping: a connection handed back by a thread still serving is
@@ -616,26 +623,25 @@ class metrics_http::server final : public httplib::Server {
   void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
 
  private:
-  // A new connection from httplib's accept loop (on a pool thread).
+  // A new connection, on httplib's accept thread (growing_pool::enqueue).
   bool process_and_close_socket(socket_t sock) override {
     // httplib writes a response's head and body apart: with Nagle's
     // algorithm a kept connection's body would wait for the peer's delayed
     // ACK of the head (40 ms on Linux).
     const int one = 1;
     ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    serve_when_head_arrives(std::make_shared<connection>(sock, tls_ != nullptr), /*here=*/true);
+    serve_when_head_arrives(std::make_shared<connection>(sock, tls_ != nullptr));
     return true;
   }
 
   // c's next request has begun, or may: once its head is all here, c is
-  // served, on this thread (here) or the next free one; until then it waits
-  // in the request set, holding no thread (a client that trickles its
-  // headers, Slowloris, holds only a descriptor).
-  void serve_when_head_arrives(connection_ptr c, bool here) {
+  // served on the next free thread; until then it waits in the request set,
+  // holding no thread (a client that trickles its headers, Slowloris, holds
+  // only a descriptor).
+  void serve_when_head_arrives(connection_ptr c) {
     switch (read_more(*c)) {
       case progress::head:
-        if (here) return serve(std::move(c));
-        return pool_->enqueue([this, c]() mutable { serve(std::move(c)); });  // behind those already waiting
+        return pool_->submit([this, c]() mutable { serve(std::move(c)); });  // behind those already waiting
       case progress::closed: return;
       default: (void)pool_->requests().park(c);  // refused (stopping): c closes here
     }
@@ -677,7 +683,7 @@ class metrics_http::server final : public httplib::Server {
     c->in_service.store(false);
 #endif
     if (!keep) return;
-    if (c->read_ahead()) return serve_when_head_arrives(std::move(c), /*here=*/false);  // pipelined
+    if (c->read_ahead()) return serve_when_head_arrives(std::move(c));  // pipelined
     (void)pool_->idle()->park(c);  // refused (full, stopping): c closes here
   }
 
