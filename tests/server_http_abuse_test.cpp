@@ -134,7 +134,11 @@ TEST(HttpAbuse, TenThousandConnectionsLeaveTheDaemonServingAndTheExcessGet503) {
   const std::size_t base_fds = open_fds(d.pid());
 
   // The flood: even connections send nothing, odd ones half a header.
-  std::vector<int> flood;
+  struct descriptors : std::vector<int> {
+    ~descriptors() {
+      for (const int fd : *this) ::close(fd);
+    }
+  } flood;
   flood.reserve(n);
   const std::string partial = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
   const auto t0 = std::chrono::steady_clock::now();
@@ -209,6 +213,7 @@ TEST(HttpAbuse, TenThousandConnectionsLeaveTheDaemonServingAndTheExcessGet503) {
   // The flood leaves: the daemon's descriptors and connection gauge return
   // to what they were (the gauge counts the scrape's own connection).
   for (const int fd : flood) ::close(fd);
+  flood.clear();
   EXPECT_TRUE(wait_until([&] { return open_fds(d.pid()) == base_fds; }, std::chrono::seconds(10)))
       << open_fds(d.pid()) << " descriptors, " << base_fds << " before the flood: " << fd_targets(d.pid());
   EXPECT_TRUE(wait_until([&] { return http_metric(h, "promptly_http_connections") == 1; }, std::chrono::seconds(10)))
