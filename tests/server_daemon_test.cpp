@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +22,9 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,6 +151,36 @@ TEST_F(Daemon, EightClientsPipelineMixedJobs) {
   EXPECT_EQ(s["rejected"], 0);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0);
+}
+
+// The daemon's connection bounds exceed the common soft descriptor limit (1024): it raises its
+// soft limit to the hard one at start-up, as Go does.
+TEST_F(Daemon, RaisesItsDescriptorSoftLimitToTheHardLimit) {
+  rlimit mine{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &mine), 0);
+  if (mine.rlim_max != RLIM_INFINITY && mine.rlim_max <= 256) GTEST_SKIP() << "hard descriptor limit " << mine.rlim_max;
+  rlimit low = mine;
+  low.rlim_cur = 256;  // the daemon inherits this
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::optional<daemon_process> d;
+  try {
+    d.emplace(base_args());
+  } catch (...) {
+    ::setrlimit(RLIMIT_NOFILE, &mine);
+    throw;
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &mine), 0);
+  ASSERT_TRUE(d->ready());
+  std::ifstream limits("/proc/" + std::to_string(d->pid()) + "/limits");
+  std::string line;
+  std::string soft;
+  while (std::getline(limits, line))
+    if (line.rfind("Max open files", 0) == 0) {
+      std::istringstream fields(line.substr(std::string("Max open files").size()));
+      fields >> soft;
+    }
+  const std::string want = mine.rlim_max == RLIM_INFINITY ? std::to_string(1 << 20) : std::to_string(mine.rlim_max);
+  EXPECT_EQ(soft, want) << "the daemon's descriptor soft limit";
 }
 
 TEST_F(Daemon, HundredThousandRequestsOnOneConnection) {

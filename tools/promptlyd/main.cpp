@@ -14,6 +14,7 @@
 // (and for --partition on a machine without resctrl), 3 after a drain that
 // abandoned jobs still running past the deadline.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -90,6 +91,19 @@ std::vector<std::string> class_names(const job_server_options& jo) {
   std::vector<std::string> out;
   for (const auto& [name, rank] : jo.classes) out.push_back(name);
   return out;
+}
+
+// Raises the descriptor soft limit to the hard limit, as Go's runtime does (1.19): the daemon's
+// own bounds (protocol connections, HTTP threads and the HTTP waiting sets, docs/server.md) add
+// up to more than the common soft limit of 1024, past which new connections would wait
+// unaccepted in the kernel's queue instead of getting their documented 503. An unlimited hard
+// limit is capped at 2^20, the kernel's default nr_open. Nothing fails if it cannot.
+void raise_descriptor_limit() noexcept {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  rlimit want = r;
+  want.rlim_cur = r.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : r.rlim_max;
+  if (want.rlim_cur > r.rlim_cur) (void)::setrlimit(RLIMIT_NOFILE, &want);
 }
 
 void say(const std::string& line) {
@@ -295,7 +309,7 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--node-id", o.node_id, "Prefix of this node's job ids in the HTTP API ([A-Za-z0-9_]{1,32})");
   app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain for --http (HTTPS)")->check(CLI::ExistingFile);
   app.add_option("--tls-key", o.tls_key, "PEM private key for --http (mode 0600)")->check(CLI::ExistingFile);
-  app.add_option("--http-threads", o.http_threads, "HTTP connections served at once (more wait in accept order)")
+  app.add_option("--http-threads", o.http_threads, "HTTP connections served at once (more wait in arrival order, at most 1024; beyond: 503)")
       ->capture_default_str()->check(CLI::Range(8u, 4096u));
   app.add_option("--max-body", o.max_body_bytes, "Largest HTTP request body in bytes (more: 413)")
       ->capture_default_str()->check(CLI::Range(std::size_t{1024}, std::size_t{64} << 20));
@@ -414,6 +428,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  raise_descriptor_limit();
   try {
     return serve(o, parts);
   } catch (const std::exception& e) {
