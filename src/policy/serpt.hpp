@@ -52,12 +52,15 @@ struct serpt_params {
   double prior_s = 0.002;
   // Aging: jobs are served in the order of the time each would reach this
   // slowdown if it ran alone from now: its arrival plus slowdown_cap times
-  // its expected remaining time alone on the machine (expected remaining
-  // work / cores), earliest first. Large: SRPT; small: first come, first
-  // served. A job whose age has reached slowdown_cap times its expected
-  // remaining time alone is ahead of every job that arrives after that, so
-  // its slowdown against its estimate stays about the cap plus the work of
-  // the jobs already ahead of it.
+  // its expected remaining time alone (expected remaining work over the
+  // cores it can use, usable_cores), earliest first: earliest-deadline-first
+  // on slowdown deadlines, as in Bender, Chakrabarti and Muthukrishnan's
+  // stretch scheduling ("Flow and stretch metrics for scheduling continuous
+  // job streams", SODA 1998), with remaining instead of total work so that a
+  // large cap is SRPT and a small one first come, first served. A job whose
+  // age has reached slowdown_cap times its expected remaining time alone is
+  // ahead of every job that arrives after that, so its slowdown against its
+  // estimate stays about the cap plus the work of the jobs already ahead.
   double slowdown_cap = 16.0;
   // A job gets at most one core per this much expected remaining work; the
   // cores it cannot use go down the service order. Moving a core to a job
