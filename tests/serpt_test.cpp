@@ -37,7 +37,7 @@ TEST(Serpt, ExpectedRemainingWork) {
 
 TEST(Serpt, ServiceOrderTable) {
   serpt_params p;
-  p.slowdown_cap = 8;  // on 2 cores: age >= 4 x expected size
+  p.slowdown_cap = 8;  // on 2 cores, jobs of 200 us or more: deadline = 4 x remaining - age
   p.start_wait_bound = 10ms;
   struct row {
     const char* what;
@@ -47,22 +47,105 @@ TEST(Serpt, ServiceOrderTable) {
   const std::vector<row> rows = {
       {"least remaining first", {{5, 0, 0.001, true}, {1, 0, 0.001, true}, {3, 0, 0.001, true}}, {1, 2, 0}},
       {"work done counts", {{5, 4.5, 0.001, true}, {1, 0, 0.001, true}}, {0, 1}},
-      {"ties: the older first", {{2, 0, 0.001, true}, {2, 0, 0.002, true}}, {1, 0}},
-      {"past the slowdown cap: first, oldest first",
-       {{0.001, 0, 0.0050, true}, {1, 0, 0.001, true}, {0.002, 0, 0.0090, true}},
-       {2, 0, 1}},
-      {"never served past the start-wait bound: before the capped",
+      {"ties: the older first", {{2, 0, 0.002, true}, {2, 0, 0.001, true}}, {0, 1}},
+      // 1 ms at age 0: deadline 4 ms; 2 ms at age 4.5 ms: 8 - 4.5 = 3.5 ms.
+      {"waiting moves a job ahead", {{0.001, 0, 0, true}, {0.002, 0, 0.0045, true}}, {1, 0}},
+      {"not yet: 8 - 3.5 = 4.5 ms", {{0.001, 0, 0, true}, {0.002, 0, 0.0035, true}}, {0, 1}},
+      {"never served past the start-wait bound: first",
        {{0.001, 0, 0.0050, true}, {9, 0, 0.011, false}, {1, 0, 0.001, true}},
        {1, 0, 2}},
-      {"never served under the bound: by remaining work", {{9, 0, 0.005, false}, {1, 0, 0.001, true}}, {1, 0}},
+      {"never served under the bound: by deadline", {{9, 0, 0.005, false}, {1, 0, 0.001, true}}, {1, 0}},
   };
   for (const row& r : rows) EXPECT_EQ(serpt_order(r.jobs, p, 2), r.order) << r.what;
-  EXPECT_EQ(tier_of({9, 0, 0.011, false}, p, 2), serpt_tier::start_wait);
-  EXPECT_EQ(tier_of({0.001, 0, 0.005, true}, p, 2), serpt_tier::slowdown_cap);
-  EXPECT_EQ(tier_of({1, 0, 0.005, true}, p, 2), serpt_tier::remaining);
-  // The cap is on the time alone (size / cores): on 8 cores 1 ms of work is capped at 1 ms of age.
-  EXPECT_EQ(tier_of({0.001, 0, 0.0009, true}, p, 8), serpt_tier::remaining);
-  EXPECT_EQ(tier_of({0.001, 0, 0.0010, true}, p, 8), serpt_tier::slowdown_cap);
+  EXPECT_EQ(tier_of({9, 0, 0.011, false}, p), serpt_tier::start_wait);
+  EXPECT_EQ(tier_of({9, 0, 0.009, false}, p), serpt_tier::slowdown_deadline);
+  EXPECT_EQ(tier_of({9, 0, 0.011, true}, p), serpt_tier::slowdown_deadline);
+}
+
+TEST(Serpt, SlowdownDeadlineUsesTheTimeAloneOnTheCoresAJobCanUse) {
+  serpt_params p;  // work_per_core 100 us
+  p.slowdown_cap = 8;
+  struct row {
+    serpt_job job;
+    unsigned cores;
+    double deadline_s;
+  };
+  for (const row& r : {
+           row{{0.004, 0, 0, true}, 2, 8 * 0.002},         // 2 cores: 4 ms alone in 2 ms
+           row{{0.004, 0, 0.005, true}, 2, 8 * 0.002 - 0.005},
+           row{{0.004, 0.003, 0, true}, 2, 8 * 0.0005},     // 1 ms left: 0.5 ms alone
+           row{{0.004, 0, 0, true}, 40, 8 * 0.0001},        // 40 cores: 4 ms can use all 40, 0.1 ms
+           row{{0.001, 0, 0, true}, 40, 8 * 0.0001},        // 1 ms can use 10 cores: 0.1 ms alone too
+           row{{0.00005, 0, 0, true}, 40, 8 * 0.00005},     // under 100 us: one core
+           row{{0.001, 0.002, 0, true}, 40, 8 * 0.0001},    // past its estimate: 2 ms left, 20 cores
+       })
+    EXPECT_NEAR(slowdown_deadline_s(r.job, p, r.cores), r.deadline_s, 1e-12)
+        << r.job.expected_s << " " << r.job.done_s << " on " << r.cores;
+}
+
+TEST(Serpt, UsableCoresTable) {
+  struct row {
+    double remaining_s;
+    std::chrono::microseconds per_core;
+    unsigned cores, usable;
+  };
+  for (const row& r : {row{0.001, 100us, 40, 10}, row{0.00015, 100us, 40, 2}, row{0.0001, 100us, 40, 1},
+                       row{0.00001, 100us, 40, 1}, row{0, 100us, 40, 1}, row{1, 100us, 40, 40},
+                       row{0.001, 100us, 2, 2}, row{0.001, 0us, 40, 40}, row{0.001, 250us, 40, 4}}) {
+    serpt_params p;
+    p.work_per_core = r.per_core;
+    EXPECT_EQ(usable_cores(r.remaining_s, p, r.cores), r.usable) << r.remaining_s << " per " << r.per_core.count();
+  }
+}
+
+TEST(Serpt, CappedSplitTable) {
+  struct row {
+    const char* what;
+    std::vector<double> usable;
+    double p;
+    std::vector<double> split;
+  };
+  const std::vector<row> rows = {
+      {"no cap binds, linear: SRPT", {1, 1, 1}, 1.0, {1, 0, 0}},
+      {"linear: the first as much as it can use, the rest down the order", {0.25, 1, 1}, 1.0, {0.25, 0.75, 0}},
+      {"linear: two capped, the third the rest", {0.25, 0.5, 1}, 1.0, {0.25, 0.5, 0.25}},
+      {"every cap binds: the rest to the first", {0.25, 0.25, 0.25}, 1.0, {0.5, 0.25, 0.25}},
+      {"no cap binds: hesrpt_split", {1, 1, 1}, 0.5, {5. / 9, 3. / 9, 1. / 9}},
+      // The first gets 0.25 of its 5/9; the others split the 0.75 left as heSRPT splits two jobs (3/4, 1/4).
+      {"sublinear: heSRPT's proportions below a capped job", {0.25, 1, 1}, 0.5, {0.25, 0.5625, 0.1875}},
+      {"sublinear: a capped job in the middle", {1, 0.1, 1}, 0.5, {5. / 9, 0.1, 1 - 5. / 9 - 0.1}},
+      {"every cap binds, sublinear: the rest by hesrpt_split", {0.2, 0.2}, 0.5, {0.2 + 0.6 * 0.75, 0.2 + 0.6 * 0.25}},
+      {"one job", {0.1}, 0.5, {1}},
+      {"no jobs", {}, 0.5, {}},
+  };
+  for (const row& r : rows) {
+    const auto s = capped_split(r.usable, r.p);
+    ASSERT_EQ(s.size(), r.split.size()) << r.what;
+    for (std::size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(s[i], r.split[i], 1e-12) << r.what << ": job " << i;
+  }
+}
+
+TEST(Serpt, CappedSplitKeepsCapsAndSumsToOne) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> cap(0.01, 1.2);
+  for (int step = 0; step < 500; ++step) {
+    const std::size_t m = 1 + rng() % 6;
+    const double p = step % 3 == 0 ? 1.0 : 0.1 + 0.8 * static_cast<double>(rng() % 100) / 100;
+    std::vector<double> usable(m);
+    double room = 0;
+    for (double& u : usable) room += (u = cap(rng));
+    const auto s = capped_split(usable, p);
+    const double total = std::accumulate(s.begin(), s.end(), 0.0);
+    ASSERT_NEAR(total, 1.0, 1e-9) << "step " << step;
+    for (std::size_t i = 0; i < m; ++i) {
+      ASSERT_GE(s[i], 0.0);
+      if (room >= 1) ASSERT_LE(s[i], usable[i] + 1e-12) << "step " << step << " job " << i;
+    }
+    if (*std::min_element(usable.begin(), usable.end()) >= 1) {
+      const auto h = hesrpt_split(std::vector<double>(m, 1.0), p);
+      for (std::size_t i = 0; i < m; ++i) ASSERT_NEAR(s[i], h[i], 1e-12);
+    }
+  }
 }
 
 TEST(Serpt, HesrptSplitTable) {
@@ -226,6 +309,7 @@ TEST(Serpt, ParametersAreChecked) {
   bad([](serpt_params& p) { p.prior_s = std::nan(""); });
   bad([](serpt_params& p) { p.prior_s = -1; });
   bad([](serpt_params& p) { p.slowdown_cap = 0.5; });
+  bad([](serpt_params& p) { p.work_per_core = -1us; });
   bad([](serpt_params& p) { p.start_wait_bound = 0us; });
   bad([](serpt_params& p) { p.quantum = 0us; });
   EXPECT_NO_THROW(validate(serpt_params{}));
@@ -272,6 +356,23 @@ TEST(Serpt, PolicySplitsByHesrptWhenJobsScaleSublinearly) {
   d.decide(*p, event_kind::installed, no_pool, s);
   // Smallest first 5/9, 3/9, 1/9 of 9 cores.
   EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 0, s), (counts{1, 3, 5}));
+}
+
+TEST(Serpt, PolicyGivesAJobNoMoreCoresThanItsWorkCanUse) {
+  // 40 cores, one core per 100 us of expected work: 1 ms can use 10 cores,
+  // 2 ms 20, 10 ms all 40; each in turn as many as it can use.
+  auto sizes = std::make_shared<size_board>();
+  sizes->set(0, 0.010);
+  sizes->set(1, 0.001);
+  sizes->set(2, 0.002);
+  auto p = make_serpt_policy({}, sizes);
+  policy_support::decisions d(40);
+  auto s = policy_support::pools_of({{0, true}, {0, true}, {0, true}});
+  d.decide(*p, event_kind::installed, no_pool, s);
+  EXPECT_EQ(d.decide(*p, event_kind::became_nonempty, 0, s), (counts{10, 10, 20}));
+  // Alone, a job keeps every core: past its cap a core is better used than asleep.
+  s[0].has_ready_work = s[2].has_ready_work = false;
+  EXPECT_EQ(d.decide(*p, event_kind::became_empty, 0, s), (counts{0, 40, 0}));
 }
 
 TEST(Serpt, PolicyWithoutABoardUsesThePrior) {
@@ -336,10 +437,10 @@ TEST(Serpt, AgingBoundsStarvation) {
   prm.start_wait_bound = 1000s;  // only the slowdown cap acts here
   prm.slowdown_cap = 3;  // one core: the time alone is the size
   const double at = long_job_first_served_ms(prm, 200);
-  // Served once its age reaches cap * size = 30 ms (it was first at 0 ms
-  // only if the stream had not started: the first small job arrives with it).
-  EXPECT_GE(at, 29);
-  EXPECT_LE(at, 31);
+  // Each ms one 1 ms job is waiting (deadline 3 x 1 ms); the 10 ms job's
+  // deadline 3 x 10 ms - age reaches it at age 27 ms.
+  EXPECT_GE(at, 26);
+  EXPECT_LE(at, 28);
   // Without the cap (and the start-wait bound) it starves for the whole horizon.
   prm.slowdown_cap = 1e9;
   EXPECT_EQ(long_job_first_served_ms(prm, 200), -1);

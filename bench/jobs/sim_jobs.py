@@ -129,6 +129,8 @@ VARIANTS = [
     ("serpt", "serpt", "exact", []),
     ("serpt-wrong-third", "serpt", "wrong", []),
     ("serpt-no-hints", "serpt", "none", []),
+    ("serpt-cap8", "serpt", "exact", ["--serpt-slowdown-cap", "8"]),
+    ("serpt-p0.8", "serpt", "exact", ["--serpt-speedup-exponent", "0.8"]),
     ("drep", "drep", "none", []),
     ("drep-steal-boundary", "drep-steal-boundary", "none", []),
     ("equi", "equi", "none", []),
@@ -149,6 +151,7 @@ def main():
     ap.add_argument("--first-round", type=int, default=0, help="rounds first-round .. first-round + rounds - 1")
     ap.add_argument("--tag", default="", help="appended to the output file's name")
     ap.add_argument("--variants", default=",".join(v[0] for v in VARIANTS))
+    ap.add_argument("--label-suffix", default="", help="appended to each row's label (e.g. -before for an older build)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     scale = a.scale if a.scale > 0 else a.workers / 2
@@ -168,7 +171,7 @@ def main():
                         json.dump(make_workload(trace, int(load) / 100, a.workers, rnd * a.jobs, a.jobs, scale, hints), f)
                 m = run(a.sim, wls[hints], a.workers, policy, extra)
                 print(f"{trace}-{load} round {rnd} {label}: {m}", file=sys.stderr, flush=True)
-                results.append({"bench": f"{trace}-{load}", "round": rnd, "runtime": label, "workers": a.workers,
+                results.append({"bench": f"{trace}-{load}", "round": rnd, "runtime": label + a.label_suffix, "workers": a.workers,
                                 "scale": scale, "jobs": a.jobs, **m})
                 out.write_text(json.dumps(results, indent=1) + "\n")
             for p in wls.values():

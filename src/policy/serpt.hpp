@@ -50,12 +50,23 @@ struct serpt_params {
   double speedup_exponent = 1.0;
   // The expected size of a job the board does not name (worker-seconds).
   double prior_s = 0.002;
-  // Aging: a job that has been in the system longer than slowdown_cap times
-  // its expected time alone on the machine (expected size / cores: the
-  // denominator of its slowdown) is served before every job under the cap,
-  // the oldest first. It bounds each job's slowdown against its estimate to
-  // about the cap, unless the capped jobs alone fill the machine.
+  // Aging: jobs are served in the order of the time each would reach this
+  // slowdown if it ran alone from now: its arrival plus slowdown_cap times
+  // its expected remaining time alone (expected remaining work over the
+  // cores it can use, usable_cores), earliest first: earliest-deadline-first
+  // on slowdown deadlines, as in Bender, Chakrabarti and Muthukrishnan's
+  // stretch scheduling ("Flow and stretch metrics for scheduling continuous
+  // job streams", SODA 1998), with remaining instead of total work so that a
+  // large cap is SRPT and a small one first come, first served. A job whose
+  // age has reached slowdown_cap times its expected remaining time alone is
+  // ahead of every job that arrives after that, so its slowdown against its
+  // estimate stays about the cap plus the work of the jobs already ahead.
   double slowdown_cap = 16.0;
+  // A job gets at most one core per this much expected remaining work; the
+  // cores it cannot use go down the service order. Moving a core to a job
+  // costs a wake-up and the steals that spread the job's work, so a core
+  // given less work than a few such costs mostly looks for work.
+  std::chrono::microseconds work_per_core{100};
   // A job with work that has never been given a core for this long is
   // served before everything else, the oldest first: every admitted job
   // gets its first core within about this bound plus one quantum, unless
@@ -86,14 +97,24 @@ struct serpt_job {
 };
 
 // Which rule put a job where it is in the service order.
-enum class serpt_tier { start_wait = 0, slowdown_cap = 1, remaining = 2 };
-// `cores`: the machine's (the expected size over it is the time alone).
-serpt_tier tier_of(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept;
+enum class serpt_tier { start_wait = 0, slowdown_deadline = 1 };
+serpt_tier tier_of(const serpt_job& j, const serpt_params& p) noexcept;
+
+// The cores a job with `remaining_s` of expected work left can use: one per
+// work_per_core of it, at least 1, at most `cores` (all of them when
+// work_per_core is 0).
+unsigned usable_cores(double remaining_s, const serpt_params& p, unsigned cores) noexcept;
+
+// The time, from now, at which job j would reach the slowdown cap if it ran
+// alone from now on: slowdown_cap x its expected remaining time alone (its
+// expected remaining work over the cores of the machine, `cores`, it can
+// use) - age. The service order of the slowdown_deadline tier, earliest first.
+double slowdown_deadline_s(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept;
 
 // The service order: indices into `jobs`, first served first. Tier by tier
-// (start_wait, slowdown_cap, remaining); within the first two the oldest
-// first, within the last the least expected remaining work first (ties: the
-// older, then the lower index).
+// (start_wait, then slowdown_deadline); within the first the oldest first,
+// within the second the earliest slowdown deadline first (ties: the older,
+// then the lower index).
 std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
 
 // heSRPT's split of the machine among m jobs, listed in service order
@@ -104,6 +125,19 @@ std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serp
 // (z_i / z_m)^(1/(1-p)) - (z_(i-1) / z_m)^(1/(1-p)); p = 1 gives everything
 // to the smallest (SRPT). Returns fractions summing to 1, in the input order.
 std::vector<double> hesrpt_split(std::span<const double> weights, double p);
+
+// heSRPT's split with a cap per job: usable[i] is the fraction of the
+// machine job i (in service order) can use. Each job in turn gets the
+// smaller of its cap and heSRPT's share for it among the jobs from it on
+// (the split is scale-free: heSRPT over jobs i..m is the full split's
+// shares of them, renormalised), so what a capped job cannot use goes down
+// the order in heSRPT's proportions; what is still left (a job late in the
+// order capped below its share) goes round again to the jobs with room.
+// With no cap binding it is hesrpt_split itself. What is left when every
+// cap binds is spread by hesrpt_split (to the first job under linear
+// speedup): a core is better used past a job's cap than asleep. Returns
+// fractions summing to 1 (none for no jobs).
+std::vector<double> capped_split(std::span<const double> usable, double p);
 
 // Whole cores from fractions: floor(f * cores) each, then the cores left one
 // each to the largest remainders (ties: the earlier in the list). Jobs past

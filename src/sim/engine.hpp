@@ -74,8 +74,10 @@ struct config {
   bool pool_per_request = false;
   // The `serpt` policy's parameters (src/policy/serpt.hpp); each request's
   // size_hint_us is its expected size on the policy's size board.
+  // The defaults are serpt_params' (the runtime's).
   double serpt_speedup_exponent = 1.0;
-  double serpt_slowdown_cap = 8.0;
+  double serpt_slowdown_cap = 16.0;
+  double serpt_work_per_core_us = 100;
   double serpt_start_wait_us = 20000;
   double time_limit_us = 3.6e9;   // stops a run that would not end (reported, never silent)
   // Measure result::undersubscribed_us (Taskflow's Lemma 1, per pool): costs a

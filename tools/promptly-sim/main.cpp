@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
   run->add_option("--seed", cfg.seed, "random seed of the probes and the fair policy");
   run->add_flag("--pool-per-request", cfg.pool_per_request, "each request in a pool of its own (the job server)");
   run->add_option("--serpt-speedup-exponent", cfg.serpt_speedup_exponent, "serpt: p of the speedup k^p, in (0, 1]");
-  run->add_option("--serpt-slowdown-cap", cfg.serpt_slowdown_cap, "serpt: age / expected size that serves a job first");
+  run->add_option("--serpt-slowdown-cap", cfg.serpt_slowdown_cap, "serpt: the slowdown whose deadline orders the jobs");
+  run->add_option("--serpt-work-per-core-us", cfg.serpt_work_per_core_us, "serpt: expected work per core a job can use")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--serpt-start-wait-us", cfg.serpt_start_wait_us, "serpt: first-core bound")->check(CLI::PositiveNumber);
   run->add_flag("--never-sleep", cfg.never_sleep, "thieves never sleep (the ABP baseline)");
   run->add_option("--json", json_out, "write the result here (default: stdout)");
