@@ -1,4 +1,4 @@
-#include "server/daemon_front_end.hpp"
+#include "server/daemon/front_end.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "server/protocol_reply.hpp"
+#include "server/protocol/reply.hpp"
 
 namespace promptly::server::daemon {
 

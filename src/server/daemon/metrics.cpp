@@ -1,4 +1,4 @@
-#include "server/daemon_metrics.hpp"
+#include "server/daemon/metrics.hpp"
 
 #include <cstdio>
 #include <sstream>

@@ -1,6 +1,6 @@
 // The job server's shared state: the job table, the FIFO of queued jobs,
 // the counters and windows behind stats(), and the reaper thread that ends
-// jobs. Internal to src/server.
+// jobs. Internal to src/server/jobs.
 //
 // Invariants (all under `mu` unless marked otherwise)
 //  * Every id in [1, next_id) was accepted and is in `jobs` until its
