@@ -22,13 +22,13 @@ protocol's code (bad_request, unknown_op, unknown_program, bad_args, unknown_job
 not_allowed).
 """
 
+import http.client
 import json
 import os
+import select
 import socket
 import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
 
 PROTOCOL_VERSION = 1
 
@@ -188,7 +188,19 @@ class HttpClient:
     (a daemon's --http address or HAProxy's). Every request carries the bearer token. Error
     replies raise PromptlyError with the protocol's code and the HTTP status (.status); a 503
     (rejected: full or draining) carries Retry-After. For HTTPS with a self-signed certificate,
-    pass cafile=..."""
+    pass cafile=...
+
+    Requests go over one persistent HTTP/1.1 connection, opened on the first request and kept
+    (a new connection per request costs a TCP handshake, and through HAProxy a second one to the
+    node). A server or balancer closes idle connections (promptlyd's --http-idle-timeout); a
+    connection found closed before a request is replaced before anything is sent. If it closes
+    while a request is sent, a GET or DELETE (status, wait, cancel, jobs, stats: repeating them
+    changes nothing) is sent once more on a new connection; a POST (submit) is not, since the job
+    may have been accepted: the ConnectionError is raised, and the caller decides whether the job
+    may run twice (the API has no idempotency key). subscribe() uses a connection of its own.
+
+    Not thread-safe: the connection carries one request at a time. Give each thread its own
+    HttpClient (close() ends its connection; it is also a context manager)."""
 
     def __init__(self, url, token=None, token_file=None, timeout=None, cafile=None):
         if token_file is not None:
@@ -197,27 +209,90 @@ class HttpClient:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
-        self._ssl = ssl.create_default_context(cafile=cafile) if cafile else None
+        u = urllib.parse.urlsplit(self.url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self._https = u.scheme == "https"
+        self._host, self._port = u.hostname, u.port
+        self._base = u.path  # a prefix the balancer routes on, usually ""
+        self._ssl = ssl.create_default_context(cafile=cafile) if cafile or self._https else None
+        self._conn = None
+        self.connections_opened = 0  # for tests and benchmarks: how often the connection was (re)made
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _new_connection(self, timeout):
+        if self._https:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._ssl)
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+
+    def _headers(self, data):
+        headers = {}
+        if self.token is not None:
+            headers["Authorization"] = "Bearer " + self.token
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        return headers
+
+    def _kept_connection(self):
+        """The kept connection, replaced first if the server has closed it (or sent something
+        unasked, such as a 408 before closing); whether it is new."""
+        c = self._conn
+        if c is not None and c.sock is not None and not self._server_closed(c.sock):
+            return c, False
+        self.close()
+        self._conn = self._new_connection(self.timeout)
+        self._conn.connect()
+        self.connections_opened += 1
+        return self._conn, True
+
+    @staticmethod
+    def _server_closed(sock):
+        """Whether an idle connection has something to read: the server's close (or a reply
+        nobody asked for, which ends it too)."""
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
 
     def request(self, method, path, body=None):
         """One request; the reply's JSON object, or PromptlyError for an error reply."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if self.token is not None:
-            req.add_header("Authorization", "Bearer " + self.token)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            raw = e.read()
+        headers = self._headers(data)
+        while True:
+            conn, new = self._kept_connection()
             try:
-                reply = json.loads(raw)
-                err = reply.get("error", {})
-            except ValueError:  # not the daemon's reply (e.g. a balancer's page)
-                reply, err = None, {"code": "http", "message": raw[:200].decode(errors="replace")}
-            raise PromptlyError(err.get("code", "http"), err.get("message", ""), reply, e.code) from None
+                conn.request(method, self._base + path, body=data, headers=headers)
+                r = conn.getresponse()
+                raw = r.read()
+            except ConnectionError:
+                # Closed under the request: resent once if it was an idempotent request on a
+                # connection that had served before (a new one failing is the server's answer).
+                self.close()
+                if new or method not in ("GET", "DELETE"):
+                    raise
+                continue
+            except BaseException:
+                self.close()  # a timeout or an interrupted read leaves the connection mid-reply
+                raise
+            if r.will_close:
+                self.close()
+            break
+        if 200 <= r.status < 300:
+            return json.loads(raw)
+        try:
+            reply = json.loads(raw)
+            err = reply.get("error", {})
+        except ValueError:  # not the daemon's reply (e.g. a balancer's page)
+            reply, err = None, {"code": "http", "message": raw[:200].decode(errors="replace")}
+        raise PromptlyError(err.get("code", "http"), err.get("message", ""), reply, r.status)
 
     def submit(self, program, args=None, wait=False, job_class=None):
         body = {"program": program, "args": args or {}, "wait": wait}
@@ -242,17 +317,27 @@ class HttpClient:
 
     def subscribe(self, interval_ms=1000, count=None):
         """Yield stats objects from the server-sent event stream every interval_ms; stops after
-        count events if given."""
-        req = urllib.request.Request(f"{self.url}/v1/events?interval_ms={interval_ms}")
-        if self.token is not None:
-            req.add_header("Authorization", "Bearer " + self.token)
-        n = 0
-        with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as r:
-            for raw in r:
+        count events if given. The stream has a connection of its own."""
+        conn = self._new_connection(self.timeout)
+        try:
+            conn.request("GET", f"{self._base}/v1/events?interval_ms={interval_ms}", headers=self._headers(None))
+            r = conn.getresponse()
+            if r.status != 200:
+                raw = r.read()
+                try:
+                    err = json.loads(raw).get("error", {})
+                except ValueError:
+                    err = {"code": "http", "message": raw[:200].decode(errors="replace")}
+                raise PromptlyError(err.get("code", "http"), err.get("message", ""), None, r.status)
+            n = 0
+            while count is None or n < count:
+                raw = r.readline()
+                if not raw:
+                    return
                 line = raw.decode().rstrip("\r\n")
                 if not line.startswith("data: "):
                     continue
                 yield json.loads(line[len("data: "):])
                 n += 1
-                if count is not None and n >= count:
-                    return
+        finally:
+            conn.close()

@@ -2,13 +2,17 @@
 
 Starts the daemon given by --promptlyd on a Unix socket in a private temporary directory, then
 checks submit (waiting and not), wait, status, cancel, jobs, stats, programs, version, error
-replies, pipelining and subscribe, then the same through HttpClient on the daemon's HTTP API; stops the daemon with SIGTERM and expects exit status 0.
+replies, pipelining and subscribe, then the same through HttpClient on the daemon's HTTP API, and
+HttpClient's kept connection across the daemon's idle timeout; stops the daemon with SIGTERM and
+expects exit status 0.
 """
 
 import argparse
 import os
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +27,48 @@ def expect(cond, what):
         raise AssertionError(what)
 
 
+def wait_for_server_close(h):
+    """Until the daemon closes h's idle connection (its --http-idle-timeout, 0.5 s; bounded at 10 s)."""
+    sock = h._conn.sock
+    readable, _, _ = select.select([sock], [], [], 10)
+    expect(readable and sock.recv(1, socket.MSG_PEEK) == b"", "the daemon closed the idle connection")
+
+
+def check_http_keep_alive(url, token_file):
+    """HttpClient keeps one connection; after the daemon closes it for idleness the next request
+    goes on a new one; a close the client cannot see in time resends a GET once, never a POST."""
+    with HttpClient(url, token_file=token_file, timeout=30) as h:
+        job = h.submit("fib", {"n": 12}, wait=True)
+        for _ in range(10):
+            expect(h.status(job["id"])["state"] == "done", "status on the kept connection")
+        try:
+            h.status("py-999999")
+        except PromptlyError as e:
+            expect(e.status == 404, f"404: {e.status}")
+        expect(h.stats()["submitted"] >= 1, "stats")
+        expect(h.connections_opened == 1, f"13 requests on {h.connections_opened} connections, not 1")
+
+        wait_for_server_close(h)
+        expect(h.status(job["id"])["state"] == "done", "status after the idle close")
+        expect(h.connections_opened == 2, "a new connection after the idle close")
+
+        # The close lands after the client looked: the connection seems open until it is used.
+        h._server_closed = lambda sock: False
+        wait_for_server_close(h)
+        expect(h.status(job["id"])["state"] == "done", "a GET resent on a new connection")
+        expect(h.connections_opened == 3, "the GET went on a third connection")
+        submitted = h.stats()["submitted"]
+        wait_for_server_close(h)
+        try:
+            h.submit("fib", {"n": 1})
+            raise AssertionError("a POST was resent on a new connection")
+        except ConnectionError:
+            pass
+        expect(h.stats()["submitted"] == submitted, "the POST was not submitted")
+        wait_for_server_close(h)
+        expect(h.cancel(job["id"])["cancelled"] is False, "a DELETE resent on a new connection")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--promptlyd", required=True)
@@ -35,7 +81,7 @@ def main():
     os.chmod(token_file, 0o600)
     proc = subprocess.Popen([opts.promptlyd, "--socket", sock, "--workers", "2", "--max-running", "2",
                              "--max-queued", "4", "--http", "127.0.0.1:0", "--token-file", token_file,
-                             "--node-id", "py"], stdout=subprocess.PIPE, text=True)
+                             "--node-id", "py", "--http-idle-timeout", "0.5"], stdout=subprocess.PIPE, text=True)
     url = None
     try:
         for line in proc.stdout:  # start-up lines end with "ready"
@@ -110,6 +156,7 @@ def main():
             except PromptlyError as e:
                 expect((e.code, e.status) == (code, status), f"{e.code} {e.status} != {code} {status}")
         expect([l["seq"] for l in h.subscribe(interval_ms=10, count=2)] == [0, 1], "HTTP event stream")
+        check_http_keep_alive(url, token_file)
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=60)
         expect(rc == 0, f"promptlyd exit status {rc}")

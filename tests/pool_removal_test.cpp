@@ -67,6 +67,48 @@ TEST_P(RemovalFromATask, AChildSpawnedIntoThePoolRunsWhileTheRemoverParks) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, RemovalFromATask, ::testing::Values("", "prompt", "equi", "drep"), policy_label);
 
+namespace {
+// Overwrites the stack below the caller's frame, where the frame of a
+// function it just returned from (remove_pool's, with its wait event) was.
+[[gnu::noinline]] void scribble_below_caller() {
+  volatile unsigned char scratch[4096];
+  for (auto& b : scratch) b = 0xA5;
+}
+}  // namespace
+
+// remove_pool's wait event lives on the remover's fiber stack. The waiter is
+// published before the event's last check, so a worker leaving the pool can
+// wake the remover in between; the remover returns, its frame is reused
+// (scribbled here), and the check must not read the event any more. A fault
+// injection (chaos.hpp) holds the check until the remover was woken; before
+// the check stopped reading the event it read the scribbled reference and
+// crashed (and UBSan reported a member call through it in pool_test.cpp's
+// churn test).
+TEST(PoolRemoval, TheRemoverResumingAtOnceEndsItsWaitEventSafely) {
+  // oblivious: the other worker serves p while the remover's worker is
+  // still active at level 0, inside the late check.
+  promptly::runtime rt(removal_config("oblivious"));
+  watchdog guard(30s, "remove_pool from a task with late checks", [&] { return describe(rt); });
+  struct late_checks {
+    late_checks() { promptly::detail::chaos::delay_removal_checks(-1); }
+    ~late_checks() { promptly::detail::chaos::delay_removal_checks(0); }
+  } late;
+  const int rounds = 40;
+  auto remover = rt.submit(promptly::level{0}, [&] {
+    for (int round = 0; round < rounds; ++round) {
+      const promptly::pool p = rt.create_pool();
+      // Queued or running when the remover parks; its end wakes the remover.
+      auto child = rt.submit(p, [] { return fib(16); });
+      rt.remove_pool(p);
+      scribble_below_caller();
+      if (child.get() != fib_serial(16)) return false;
+    }
+    return true;
+  });
+  EXPECT_TRUE(remover.get());
+  EXPECT_EQ(rt.pool_count(), rt.config().levels);
+}
+
 // A task still running in a closing pool starts a graph run there: it is
 // admitted (removal waits for it) like an async of that task, while a
 // graph run of another pool's task, or from outside, into the closing pool

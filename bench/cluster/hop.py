@@ -10,13 +10,18 @@
                    new one to the daemon too (safe reuse never sends a session's first request on
                    another session's connection)
 
+With --python-client the four HTTP paths go through python/promptly_client.py's HttpClient instead
+of raw http.client calls: "kept" is one HttpClient for every request (its persistent connection),
+"new" a new HttpClient per request (a connection per request, as HttpClient did before it kept its
+connection).
+
 p50/p99 latency in microseconds per path, measured by this client (Python's own cost is in every
 path alike). One daemon, one worker. Each of --rounds rounds sends --requests per path in blocks of
 100 taking turns (the order rotated each block), so load drifting on a shared machine falls on
 every path alike; the report gives the median over rounds of each round's p50 and p99, the range
 of the p50s, and the hop per round (its p50 through HAProxy minus its p50 direct).
 
-usage: bench/cluster/hop.py [--requests N] [--rounds R] [--out FILE.md]   (build/bin/promptlyd, haproxy on PATH)
+usage: bench/cluster/hop.py [--requests N] [--rounds R] [--python-client] [--out FILE.md]   (build/bin/promptlyd, haproxy on PATH)
 """
 import argparse
 import http.client
@@ -32,7 +37,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from promptly_client import Client  # noqa: E402
+from promptly_client import Client, HttpClient  # noqa: E402
 
 BODY = json.dumps({"program": "fib", "args": {"n": 1}, "wait": True})
 BLOCK = 100
@@ -102,6 +107,8 @@ def main():
     ap.add_argument("--idle-timeout", type=float, default=5.0,
                     help="the daemon's --http-idle-timeout (0: one request per connection, no keep-alive)")
     ap.add_argument("--http-reuse", default="safe", help="HAProxy's http-reuse (haproxy_cfg.py --http-reuse)")
+    ap.add_argument("--python-client", action="store_true",
+                    help="the HTTP paths through promptly_client.HttpClient (kept: one client; new: one per request)")
     ap.add_argument("--out", help="write a markdown report here")
     a = ap.parse_args()
     promptlyd = os.path.join(ROOT, "build", "bin", "promptlyd")
@@ -137,6 +144,7 @@ def main():
     haproxy = subprocess.Popen(["haproxy", "-db", "-q", "-f", os.path.join(d, "haproxy.cfg")])
     rounds = {p: [] for p in PATHS}
     reuse = {}
+    opened = {}  # HttpClient's own connections, per kept path
     try:
         deadline = time.time() + 10
         while True:  # HAProxy is up once a submission through it succeeds
@@ -156,11 +164,32 @@ def main():
                 PATHS[3]: lambda: new_connection_submit(host, port, token),
                 PATHS[4]: lambda: new_connection_submit("127.0.0.1", front, token),
             }
+            if a.python_client:
+                direct_url, front_url = f"http://{host}:{port}", f"http://127.0.0.1:{front}"
+
+                def client_submit(h):
+                    if h.submit("fib", {"n": 1}, wait=True)["state"] != "done":
+                        raise RuntimeError("fib n=1 not done")
+
+                def new_client_submit(url):
+                    with HttpClient(url, token=token, timeout=10) as h:
+                        client_submit(h)
+
+                run.update({
+                    PATHS[1]: lambda: client_submit(kept[PATHS[1]]),
+                    PATHS[2]: lambda: client_submit(kept[PATHS[2]]),
+                    PATHS[3]: lambda: new_client_submit(direct_url),
+                    PATHS[4]: lambda: new_client_submit(front_url),
+                })
             for r in range(a.rounds):
                 # Fresh kept connections each round (one left idle past the daemon's idle timeout
                 # would be closed: a client then reconnects, which is not what is measured here).
-                kept[PATHS[1]] = http.client.HTTPConnection(host, port, timeout=10)
-                kept[PATHS[2]] = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+                if a.python_client:
+                    kept[PATHS[1]] = HttpClient(direct_url, token=token, timeout=10)
+                    kept[PATHS[2]] = HttpClient(front_url, token=token, timeout=10)
+                else:
+                    kept[PATHS[1]] = http.client.HTTPConnection(host, port, timeout=10)
+                    kept[PATHS[2]] = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
                 for p in PATHS:
                     rounds[p].append([])
                     for _ in range(min(50, a.requests)):  # warm-up
@@ -178,7 +207,9 @@ def main():
                             prev = reuse.setdefault(p, {"connect": 0, "reuse": 0})
                             for key in prev:
                                 prev[key] += stat1[key] - stat0[key]
-                for k in kept.values():
+                for p, k in kept.items():
+                    if a.python_client:
+                        opened[p] = opened.get(p, 0) + k.connections_opened
                     k.close()
     finally:
         haproxy.terminate()
@@ -205,7 +236,10 @@ def main():
         if p in reuse:
             out.append(f"- {p}: HAProxy opened {reuse[p]['connect']} connections to the daemon and reused one "
                        f"{reuse[p]['reuse']} times for its {a.rounds * a.requests} measured requests.")
-    out.append(f"\nDaemon: --http-idle-timeout {a.idle_timeout:g}; HAProxy: http-reuse {a.http_reuse}. {a.requests} requests per path per round (after 50 of warm-up), in blocks of {BLOCK} taking "
+    for p, n in opened.items():
+        out.append(f"- {p}: the kept HttpClient opened {n} connection(s) for its {a.rounds * (a.requests + min(50, a.requests))} requests.")
+    client = "promptly_client.HttpClient" if a.python_client else "http.client"
+    out.append(f"\nHTTP client: {client}. Daemon: --http-idle-timeout {a.idle_timeout:g}; HAProxy: http-reuse {a.http_reuse}. {a.requests} requests per path per round (after 50 of warm-up), in blocks of {BLOCK} taking "
                f"turns, {a.rounds} rounds.")
     text = "\n".join(out) + "\n"
     print(text)

@@ -45,11 +45,14 @@ def _run(cmd, log, what, cwd=None):
     print(f"build: {what} done in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
 
 
-def _cmake_source(root, build_dir):
-    """The top-level project if it exists, else bench/ standalone (peers only). A build dir
-    configured from the other source is reset, since CMake refuses to switch sources."""
+def _cmake_source(root, build_dir, standalone=False):
+    """The top-level project if it exists (and not `standalone`), else bench/ alone (peers only,
+    or Promptly's programs too against an installed Promptly). A build dir configured from the
+    other source is reset, since CMake refuses to switch sources."""
     src = Path(root)
-    if not (src / "CMakeLists.txt").is_file():
+    if standalone:
+        src = Path(root) / "bench"
+    elif not (src / "CMakeLists.txt").is_file():
         src = Path(root) / "bench"
         print("build: warning: no top-level CMakeLists.txt; configuring bench/ standalone "
               "(Promptly programs need the top-level project)", file=sys.stderr)
@@ -80,8 +83,10 @@ def launcher(build_dir):
     raise BuildError(f"cannot compile {src}: {' '.join(cmd)} failed")
 
 
-def build(specs, root, build_dir):
-    """Builds every exe spec in `specs`; returns {spec: path}."""
+def build(specs, root, build_dir, promptly_prefix=None):
+    """Builds every exe spec in `specs`; returns {spec: path}. With `promptly_prefix` (a
+    directory Promptly is installed in) the C++ programs link that installation: the test
+    pipeline's smoke run reuses the runtime its Release build compiled."""
     root, build_dir = Path(root), Path(build_dir)
     log = build_dir / "logs" / "build.log"
     if log.exists():
@@ -93,11 +98,20 @@ def build(specs, root, build_dir):
         by_kind.setdefault(kind, []).append(name)
 
     if targets := by_kind.get("cmake"):
-        src = _cmake_source(root, build_dir)
-        # Tests and examples are not needed here: leaving them out keeps this build small.
-        _run(["cmake", "-S", src, "-B", build_dir, "-DPROMPTLY_BUILD_BENCH=ON",
-              "-DCMAKE_BUILD_TYPE=Release", "-DPROMPTLY_BUILD_TESTS=OFF",
-              "-DPROMPTLY_BUILD_EXAMPLES=OFF"], log, "cmake configure")
+        if promptly_prefix:
+            prefix = Path(promptly_prefix).resolve()
+            if not (prefix / "lib" / "cmake" / "promptly").is_dir():
+                raise BuildError(f"--promptly-prefix {promptly_prefix}: no installed Promptly there "
+                                 f"(expected {prefix}/lib/cmake/promptly; cmake --install build --prefix DIR)")
+            src = _cmake_source(root, build_dir, standalone=True)
+            _run(["cmake", "-S", src, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
+                  f"-DCMAKE_PREFIX_PATH={prefix}"], log, "cmake configure (installed Promptly)")
+        else:
+            src = _cmake_source(root, build_dir)
+            # Tests and examples are not needed here: leaving them out keeps this build small.
+            _run(["cmake", "-S", src, "-B", build_dir, "-DPROMPTLY_BUILD_BENCH=ON",
+                  "-DCMAKE_BUILD_TYPE=Release", "-DPROMPTLY_BUILD_TESTS=OFF",
+                  "-DPROMPTLY_BUILD_EXAMPLES=OFF"], log, "cmake configure")
         _run(["cmake", "--build", build_dir, "-j", jobs, "--target", *targets], log,
              f"cmake targets {' '.join(targets)}")
     if pkgs := by_kind.get("go"):

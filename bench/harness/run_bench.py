@@ -42,6 +42,9 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, help="per-run timeout in seconds (default: the suite's)")
     p.add_argument("--probe-ms", type=int, default=200, help="effective-core probe length (default 200)")
     p.add_argument("--no-build", action="store_true", help="use the programs already built")
+    p.add_argument("--promptly-prefix", metavar="DIR",
+                   help="build the C++ programs against the Promptly installed in DIR (bench/ "
+                        "configured alone) instead of compiling the runtime again")
     p.add_argument("--list", action="store_true", help="list suites, or the pairs of SUITE, and exit")
     p.add_argument("--from-json", metavar="FILE",
                    help="run nothing: redo latest.md and the plots from a latest.json (into --out, "
@@ -197,7 +200,7 @@ def main(argv=None):
         if args.no_build:
             paths = {p.exe: build_mod.exe_path(p.exe, build_dir) for p in pairs}
         else:
-            paths = build_mod.build([p.exe for p in pairs], ROOT, build_dir)
+            paths = build_mod.build([p.exe for p in pairs], ROOT, build_dir, args.promptly_prefix)
     except build_mod.BuildError as e:
         print(f"error: build failed: {e}", file=sys.stderr)
         return 1

@@ -61,6 +61,14 @@ extern std::atomic<int> costly_yields;
 inline void make_yields_costly(int n) noexcept { costly_yields.store(n, std::memory_order_relaxed); }
 inline bool yield_counts_as_costly() noexcept { return take_from_budget(costly_yields); }
 
+// Fault injection: while the budget is non-zero, remove_pool's waiter,
+// once published, lingers before its last readiness check until a waker
+// took it (at most 5 ms), and 1 ms more: the remover has then resumed and
+// may have returned, ending its wait event (pools.cpp).
+extern std::atomic<int> late_removal_checks;
+inline void delay_removal_checks(int n) noexcept { late_removal_checks.store(n, std::memory_order_relaxed); }
+inline bool removal_check_is_late() noexcept { return take_from_budget(late_removal_checks); }
+
 inline void point() noexcept {
   // Relaxed: a stale read only delays when perturbations start or stop.
   if (seed.load(std::memory_order_relaxed) != 0) [[unlikely]]

@@ -34,10 +34,12 @@
 //    intrusive queue or the worker's deque, record an event bit and wake.
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "chaos.hpp"
 #include "promptly/errors.hpp"
@@ -46,6 +48,16 @@
 namespace promptly::detail {
 
 namespace {
+
+// Fault injection (chaos.hpp, delay_removal_checks): waits until a waker
+// took w from `slot` (at most 5 ms), then 1 ms more.
+void linger_until_taken(std::atomic<waiter*>& slot, waiter* w) noexcept {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+  // Relaxed: a fault injection's poll; the caller's own accesses keep their orders.
+  while (slot.load(std::memory_order_relaxed) == w && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 // Lets remove_pool wait (park its fiber when called from a task, else block
 // its thread) until the pool is drained (no counted work, no active worker)
@@ -69,22 +81,30 @@ namespace {
 // pool waited for one.
 struct pool_removal_event {
   pool_record& pool;
-  bool ready() const noexcept {
-    if (!pool.drained()) return false;
+  bool ready() const noexcept { return removable(pool); }
+  static bool removable(pool_record& p) noexcept {
+    if (!p.drained()) return false;
     // Deques that thieves emptied in the muggable list (pool.hpp) would
     // make the pool look queued for ever: only a worker serving the pool
     // drops them otherwise, and none may come to a pool with no work.
-    pool.drop_emptied_muggable();
-    return pool.quiescent();
+    p.drop_emptied_muggable();
+    return p.quiescent();
   }
   bool try_register(waiter* w) noexcept {
+    // The event lives on the remover's stack. Once w is published a waker
+    // may resume the remover, which returns and ends the event, so nothing
+    // below reads *this: only the record, which is type-stable (reading
+    // `pool` through a dead event was a UBSan report under churn).
+    pool_record& p = pool;
     // Seq-cst: count_finished and become_inactive decrement, then read the
     // waiter; we store the waiter, then re-read the counts. One of us sees
     // the other.
-    pool.drain_waiter.store(w, std::memory_order_seq_cst);
-    if (!ready()) return true;
+    p.drain_waiter.store(w, std::memory_order_seq_cst);
+    if (chaos::removal_check_is_late()) [[unlikely]]
+      linger_until_taken(p.drain_waiter, w);
+    if (!removable(p)) return true;
     // Ready already: withdraw, unless a waker took the waiter (it wakes it).
-    return pool.drain_waiter.exchange(nullptr, std::memory_order_seq_cst) != w;
+    return p.drain_waiter.exchange(nullptr, std::memory_order_seq_cst) != w;
   }
 };
 

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -41,13 +42,19 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-// Connections waiting for a thread at most; one more is closed unread, so a
-// flood costs descriptors, never memory.
+// Connections waiting for a thread at most; one more gets a 503 and is
+// closed, so a flood costs neither memory nor threads.
 constexpr std::size_t max_queued_connections = 1024;
 
-// Set by the task queue while it runs a connection it closes unread
-// (httplib's task is an opaque closure: this is how the decision reaches
-// the code that serves it).
+// Connections waiting for their request's head (new ones, and kept ones whose
+// next request has begun) at most; one more closes the one waiting longest
+// with a 503, so a flood of connections that never finish their headers
+// holds a bounded number of descriptors and never a thread.
+constexpr std::size_t max_waiting_requests = 1024;
+
+// Set by the task queue while it runs a connection it refuses (httplib's
+// task is an opaque closure: this is how the decision reaches the code that
+// serves it).
 thread_local bool drop_current_connection = false;
 
 // Whether the connection of the request this thread serves stays open after
@@ -55,12 +62,33 @@ thread_local bool drop_current_connection = false;
 // end is not certain or the idle set is full.
 thread_local bool keep_current_connection = false;
 
+// The HTTP connections of the process (both endpoints), for /metrics.
+struct connection_counts {
+  std::atomic<std::int64_t> open{0};
+  std::atomic<std::uint64_t> refused{0};    // closed with a 503: no room to wait
+  std::atomic<std::uint64_t> timed_out{0};  // request not here within request_timeout
+};
+connection_counts counts;
+
+// What a connection gets when it is closed before a request of it was read:
+// the line protocol's "rejected" (full: try again) and a request timeout.
+std::string canned_reply(const std::string& status, const std::string& extra, const std::string& code,
+                         const std::string& message) {
+  const std::string body = R"({"ok":false,"error":{"code":")" + code + R"(","message":")" + message + "\"}}";
+  return "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\n" + extra +
+         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+const std::string refused_reply = canned_reply("503 Service Unavailable", "Retry-After: 1\r\n", "rejected",
+                                               "too many HTTP connections waiting; retry");
+const std::string timed_out_reply =
+    canned_reply("408 Request Timeout", "", "bad_request", "the request did not arrive within the request timeout");
+
 // One client connection across its requests: the socket, its TLS session and
 // the bytes read ahead of the current request. Owned by one party at a time:
-// the thread serving it, the task queue, or the idle set (each hands it on
+// the thread serving it, the task queue, or a waiting set (each hands it on
 // under its own lock), so its fields need no lock of their own.
 struct connection {
-  explicit connection(int fd) : fd(fd) {}
+  connection(int fd, bool tls) : fd(fd), tls(tls) { counts.open.fetch_add(1, std::memory_order_relaxed); }
   ~connection() {
     if (ssl) {
       if (handshaken) SSL_shutdown(ssl);  // one try: the close below ends the connection either way
@@ -69,6 +97,7 @@ struct connection {
     }
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
+    counts.open.fetch_sub(1, std::memory_order_relaxed);
   }
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -77,9 +106,12 @@ struct connection {
   [[nodiscard]] bool read_ahead() const { return off < len || (ssl && SSL_pending(ssl) > 0); }
 
   const int fd;
+  const bool tls;
   SSL* ssl = nullptr;
   bool handshaken = false;
   unsigned served = 0;  // requests taken
+  // When the current request must be all here, if a waiting set set it.
+  steady::time_point read_by{};
   char buf[4096];
   std::size_t off = 0, len = 0;
 #ifndef NDEBUG
@@ -89,50 +121,138 @@ struct connection {
 
 using connection_ptr = std::shared_ptr<connection>;
 
-// Connections between requests (keep-alive), holding no thread: one poller
-// thread watches them with epoll and hands each back to `resume` when its
-// next request's bytes arrive, or closes it idle_timeout after it came (or
-// when its peer closes). Every connection waits the same idle_timeout, so the
-// list in arrival order is also in deadline order.
-class idle_set {
+// The counts in Prometheus' text format, after render_metrics()'s.
+std::string render_connection_counts() {
+  auto one = [](const char* name, const char* type, const char* help, auto v) {
+    return std::string("# HELP ") + name + ' ' + help + "\n# TYPE " + name + ' ' + type + '\n' + name + ' ' +
+           std::to_string(v) + '\n';
+  };
+  return one("promptly_http_connections", "gauge",
+             "HTTP connections open: served, waiting for a thread, for their request, or between requests.",
+             counts.open.load(std::memory_order_relaxed)) +
+         one("promptly_http_connections_refused_total", "counter",
+             "HTTP connections answered 503 and closed: too many waiting for a thread or for their request.",
+             counts.refused.load(std::memory_order_relaxed)) +
+         one("promptly_http_requests_timed_out_total", "counter",
+             "HTTP connections answered 408 and closed: the request head did not arrive within the request timeout.",
+             counts.timed_out.load(std::memory_order_relaxed));
+}
+
+// Answers c (none of whose requests is being served) with a canned reply
+// before it closes, if it speaks plain HTTP (a TLS peer could not read it).
+void answer(connection& c, const std::string& reply) {
+  if (c.tls) return;
+  (void)::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  // Closing a socket with unread bytes resets it, and a reset can discard
+  // the reply before the peer reads it: read what came (a bounded amount).
+  char sink[4096];
+  for (int i = 0; i < 16 && ::recv(c.fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
+  }
+}
+
+// How far c's next request has come, reading what its peer sent (without
+// blocking) into c's buffer: `head` once the request line and headers are
+// all here (up to the empty line) or fill the buffer (a longer head is read
+// on a thread, within the request's deadline). Over TLS the bytes stay in the
+// socket for the TLS session: any byte counts as the head.
+enum class progress { none, partial, head, closed };
+progress read_more(connection& c) {
+  if (c.tls) {
+    if (c.ssl && SSL_pending(c.ssl) > 0) return progress::head;
+    char b;
+    const ssize_t n = ::recv(c.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return progress::head;
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ? progress::closed : progress::none;
+  }
+  if (c.off > 0) {
+    std::memmove(c.buf, c.buf + c.off, c.len - c.off);
+    c.len -= c.off;
+    c.off = 0;
+  }
+  bool closed = false;
+  if (c.len < sizeof c.buf) {
+    const ssize_t n = ::recv(c.fd, c.buf + c.len, sizeof c.buf - c.len, MSG_DONTWAIT);
+    if (n > 0) c.len += static_cast<std::size_t>(n);
+    else closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+  if (c.len == sizeof c.buf) return progress::head;
+  const std::string_view v(c.buf, c.len);
+  for (auto i = v.find('\n'); i != std::string_view::npos; i = v.find('\n', i + 1)) {
+    const auto j = i + 1 < v.size() && v[i + 1] == '\r' ? i + 2 : i + 1;  // CRLF CRLF, or bare LFs
+    if (j < v.size() && v[j] == '\n') return progress::head;
+  }
+  if (closed) return progress::closed;
+  return c.len > 0 ? progress::partial : progress::none;
+}
+
+// Connections waiting without a thread, watched by one poller thread with
+// epoll. Two kinds, one set each:
+// * between requests (keep-alive), until the next request's first bytes
+//   arrive (then handed on: to `ready` if its head is all here, else to
+//   `begun`, the request set) or idle_timeout passes (closed without a word,
+//   as HTTP allows); at most max of them: park() refuses more;
+// * a request's head (a new connection, or a kept one whose next request has
+//   begun), until the head is all here (then to `ready`, which queues it for
+//   a thread) or `timeout` has passed since it came (408, closed); at most
+//   max: one more closes the one waiting longest with a 503.
+// All of a set's connections wait the same timeout, so its list in arrival
+// order is also in deadline order.
+class waiting_set {
  public:
-  idle_set(steady::duration idle_timeout, std::size_t max_idle, std::function<void(connection_ptr)> resume)
-      : idle_timeout_(idle_timeout), max_idle_(max_idle), resume_(std::move(resume)) {
+  enum class kind { between_requests, request_head };
+  waiting_set(kind k, steady::duration timeout, std::size_t max, std::function<void(connection_ptr)> ready,
+              std::function<void(connection_ptr)> begun = {})
+      : kind_(k), timeout_(timeout), max_(max), ready_(std::move(ready)), begun_(std::move(begun)) {
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epoll_ < 0 || wake_ < 0) throw std::runtime_error(std::string("HTTP idle connections: ") + std::strerror(errno));
+    if (epoll_ < 0 || wake_ < 0) throw std::runtime_error(std::string("HTTP waiting connections: ") + std::strerror(errno));
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = wake_;
     ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
     poller_ = std::thread([this] { poll_loop(); });
   }
-  ~idle_set() {
+  ~waiting_set() {
     close();
     ::close(epoll_);
     ::close(wake_);
   }
-  idle_set(const idle_set&) = delete;
-  idle_set& operator=(const idle_set&) = delete;
+  waiting_set(const waiting_set&) = delete;
+  waiting_set& operator=(const waiting_set&) = delete;
 
-  // Takes c until its next request; false (c stays the caller's, to close)
-  // if max_idle connections wait already or the set is closed.
+  // Takes c. Between requests: false (c stays the caller's, to close) if max
+  // connections wait already or the set is closed. A request's head: c's
+  // request must be all here within the timeout; if max wait already, the
+  // one waiting longest is answered 503 and closed to make room.
   bool park(const connection_ptr& c) {
-    std::lock_guard lock(mu_);
-    if (closed_ || waiting_.size() >= max_idle_) return false;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = c->fd;
-    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev) != 0) return false;
-    waiting_.push_back({c, steady::now() + idle_timeout_});
-    by_fd_[c->fd] = std::prev(waiting_.end());
-    assert(by_fd_.size() == waiting_.size() && "one entry per waiting connection");
-    if (waiting_.size() == 1) wake();  // the poller had no deadline to wait for
+    connection_ptr evicted;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return false;
+      if (waiting_.size() >= max_) {
+        if (kind_ == kind::between_requests || waiting_.empty()) return false;
+        evicted = take(waiting_.front().c->fd);
+      }
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.fd = c->fd;
+      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev) != 0) return false;
+      const auto deadline = steady::now() + timeout_;
+      if (kind_ == kind::request_head) c->read_by = deadline;
+      waiting_.push_back({c, deadline});
+      by_fd_[c->fd] = std::prev(waiting_.end());
+      assert(by_fd_.size() == waiting_.size() && waiting_.size() <= max_ && "one entry per waiting connection, at most max");
+      if (waiting_.size() == 1) wake();  // the poller had no deadline to wait for
+    }
+    if (evicted) {
+      counts.refused.fetch_add(1, std::memory_order_relaxed);
+      answer(*evicted, refused_reply);
+    }
     return true;
   }
   [[nodiscard]] bool full() const {
     std::lock_guard lock(mu_);
-    return waiting_.size() >= max_idle_;
+    return waiting_.size() >= max_;
   }
   // Closes every waiting connection and stops the poller; park() refuses from now on.
   void close() {
@@ -169,14 +289,9 @@ class idle_set {
     ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
     return c;
   }
-  // Whether the peer has sent bytes (a request to serve) rather than closed.
-  static bool has_bytes(int fd) {
-    char b;
-    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-  }
 
   void poll_loop() {
-    std::vector<epoll_event> events(64);
+    std::vector<epoll_event> events(256);
     for (;;) {
       int timeout_ms = -1;
       {
@@ -188,36 +303,49 @@ class idle_set {
         }
       }
       const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), timeout_ms);
-      std::vector<connection_ptr> ready, ended;
+      std::vector<connection_ptr> ready, begun, ended, late;
       {
         std::lock_guard lock(mu_);
         if (closed_) return;
+        // Reads what came (a nonblocking recv each, under the lock: park()
+        // waits at most that long).
+        auto sort = [&](int fd, bool past_deadline) {
+          const auto it = by_fd_.find(fd);
+          if (it == by_fd_.end()) return;
+          const progress p = read_more(*it->second->c);
+          if (p == progress::head) ready.push_back(take(fd));
+          else if (p == progress::closed) ended.push_back(take(fd));
+          else if (kind_ == kind::between_requests && p == progress::partial) begun.push_back(take(fd));
+          else if (past_deadline) (kind_ == kind::request_head ? late : ended).push_back(take(fd));
+        };
         for (int i = 0; i < n; ++i) {
           const int fd = events[static_cast<std::size_t>(i)].data.fd;
           if (fd == wake_) {
             std::uint64_t v;
             (void)!::read(wake_, &v, sizeof v);
-            continue;
+          } else {
+            sort(fd, false);
           }
-          if (connection_ptr c = take(fd)) (has_bytes(fd) ? ready : ended).push_back(std::move(c));
         }
-        // Past its deadline with nothing sent: closed. (Bytes that came since
-        // epoll_wait returned are served rather than cut off.)
+        // Past its deadline: what came since epoll_wait returned is still
+        // taken; else closed (a request's head, with a 408).
         const auto now = steady::now();
-        while (!waiting_.empty() && waiting_.front().deadline <= now) {
-          const int fd = waiting_.front().c->fd;
-          connection_ptr c = take(fd);
-          (has_bytes(fd) ? ready : ended).push_back(std::move(c));
-        }
+        while (!waiting_.empty() && waiting_.front().deadline <= now) sort(waiting_.front().c->fd, true);
       }
-      for (auto& c : ready) resume_(std::move(c));
-      // `ended` closes its connections here, outside the lock.
+      for (auto& c : ready) ready_(std::move(c));
+      for (auto& c : begun) begun_(std::move(c));
+      for (auto& c : late) {
+        counts.timed_out.fetch_add(1, std::memory_order_relaxed);
+        answer(*c, timed_out_reply);
+      }
+      // `ended` and `late` close their connections here, outside the lock.
     }
   }
 
-  const steady::duration idle_timeout_;
-  const std::size_t max_idle_;
-  const std::function<void(connection_ptr)> resume_;
+  const kind kind_;
+  const steady::duration timeout_;
+  const std::size_t max_;
+  const std::function<void(connection_ptr)> ready_, begun_;
   int epoll_ = -1, wake_ = -1;
   mutable std::mutex mu_;
   // Guarded by mu_:
@@ -228,26 +356,34 @@ class idle_set {
 };
 
 // httplib's task queue: a thread per connection being served, started on
-// demand up to max_threads and kept; beyond, connections wait first come
-// first served, at most max_queued_connections of them. With keep-alive it
-// also owns the idle set, which it closes first when it shuts down, so no
-// connection is handed back to it after its threads have gone.
+// demand up to max_threads and kept; beyond, connections whose request head
+// is here wait first come first served, at most max_queued_connections of
+// them. New connections are sorted on httplib's accept thread itself (to a
+// thread, or to the request set), without waiting for anything, so a flood
+// of them never fills the queue ahead of those with a request to serve. It
+// also owns the waiting sets, which it closes first when it shuts down, so
+// no connection is handed back to it after its threads have gone.
 class growing_pool final : public httplib::TaskQueue {
  public:
   growing_pool(unsigned max_threads, const metrics_http_options& opts, std::function<void(connection_ptr)> serve)
       : max_threads_(max_threads) {
+    auto to_thread = [this, serve](connection_ptr c) { submit([serve, c]() mutable { serve(std::move(c)); }); };
+    requests_.emplace(waiting_set::kind::request_head, opts.request_timeout, max_waiting_requests, to_thread);
     if (opts.idle_timeout.count() > 0 && opts.max_idle > 0)
-      idle_conns_.emplace(opts.idle_timeout, opts.max_idle, [this, serve](connection_ptr c) {
-        enqueue([serve, c]() mutable { serve(std::move(c)); });
-      });
+      idle_conns_.emplace(waiting_set::kind::between_requests, opts.idle_timeout, opts.max_idle, to_thread,
+                          [this](connection_ptr c) { (void)requests_->park(c); });
   }
   ~growing_pool() override { shutdown(); }
 
-  void enqueue(std::function<void()> fn) override {
+  // A new connection from httplib's accept loop: sorted at once
+  // (process_and_close_socket below reads without blocking).
+  void enqueue(std::function<void()> fn) override { fn(); }
+  // A connection whose request head is here, to serve on a thread.
+  void submit(std::function<void()> fn) {
     {
       std::lock_guard lock(mu_);
       // Stopping: a connection handed back by a thread still serving is
-      // closed unread by that thread's next turn.
+      // refused by that thread's next turn.
       tasks_.push_back({std::move(fn), stopping_ || tasks_.size() >= max_queued_connections});
       if (!stopping_ && idle_threads_ < tasks_.size() && threads_.size() < max_threads_)
         threads_.emplace_back([this] { work(); });
@@ -256,6 +392,7 @@ class growing_pool final : public httplib::TaskQueue {
   }
   void shutdown() override {
     if (idle_conns_) idle_conns_->close();
+    requests_->close();
     std::vector<std::thread> threads;
     {
       std::lock_guard lock(mu_);
@@ -265,8 +402,10 @@ class growing_pool final : public httplib::TaskQueue {
     cv_.notify_all();
     for (auto& t : threads) t.join();
   }
-  // The idle set, or null without keep-alive.
-  [[nodiscard]] idle_set* idle() { return idle_conns_ ? &*idle_conns_ : nullptr; }
+  // The set between requests, or null without keep-alive.
+  [[nodiscard]] waiting_set* idle() { return idle_conns_ ? &*idle_conns_ : nullptr; }
+  // The set of connections waiting for a request's head.
+  [[nodiscard]] waiting_set& requests() { return *requests_; }
 
  private:
   struct task {
@@ -284,7 +423,7 @@ class growing_pool final : public httplib::TaskQueue {
         if (tasks_.empty()) return;  // stopping, nothing left
         t = std::move(tasks_.front());
         tasks_.pop_front();
-        // Stopping: what still waits for a thread is closed unread, so the
+        // Stopping: what still waits for a thread is refused, so the
         // daemon's exit waits only for the connections being served.
         t.drop = t.drop || stopping_;
       }
@@ -294,7 +433,8 @@ class growing_pool final : public httplib::TaskQueue {
   }
 
   const unsigned max_threads_;
-  std::optional<idle_set> idle_conns_;
+  std::optional<waiting_set> requests_;
+  std::optional<waiting_set> idle_conns_;
   std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_ (threads_ is only joined after stopping_ is set):
@@ -483,26 +623,45 @@ class metrics_http::server final : public httplib::Server {
   void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
 
  private:
-  // A new connection from httplib's accept loop (on a pool thread).
+  // A new connection, on httplib's accept thread (growing_pool::enqueue).
   bool process_and_close_socket(socket_t sock) override {
     // httplib writes a response's head and body apart: with Nagle's
     // algorithm a kept connection's body would wait for the peer's delayed
     // ACK of the head (40 ms on Linux).
     const int one = 1;
     ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    serve(std::make_shared<connection>(sock));
+    serve_when_head_arrives(std::make_shared<connection>(sock, tls_ != nullptr));
     return true;
   }
 
-  // Serves c's next request on this (pool) thread, then hands c on: to the
-  // queue again if its next request is already read ahead, else to the idle
-  // set; or closes it (dropping c) when it must not stay open.
+  // c's next request has begun, or may: once its head is all here, c is
+  // served on the next free thread; until then it waits in the request set,
+  // holding no thread (a client that trickles its headers, Slowloris, holds
+  // only a descriptor).
+  void serve_when_head_arrives(connection_ptr c) {
+    switch (read_more(*c)) {
+      case progress::head:
+        return pool_->submit([this, c]() mutable { serve(std::move(c)); });  // behind those already waiting
+      case progress::closed: return;
+      default: (void)pool_->requests().park(c);  // refused (stopping): c closes here
+    }
+  }
+
+  // Serves c's next request on this (pool) thread, then hands c on: on
+  // towards a thread again if its next request is already read ahead, else
+  // to the idle set; or closes it (dropping c) when it must not stay open.
   void serve(connection_ptr c) {
-    if (drop_current_connection) return;
+    if (drop_current_connection) {
+      counts.refused.fetch_add(1, std::memory_order_relaxed);
+      answer(*c, refused_reply);
+      return;
+    }
 #ifndef NDEBUG
     assert(!c->in_service.exchange(true) && "a connection is served by one thread at a time");
 #endif
-    const auto read_by = steady::now() + opts_.request_timeout;
+    // The request set's deadline for a head that came in pieces, else from now.
+    const auto read_by = c->read_by != steady::time_point{} ? c->read_by : steady::now() + opts_.request_timeout;
+    c->read_by = {};
     deadline_stream strm(*c, read_by, opts_.response_timeout);
     if (tls_ && !c->ssl) {
       ::fcntl(c->fd, F_SETFL, ::fcntl(c->fd, F_GETFL) | O_NONBLOCK);
@@ -524,10 +683,7 @@ class metrics_http::server final : public httplib::Server {
     c->in_service.store(false);
 #endif
     if (!keep) return;
-    if (c->read_ahead()) {
-      pool_->enqueue([this, c]() mutable { serve(std::move(c)); });  // behind those already waiting
-      return;
-    }
+    if (c->read_ahead()) return serve_when_head_arrives(std::move(c));  // pipelined
     (void)pool_->idle()->park(c);  // refused (full, stopping): c closes here
   }
 
@@ -546,7 +702,7 @@ metrics_http::metrics_http(protocol::service& svc, unsigned workers, const std::
   if (api_) api_->install(*http_);
   if (!opts.tls_cert.empty()) scheme_ = "https";
   http_->Get("/metrics", [&svc, workers](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_metrics(svc, workers), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(render_metrics(svc, workers) + render_connection_counts(), "text/plain; version=0.0.4; charset=utf-8");
   });
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   http_->Get("/readyz", [&svc](const httplib::Request&, httplib::Response& res) {

@@ -3,23 +3,31 @@
 // when given one (http_api.hpp). Loopback only, unless TLS is configured.
 //
 // Invariant: no client can hold a thread of the endpoint for long, and
-// slow clients do not keep others waiting for a thread. A thread holds a
-// connection only while it serves one request: from the moment it takes the
-// connection, the request must arrive within request_timeout and each write
-// of its response complete within response_timeout, however the client paces
-// its bytes (httplib's own timeouts are per read: a header byte every few
-// seconds would hold a thread forever), else the connection is closed.
-// Between requests a kept-alive connection holds no thread: it waits in the
-// idle set, watched by one poller thread, until its next request's first
-// bytes arrive (then it queues for a thread like a new connection) or
-// idle_timeout passes (then it is closed); at most max_idle wait so, and a
-// connection serves at most max_requests requests. Threads start on demand,
-// up to max_threads; beyond, connections wait in accept order (at most 1024;
-// more are closed unread). So clients that trickle their headers (Slowloris)
-// or never send them delay /healthz not at all while they are fewer than
-// max_threads, and by about request_timeout per max_threads of them beyond;
-// idle keep-alive clients delay it not at all: a liveness probe keeps seeing
-// a healthy daemon.
+// slow clients do not keep others waiting for a thread. A thread takes a
+// connection only once its request's head (request line and headers) is all
+// here, and holds it only while it serves that request: the rest of the
+// request must arrive by the request's deadline and each write of its
+// response complete within response_timeout, however the client paces its
+// bytes (httplib's own timeouts are per read: a byte every few seconds would
+// hold a thread forever), else the connection is closed. Until its head is
+// here a connection (a new one, or a kept one whose next request has begun)
+// waits in the request set, holding no thread: one poller thread reads its
+// bytes as they come; request_timeout after it came there it gets a 408; at
+// most 1024 wait so, and one more closes the one waiting longest with a 503
+// (it is the nearest to its 408 anyway). Between requests a kept-alive
+// connection waits in the idle set, also without a thread, until
+// its next request's first bytes arrive or idle_timeout passes (then it is
+// closed); at most max_idle wait so, and a connection serves at most
+// max_requests requests. Threads start on demand, up to max_threads;
+// beyond, connections whose head is here wait in arrival order (at most
+// 1024; more get a 503). So clients that trickle their headers (Slowloris)
+// or never send them, or idle keep-alive clients, however many, delay
+// /healthz not at all: a liveness probe keeps seeing a healthy daemon, and
+// the open connections stay bounded (max_threads + 1024 + 1024 + max_idle).
+// Known limits: a client that sends its head but trickles its body holds a
+// thread up to request_timeout, and so does one whose head exceeds 4 KiB;
+// over TLS the first encrypted byte counts as the head (the handshake runs on
+// a thread).
 //
 // A connection is kept only when its request's end is certain (no
 // Transfer-Encoding, one numeric Content-Length whose body was read, no 400,

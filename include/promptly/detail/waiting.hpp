@@ -14,6 +14,10 @@
 //    and never touches the event after that call.
 //  * try_register runs after the waiting fiber's context is saved (it runs
 //    on the next fiber's stack), so a concurrent waker can resume it at once.
+//    Events usually live on the waiter's stack, so once w is published
+//    try_register must not read the event itself: the resumed waiter may
+//    have ended it. A re-check after publishing reads what it needs through
+//    references copied before (src/sched/pools.cpp, pool_removal_event).
 #pragma once
 
 #include <atomic>
