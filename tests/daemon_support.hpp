@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/daemon_client.hpp"
-#include "server/daemon_socket.hpp"
+#include "server/daemon/client.hpp"
+#include "server/daemon/socket.hpp"
 
 struct temp_dir {
   std::string path;

@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "daemon_support.hpp"
-#include "server/daemon_client.hpp"
+#include "server/daemon/client.hpp"
 #include "sched/os_time_slice.hpp"
 #include "sched/toolchain.hpp"
-#include "server/daemon_socket.hpp"
+#include "server/daemon/socket.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 

@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "server/daemon_client.hpp"
-#include "server/daemon_socket.hpp"
+#include "server/daemon/client.hpp"
+#include "server/daemon/socket.hpp"
 
 struct http_reply {
   int status = 0;  // 0: no answer (connection refused, closed or timed out)

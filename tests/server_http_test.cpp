@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "daemon_support.hpp"
-#include "server/daemon_agent.hpp"
+#include "server/daemon/agent.hpp"
 #include "server_http_support.hpp"
 #include "test_support.hpp"
 

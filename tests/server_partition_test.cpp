@@ -1,5 +1,5 @@
 // promptlyd's cache and memory-bandwidth partitioning between job classes
-// (src/server/daemon_partition, docs/job-policies.md "Cache and bandwidth
+// (src/server/daemon/partition, docs/job-policies.md "Cache and bandwidth
 // partitioning"): the --partition parser and its messages, the checks
 // against the server's classes and the hardware, the pure mapping from
 // workers and jobs to each group's CPUs (table-driven), and the partitioner
@@ -32,7 +32,7 @@
 #include <promptly/server/job_server.hpp>
 
 #include "resctrl_fake.hpp"
-#include "server/daemon_partition.hpp"
+#include "server/daemon/partition.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

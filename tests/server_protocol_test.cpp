@@ -1,4 +1,4 @@
-// Protocol version 1 (src/server/protocol*, docs/server.md) against an
+// Protocol version 1 (src/server/protocol/, docs/server.md) against an
 // embedded job_server, without sockets: every op, every error code, reply
 // order for pipelined requests, the line-length limit, malformed input,
 // authentication, subscription. Replies are awaited through the session's
@@ -14,7 +14,7 @@
 #include <promptly/server/builtin_programs.hpp>
 #include <promptly/server/job_server.hpp>
 
-#include "server/protocol.hpp"
+#include "server/protocol/protocol.hpp"
 #include "test_support.hpp"
 #include "watchdog.hpp"
 

@@ -1,7 +1,7 @@
-// Job size estimates (src/server/size_estimator.hpp): hints checked,
+// Job size estimates (src/server/jobs/size_estimator.hpp): hints checked,
 // argument buckets, learning converging, the estimate's sources and errors,
 // and the job server and protocol taking `size_hint`.
-#include "server/size_estimator.hpp"
+#include "server/jobs/size_estimator.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <promptly/promptly.hpp>
 #include <promptly/server/job_server.hpp>
 
-#include "server/protocol.hpp"
+#include "server/protocol/protocol.hpp"
 
 namespace {
 

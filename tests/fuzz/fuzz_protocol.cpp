@@ -1,5 +1,5 @@
 // libFuzzer target of promptlyd's request parser and dispatcher
-// (src/server/protocol*): arbitrary bytes are fed to a protocol session
+// (src/server/protocol/): arbitrary bytes are fed to a protocol session
 // (framing, JSON parsing, field checks, every op) against a job_server with
 // the built-in programs and small admission limits. After each input every
 // live job is cancelled and awaited and every periodic task cancelled, so
@@ -13,7 +13,7 @@
 #include <promptly/server/builtin_programs.hpp>
 #include <promptly/server/job_server.hpp>
 
-#include "server/protocol.hpp"
+#include "server/protocol/protocol.hpp"
 
 namespace {
 

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "server/daemon_client.hpp"
+#include "server/daemon/client.hpp"
 
 using nlohmann::json;
 using promptly::server::daemon::client;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/daemon_client.hpp"
+#include "server/daemon/client.hpp"
 
 namespace promptly::cli {
 

@@ -2,7 +2,7 @@
 #include <httplib.h>
 
 #include "cli.hpp"
-#include "server/daemon_socket.hpp"
+#include "server/daemon/socket.hpp"
 
 namespace promptly::cli {
 

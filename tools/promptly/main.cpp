@@ -15,7 +15,7 @@
 #include <promptly/version.hpp>
 
 #include "cli.hpp"
-#include "server/daemon_socket.hpp"
+#include "server/daemon/socket.hpp"
 
 namespace promptly::cli {
 

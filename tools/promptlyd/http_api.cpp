@@ -8,9 +8,9 @@
 
 #include <httplib.h>
 
-#include "server/protocol.hpp"
-#include "server/protocol_ops.hpp"
-#include "server/protocol_reply.hpp"
+#include "server/protocol/protocol.hpp"
+#include "server/protocol/ops.hpp"
+#include "server/protocol/reply.hpp"
 
 namespace promptly::server::daemon {
 

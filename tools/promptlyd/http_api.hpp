@@ -1,5 +1,5 @@
 // promptlyd's HTTP/JSON API, version 1 (docs/server.md, "HTTP API"): the
-// line protocol's ops (src/server/protocol_ops.hpp) behind REST routes,
+// line protocol's ops (src/server/protocol/ops.hpp) behind REST routes,
 // with the same checks and error codes, mapped to the status codes HTTP
 // clients and load balancers act on (503 + Retry-After: try another node).
 //
@@ -27,8 +27,8 @@
 #include <optional>
 #include <string>
 
-#include "server/protocol_ops.hpp"
-#include "server/protocol_service.hpp"
+#include "server/protocol/ops.hpp"
+#include "server/protocol/service.hpp"
 
 namespace httplib {
 class Server;

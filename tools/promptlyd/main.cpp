@@ -6,9 +6,9 @@
 // serves every connection; the metrics endpoint's threads
 // (metrics_http.hpp) serve /metrics, /healthz and /readyz, and with --http
 // the HTTP API's (http_api.hpp) too; with --agent-port, the agent's thread
-// answers HAProxy (src/server/daemon_agent.hpp); with --partition,
+// answers HAProxy (src/server/daemon/agent.hpp); with --partition,
 // the partition thread moves the cores the jobs hold between resctrl groups
-// (src/server/daemon_partition); the main thread waits for SIGTERM/SIGINT
+// (src/server/daemon/partition); the main thread waits for SIGTERM/SIGINT
 // and drains.
 // Exit status: 0 after a drain, 1 if start-up failed, 2 for bad options
 // (and for --partition on a machine without resctrl), 3 after a drain that
@@ -36,12 +36,12 @@
 
 #include "http_api.hpp"
 #include "metrics_http.hpp"
-#include "server/daemon_agent.hpp"
-#include "server/daemon_front_end.hpp"
-#include "server/daemon_metrics.hpp"
-#include "server/daemon_partition.hpp"
-#include "server/daemon_socket.hpp"
-#include "server/protocol.hpp"
+#include "server/daemon/agent.hpp"
+#include "server/daemon/front_end.hpp"
+#include "server/daemon/metrics.hpp"
+#include "server/daemon/partition.hpp"
+#include "server/daemon/socket.hpp"
+#include "server/protocol/protocol.hpp"
 
 namespace {
 

@@ -33,8 +33,8 @@
 #include <httplib.h>
 
 #include "http_api.hpp"
-#include "server/daemon_metrics.hpp"
-#include "server/daemon_socket.hpp"
+#include "server/daemon/metrics.hpp"
+#include "server/daemon/socket.hpp"
 
 namespace promptly::server::daemon {
 

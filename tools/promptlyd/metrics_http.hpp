@@ -42,7 +42,7 @@
 #include <string>
 #include <thread>
 
-#include "server/protocol_service.hpp"
+#include "server/protocol/service.hpp"
 
 namespace promptly::server::daemon {
 

@@ -3,21 +3,44 @@
 // aps, fair; job policies equi, drep, drep-steal-boundary, asteal, elastic) and
 // policies written by users implement the same interface; install one with
 // runtime::set_policy(std::make_unique<my_policy>(...)). Guide and example:
-// docs/policies.md, examples/tenant_policy.cpp.
+// docs/policies.md; examples/tenant_policy.cpp (class round_robin, a user
+// policy over pools made at run time).
 //
 // A pool is a set of ready work with its own deques and injection queue.
 // Priority levels are pools with a fixed rank (level l is pool l, rank l);
 // pools created at run time (runtime::create_pool, one per job of a job
 // server) come and go. A core is a worker thread.
 //
-// The runtime calls policy::on_event one call at a time (under its policy
-// lock), on its policy thread or on a worker thread at the top of its
-// scheduling loop (a busy worker decides pending events itself rather than
-// wait for the policy thread to be scheduled), for: the policy's installation, every quantum (while at least two
-// pools had work in the last quantum), a pool added or removed, a pool
-// becoming non-empty or empty, and a pool asking for more cores. Making work
-// ready never calls a policy: the mechanism records the event and the
-// next decider (policy thread or worker) decides.
+// The runtime calls policy::on_event for: the policy's installation, every
+// quantum (while at least two pools had work in the last quantum), a pool
+// added or removed, a pool becoming non-empty or empty, a pool asking for
+// more cores, and, if the policy asks, a queue forming at a busy pool or work
+// waiting behind other pools' strands (event_kind below). Making work ready never calls a policy: the mechanism records
+// the event and the next decider (policy thread or worker) decides.
+//
+// Threads. Every call into a policy is made under the runtime's policy lock,
+// so no two overlap and the hooks need no lock of their own for the state
+// they share; but they come from several threads, so a policy keeps no
+// thread-local state and assumes no particular thread:
+//  * on_event: the runtime's policy thread; a worker thread at the top of
+//    its scheduling loop (a busy worker decides pending events itself rather
+//    than wait for the policy thread to be scheduled); and, for `installed`,
+//    the thread calling runtime::set_policy, set_core_limit or set_fairness
+//    (the runtime's constructor for runtime_config::policy).
+//  * name, desire, fairness: any thread above, and any thread calling
+//    runtime::stats() or runtime::policy().
+//  * switches_only_when_out_of_work, ticks_while_one_pool_is_busy,
+//    wants_backlog_events, wants_strand_events: once, at installation, on
+//    the installing thread.
+//  * the destructor: the thread that installs the next policy (under the
+//    lock), or the one that destroys the runtime, once its workers and
+//    policy thread have stopped.
+// What a policy may do there: read its own state and, in on_event, the
+// decision it is passed, and act through that decision only. It must never
+// block (an idle worker waits for the policy lock, so a blocked policy
+// stalls cores), never call the runtime (its calls take the policy lock or
+// wait for workers: a deadlock), and never keep a decision, span or view
+// past the call. The const hooks only read and return quickly.
 //
 // In on_event the policy reads the pools (most urgent first) and the cores,
 // and acts: give a core to a pool, or to a ranked set of pools, take it back
@@ -211,9 +234,9 @@ class policy {
  public:
   virtual ~policy() = default;
   virtual std::string_view name() const noexcept = 0;
-  // Called one call at a time, on the policy thread or a worker at its loop
-  // top (see the top of this file): never block, never call the runtime
-  // from here. The events handed
+  // Called one call at a time, on the policy thread, a worker at its loop
+  // top or an installing thread (see "Threads" at the top of this file):
+  // never block, never call the runtime from here. The events handed
   // over together form one decision, applied all or none: an exception
   // discards every action of the decision (the cores stay as they were).
   // The runtime decides the other events of the batch again without the

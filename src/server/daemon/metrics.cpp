@@ -1,4 +1,4 @@
-#include "server/daemon_metrics.hpp"
+#include "server/daemon/metrics.hpp"
 
 #include <cstdio>
 #include <sstream>
@@ -68,11 +68,8 @@ void protocol_metrics(writer& w, protocol::service& svc) {
         double(svc.connections_reading_paused.load(std::memory_order_relaxed)));
 }
 
-}  // namespace
-
-std::string render_metrics(protocol::service& svc, unsigned workers) {
-  const server_stats s = svc.jobs().stats();
-  writer w;
+// The job server's totals and gauges.
+void server_metrics(writer& w, const server_stats& s, unsigned workers) {
   w.one("promptly_jobs_submitted_total", "counter", "Jobs accepted (admitted to run or queue).", double(s.submitted));
   w.one("promptly_jobs_done_total", "counter", "Jobs that ended done.", double(s.done));
   w.one("promptly_jobs_failed_total", "counter", "Jobs that ended failed (the program threw).", double(s.failed));
@@ -84,7 +81,10 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
   w.one("promptly_cores_in_use", "gauge", "Workers serving some job's pool now.", double(s.cores_in_use));
   w.one("promptly_core_limit", "gauge", "Occupancy limit set by set_cores (0 = none).", double(s.core_limit));
   w.one("promptly_draining", "gauge", "1 while the server drains (SIGTERM).", s.draining ? 1 : 0);
+}
 
+// Per running job: its cores and its pool's work and look time.
+void running_job_metrics(writer& w, const server_stats& s) {
   w.head("promptly_job_cores", "gauge", "Cores serving a running job's pool.");
   for (const auto& j : s.jobs)
     w.sample("promptly_job_cores", "job=\"" + std::to_string(j.id) + "\",program=\"" + label_value(j.program) + "\"",
@@ -97,7 +97,11 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
   for (const auto& j : s.jobs)
     w.sample("promptly_job_look_seconds",
              "job=\"" + std::to_string(j.id) + "\",program=\"" + label_value(j.program) + "\"", j.look_s);
+}
 
+// Flow times: the protocol's histograms of every job it submitted, then the
+// job server's sliding window.
+void flow_time_metrics(writer& w, protocol::service& svc, const server_stats& s) {
   w.head("promptly_flow_time_seconds", "histogram", "Flow time (accepted to terminal) of jobs, by program and state.");
   for (const auto& [key, h] : svc.histograms()->snapshot()) {
     const std::string base = "program=\"" + label_value(key.first) + "\",state=\"" + label_value(key.second) + "\"";
@@ -124,6 +128,10 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
     w.sample("promptly_flow_time_window_seconds", l + "\"p50\"", p.flow_p50_us / 1e6);
     w.sample("promptly_flow_time_window_seconds", l + "\"p99\"", p.flow_p99_us / 1e6);
   }
+}
+
+// The server's own overheads over the window (AMCilk Sec. 5.1).
+void overhead_metrics(writer& w, const server_stats& s) {
   w.head("promptly_job_overhead_seconds", "gauge",
          "Server overheads over the window (AMCilk Sec. 5.1): op = start (start decision to root task running), "
          "setup (start decision to root task submitted: start without the wait for a core), remove (pool "
@@ -136,7 +144,17 @@ std::string render_metrics(protocol::service& svc, unsigned workers) {
     w.sample("promptly_job_overhead_seconds", base + "\"p99\"", l->p99_us / 1e6);
     w.sample("promptly_job_overhead_seconds", base + "\"max\"", l->max_us / 1e6);
   }
+}
 
+}  // namespace
+
+std::string render_metrics(protocol::service& svc, unsigned workers) {
+  const server_stats s = svc.jobs().stats();  // one snapshot for the whole scrape
+  writer w;
+  server_metrics(w, s, workers);
+  running_job_metrics(w, s);
+  flow_time_metrics(w, svc, s);
+  overhead_metrics(w, s);
   protocol_metrics(w, svc);
   return w.out.str();
 }

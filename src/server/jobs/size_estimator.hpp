@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../policy/serpt.hpp"  // promptly_server does not see src/ as an include root
+#include "../../policy/serpt.hpp"  // promptly_server does not see src/ as an include root
 #include "promptly/runtime.hpp"
 
 namespace promptly::server::detail {

@@ -1,7 +1,7 @@
 // Periodic tasks of the job server (AMCilk Sec. 6.2): a task releases one
 // job (an instance) per period on a fixed grid, t0 + k * period; an
 // instance's deadline is its release + period. One release thread per
-// server, started with the first periodic task. Internal to src/server.
+// server, started with the first periodic task. Internal to src/server/jobs.
 //
 // Invariants (all under `mu`)
 //  * `due` holds exactly one entry per active task: its next release time.

@@ -1,5 +1,5 @@
 // The ops of protocol version 1 (docs/server.md, "Ops"), one function each
-// (protocol_ops.hpp): one request -> checks of its fields -> the job_server
+// (ops.hpp): one request -> checks of its fields -> the job_server
 // call -> its reply, now (most ops) or when a job becomes terminal (wait;
 // submit with "wait":true).
 //
@@ -18,9 +18,9 @@
 
 #include <promptly/version.hpp>
 
-#include "server/protocol_ops.hpp"
-#include "server/protocol.hpp"
-#include "server/protocol_reply.hpp"
+#include "server/protocol/ops.hpp"
+#include "server/protocol/protocol.hpp"
+#include "server/protocol/reply.hpp"
 
 namespace promptly::server::protocol {
 
@@ -278,7 +278,7 @@ void op_auth(op_call& c) {
 
 void op_unknown(op_call& c) { refuse(error_code::unknown_op, "unknown op '" + clip(c.name) + "'"); }
 
-// Indexed by op (protocol_service.hpp's order).
+// Indexed by op (service.hpp's order).
 using op_handler = void (*)(op_call&);
 constexpr std::array<op_handler, op_count> op_handlers{
     op_submit, op_wait,     op_status,   op_cancel,   op_jobs, op_stats,           op_subscribe, op_unsubscribe,

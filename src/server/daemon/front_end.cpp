@@ -1,4 +1,4 @@
-#include "server/daemon_front_end.hpp"
+#include "server/daemon/front_end.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "server/protocol_reply.hpp"
+#include "server/protocol/reply.hpp"
 
 namespace promptly::server::daemon {
 
@@ -429,6 +429,81 @@ struct front_end::loop {
     return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*next - now).count());
   }
 
+  // One epoll event: the wake-up eventfd, a listener, or a connection.
+  void on_event(const epoll_event& ev) {
+    const std::uint64_t tag = ev.data.u64;
+    if (tag == wakeup_tag) {
+      std::uint64_t v;
+      [[maybe_unused]] const auto r = ::read(wake->efd, &v, sizeof v);
+      for (const auto id : wake->take()) flush(id);
+    } else if (tag < first_connection_id) {
+      if (!finish_seen && tag < listeners.size()) accept_from(listeners[tag]);
+    } else {
+      on_connection_event(tag, ev.events);
+    }
+  }
+
+  void on_connection_event(std::uint64_t id, std::uint32_t e) {
+    if (const auto it = conns.find(id); it != conns.end() && it->second.closing) {
+      linger(id);
+      return;
+    }
+    if (e & EPOLLERR) {
+      close_connection(id);
+      return;
+    }
+    if (e & EPOLLHUP) {
+      // The peer closed both directions: requests it sent before
+      // closing still run (fire-and-forget submits), but no reply
+      // can reach it.
+      on_readable(id);
+      close_connection(id);
+      return;
+    }
+    if (e & EPOLLIN) on_readable(id);
+    if (e & EPOLLOUT) flush(id);
+  }
+
+  // What is due after each wait, whatever woke it: the authentication
+  // deadlines, the end of an accept pause, stats stream lines, the start of
+  // finishing, lingering closes.
+  void on_timers(std::chrono::steady_clock::time_point now) {
+    close_unauthenticated(now);
+    if (accept_paused_until != std::chrono::steady_clock::time_point{} && now >= accept_paused_until) {
+      accept_paused_until = {};
+      if (!finish_seen) watch_listeners();
+    }
+    for (auto it = streaming.begin(); it != streaming.end();) {
+      const std::uint64_t id = *it++;  // flush may erase id
+      const auto c = conns.find(id);
+      if (c == conns.end()) continue;
+      // A subscriber that does not read loses stats lines instead of
+      // growing the server's memory.
+      if (unsent_bytes(c->second) < opts.max_output_bytes && c->second.s->stream_tick(now)) flush(id);
+    }
+    {
+      std::lock_guard lock(finish_mu);
+      if (finishing && !finish_seen) begin_finish();
+    }
+    if (!lingering.empty()) {
+      const std::vector<std::uint64_t> ids(lingering.begin(), lingering.end());
+      for (const auto id : ids) linger(id);
+    }
+  }
+
+  // While finishing: true once every connection is gone, either flushed or
+  // closed (counted in unsent_at_close) at the flush deadline.
+  bool finish_done(std::chrono::steady_clock::time_point now) {
+    if (conns.empty()) return true;
+    if (now < finish_deadline) return false;
+    for (auto& [id, c] : conns)
+      if (!c.unsent.empty() || c.s->pending_replies() > 0) ++unsent_at_close;
+    std::vector<std::uint64_t> ids;
+    for (auto& [id, c] : conns) ids.push_back(id);
+    for (const auto id : ids) close_connection(id);
+    return true;
+  }
+
   void run() {
     on_loop_thread = true;
     watch_listeners();
@@ -438,69 +513,10 @@ struct front_end::loop {
       for (const auto id : wake->take()) flush(id);
       const int n = ::epoll_wait(ep, events, 256, timeout_ms(std::chrono::steady_clock::now()));
       if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
-      for (int i = 0; i < n; ++i) {
-        const std::uint64_t tag = events[i].data.u64;
-        if (tag == wakeup_tag) {
-          std::uint64_t v;
-          [[maybe_unused]] const auto r = ::read(wake->efd, &v, sizeof v);
-          for (const auto id : wake->take()) flush(id);
-        } else if (tag < first_connection_id) {
-          if (!finish_seen && tag < listeners.size()) accept_from(listeners[tag]);
-        } else {
-          const std::uint32_t e = events[i].events;
-          if (const auto it = conns.find(tag); it != conns.end() && it->second.closing) {
-            linger(tag);
-            continue;
-          }
-          if (e & EPOLLERR) {
-            close_connection(tag);
-            continue;
-          }
-          if (e & EPOLLHUP) {
-            // The peer closed both directions: requests it sent before
-            // closing still run (fire-and-forget submits), but no reply
-            // can reach it.
-            on_readable(tag);
-            close_connection(tag);
-            continue;
-          }
-          if (e & EPOLLIN) on_readable(tag);
-          if (e & EPOLLOUT) flush(tag);
-        }
-      }
+      for (int i = 0; i < n; ++i) on_event(events[i]);
       const auto now = std::chrono::steady_clock::now();
-      close_unauthenticated(now);
-      if (accept_paused_until != std::chrono::steady_clock::time_point{} && now >= accept_paused_until) {
-        accept_paused_until = {};
-        if (!finish_seen) watch_listeners();
-      }
-      for (auto it = streaming.begin(); it != streaming.end();) {
-        const std::uint64_t id = *it++;  // flush may erase id
-        const auto c = conns.find(id);
-        if (c == conns.end()) continue;
-        // A subscriber that does not read loses stats lines instead of
-        // growing the server's memory.
-        if (unsent_bytes(c->second) < opts.max_output_bytes && c->second.s->stream_tick(now)) flush(id);
-      }
-      {
-        std::lock_guard lock(finish_mu);
-        if (finishing && !finish_seen) begin_finish();
-      }
-      if (!lingering.empty()) {
-        const std::vector<std::uint64_t> ids(lingering.begin(), lingering.end());
-        for (const auto id : ids) linger(id);
-      }
-      if (finish_seen) {
-        if (conns.empty()) return gauges_settled();
-        if (now >= finish_deadline) {
-          for (auto& [id, c] : conns)
-            if (!c.unsent.empty() || c.s->pending_replies() > 0) ++unsent_at_close;
-          std::vector<std::uint64_t> ids;
-          for (auto& [id, c] : conns) ids.push_back(id);
-          for (const auto id : ids) close_connection(id);
-          return gauges_settled();
-        }
-      }
+      on_timers(now);
+      if (finish_seen && finish_done(now)) return gauges_settled();
     }
   }
 };

@@ -36,8 +36,8 @@
 
 #include <promptly/server/job_server.hpp>
 
-#include "server/protocol_ops.hpp"
-#include "server/protocol_service.hpp"
+#include "server/protocol/ops.hpp"
+#include "server/protocol/service.hpp"
 
 namespace promptly::server::protocol {
 
@@ -122,7 +122,7 @@ class session : public std::enable_shared_from_this<session> {
   void handle_line(std::string_view line);
   std::uint64_t open_slot();
   void complete(std::uint64_t seq, std::string line, std::int64_t subscribe_ms = 0);
-  // Parse one request line and run its op (protocol_ops.hpp); completes
+  // Parse one request line and run its op (ops.hpp); completes
   // `seq` now or later.
   void dispatch(std::uint64_t seq, std::string_view line);
   // Throws a refusal unless the request may run on this connection.

@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/protocol.hpp"
+#include "server/protocol/protocol.hpp"
 
 namespace promptly::server::daemon {
 

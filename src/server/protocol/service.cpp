@@ -1,4 +1,4 @@
-#include "server/protocol_service.hpp"
+#include "server/protocol/service.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "server/daemon_client.hpp"
+#include "server/daemon/client.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "server/daemon_socket.hpp"
+#include "server/daemon/socket.hpp"
 
 namespace promptly::server::daemon {
 

@@ -1,12 +1,12 @@
 // Framing, ordering and subscription of a protocol session (protocol.hpp);
-// the ops themselves are in protocol_ops.cpp.
-#include "server/protocol.hpp"
+// the ops themselves are in ops.cpp.
+#include "server/protocol/protocol.hpp"
 
 #include <algorithm>
 #include <cassert>
 
-#include "server/protocol_ops.hpp"
-#include "server/protocol_reply.hpp"
+#include "server/protocol/ops.hpp"
+#include "server/protocol/reply.hpp"
 
 namespace promptly::server::protocol {
 

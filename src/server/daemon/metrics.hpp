@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "server/protocol_service.hpp"
+#include "server/protocol/service.hpp"
 
 namespace promptly::server::daemon {
 

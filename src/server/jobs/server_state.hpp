@@ -1,6 +1,6 @@
 // The job server's shared state: the job table, the FIFO of queued jobs,
 // the counters and windows behind stats(), and the reaper thread that ends
-// jobs. Internal to src/server.
+// jobs. Internal to src/server/jobs.
 //
 // Invariants (all under `mu` unless marked otherwise)
 //  * Every id in [1, next_id) was accepted and is in `jobs` until its
@@ -235,6 +235,15 @@ struct job_server::state {
   void request_stop(detail::job_record& r) noexcept;
   // drain(timeout) without a grace; drain_within(timeout, grace) with one.
   job_server::drain_report drain(std::chrono::milliseconds timeout, std::optional<std::chrono::milliseconds> cancel_grace);
+
+  // --- admission (job_server.cpp) ---
+  // The registered program of that name, or error{unknown_program}.
+  std::shared_ptr<const detail::program_entry> program_named(std::string_view name) const;
+  // The pool rank of a job class ("" = opts.default_rank), or error{bad_args} naming the classes.
+  unsigned rank_of(const std::string& job_class) const;
+  // Gives r its id and a running slot (true: the caller starts it) or a
+  // place in the queue (false), or throws error{rejected} (draining, queue full).
+  bool admit(const std::shared_ptr<detail::job_record>& r, clock_type::time_point t0);
 
   // --- table (job_server.cpp) ---
   std::shared_ptr<detail::job_record> find_locked(job_id id, clock_type::time_point now);

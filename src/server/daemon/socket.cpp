@@ -1,4 +1,4 @@
-#include "server/daemon_socket.hpp"
+#include "server/daemon/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-#include "server/protocol_reply.hpp"
+#include "server/protocol/reply.hpp"
 
-#include "server/protocol.hpp"
+#include "server/protocol/protocol.hpp"
 
 namespace promptly::server::protocol {
 

@@ -145,30 +145,62 @@ std::vector<program_info> job_server::programs() const {
   return out;
 }
 
+// ---- admission ----
+
+std::shared_ptr<const detail::program_entry> job_server::state::program_named(std::string_view name) const {
+  std::lock_guard lock(programs_mu);
+  auto it = programs.find(name);
+  if (it == programs.end()) {
+    const std::string shown(name.substr(0, std::min<std::size_t>(name.size(), 64)));
+    throw error(error_code::unknown_program, "no program named " + json(shown).dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  return it->second;
+}
+
+unsigned job_server::state::rank_of(const std::string& job_class) const {
+  if (job_class.empty()) return opts.default_rank;
+  auto c = std::find_if(opts.classes.begin(), opts.classes.end(), [&](const auto& kv) { return kv.first == job_class; });
+  if (c == opts.classes.end()) {
+    std::string known;
+    for (const auto& [name, r] : opts.classes) known += (known.empty() ? "" : ", ") + name;
+    throw error(error_code::bad_args, "unknown job class " + json(job_class).dump(-1, ' ', false, json::error_handler_t::replace) +
+                                          " (classes: " + (known.empty() ? "none" : known) + ")");
+  }
+  return c->second;
+}
+
+bool job_server::state::admit(const std::shared_ptr<job_record>& r, clock_type::time_point t0) {
+  bool start_now = false;
+  std::lock_guard lock(mu);
+  expire_locked(t0);
+  if (draining) {
+    ++rejected;
+    throw error(error_code::rejected, "draining: the server accepts no new jobs");
+  }
+  if (running < opts.max_running) {
+    start_now = true;
+    r->state = job_state::running;
+    r->start_decision = t0;
+    ++running;
+  } else if (queue.size() < opts.max_queued) {
+    queue.push_back(r);
+  } else {
+    ++rejected;
+    throw error(error_code::rejected, "queue full (" + std::to_string(queue.size()) + " queued, " +
+                                          std::to_string(running) + " running)");
+  }
+  r->id = next_id++;
+  r->context.id = r->id;
+  ++submitted;
+  jobs.emplace(r->id, r);
+  publish_counts_locked();
+  return start_now;
+}
+
 job_handle job_server::submit(std::string_view program, const json& args, submit_options opts) {
   const auto t0 = clock_type::now();
-  std::shared_ptr<const detail::program_entry> prog;
-  {
-    std::lock_guard lock(s_->programs_mu);
-    auto it = s_->programs.find(program);
-    if (it == s_->programs.end()) {
-      const std::string shown(program.substr(0, std::min<std::size_t>(program.size(), 64)));
-      throw error(error_code::unknown_program, "no program named " + json(shown).dump(-1, ' ', false, json::error_handler_t::replace));
-    }
-    prog = it->second;
-  }
-  unsigned rank = s_->opts.default_rank;
-  if (!opts.job_class.empty()) {
-    auto c = std::find_if(s_->opts.classes.begin(), s_->opts.classes.end(),
-                          [&](const auto& kv) { return kv.first == opts.job_class; });
-    if (c == s_->opts.classes.end()) {
-      std::string known;
-      for (const auto& [name, r] : s_->opts.classes) known += (known.empty() ? "" : ", ") + name;
-      throw error(error_code::bad_args, "unknown job class " + json(opts.job_class).dump(-1, ' ', false, json::error_handler_t::replace) +
-                                            " (classes: " + (known.empty() ? "none" : known) + ")");
-    }
-    rank = c->second;
-  }
+  std::shared_ptr<const detail::program_entry> prog = s_->program_named(program);
+  const unsigned rank = s_->rank_of(opts.job_class);
   if (opts.elastic) {
     try {
       promptly::validate(*opts.elastic);
@@ -193,32 +225,7 @@ job_handle job_server::submit(std::string_view program, const json& args, submit
   r->context.args = std::move(validated);
   r->context.rt = &s_->rt;
   r->accepted = t0;
-  bool start_now = false;
-  {
-    std::lock_guard lock(s_->mu);
-    s_->expire_locked(t0);
-    if (s_->draining) {
-      ++s_->rejected;
-      throw error(error_code::rejected, "draining: the server accepts no new jobs");
-    }
-    if (s_->running < s_->opts.max_running) {
-      start_now = true;
-      r->state = job_state::running;
-      r->start_decision = t0;
-      ++s_->running;
-    } else if (s_->queue.size() < s_->opts.max_queued) {
-      s_->queue.push_back(r);
-    } else {
-      ++s_->rejected;
-      throw error(error_code::rejected, "queue full (" + std::to_string(s_->queue.size()) + " queued, " +
-                                            std::to_string(s_->running) + " running)");
-    }
-    r->id = s_->next_id++;
-    r->context.id = r->id;
-    ++s_->submitted;
-    s_->jobs.emplace(r->id, r);
-    s_->publish_counts_locked();
-  }
+  const bool start_now = s_->admit(r, t0);
   const job_id id = r->id;
   if (start_now) s_->start(r);
   return job_handle(this, id);

@@ -1,6 +1,6 @@
 // The ops of protocol version 1 as a dispatch table (docs/server.md,
 // "Ops"): one function per op, shared by the line protocol's sessions
-// (protocol.cpp) and the HTTP API (daemon_http_api.cpp), so both front doors
+// (protocol.cpp) and the HTTP API (tools/promptlyd/http_api.cpp), so both front doors
 // run the same checks and answer with the same error codes.
 //
 // Invariant: run_op calls its reply function exactly once per request,
@@ -15,7 +15,7 @@
 
 #include <promptly/server/job_server.hpp>
 
-#include "server/protocol_service.hpp"
+#include "server/protocol/service.hpp"
 
 namespace promptly::server::protocol {
 

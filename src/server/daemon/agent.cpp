@@ -1,4 +1,4 @@
-#include "server/daemon_agent.hpp"
+#include "server/daemon/agent.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>

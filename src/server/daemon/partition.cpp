@@ -1,6 +1,6 @@
 // promptlyd's cache and memory-bandwidth partitioning between job classes
-// (daemon_partition.hpp states the model, the threads and the invariants).
-#include "server/daemon_partition.hpp"
+// (partition.hpp states the model, the threads and the invariants).
+#include "server/daemon/partition.hpp"
 
 #include <algorithm>
 #include <cctype>
