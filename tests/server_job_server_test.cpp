@@ -403,6 +403,22 @@ TEST(JobServer, ResultsExpireAfterTheirTtl) {
   EXPECT_EQ(code_of([&] { (void)s.status(h.id() + 1); }), srv::error_code::unknown_job);
 }
 
+// The handle keeps its job's record: a job that ended and expired before wait() was called
+// still gives its result (before, wait() looked the id up and threw "has expired" when the job
+// was quicker than the caller: ResultsExpireAfterTheirTtl failed 2 in 300 runs).
+TEST(JobServer, AHandleWaitsForAJobThatEndedAndExpiredBeforeTheCall) {
+  promptly::runtime rt(config(1, "prompt"));
+  srv::job_server s(rt, {.result_ttl = std::chrono::milliseconds(0)});
+  s.register_program("fib", fib_job, n_schema());
+  auto h = s.submit("fib", {{"n", 7}});
+  std::promise<void> ended;
+  s.on_terminal(h.id(), [&](const srv::job_info&) { ended.set_value(); });
+  ASSERT_EQ(ended.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(code_of([&] { (void)s.status(h.id()); }), srv::error_code::unknown_job) << "expired by id";
+  EXPECT_EQ(h.wait().result.get<long>(), 13);
+  EXPECT_TRUE(h.wait_for(std::chrono::milliseconds(0)));
+}
+
 TEST(JobServer, ClassesMapToPoolRanks) {
   promptly::runtime rt(config(1, "prompt"));
   srv::job_server s(rt, {.classes = {{"interactive", 0}, {"batch", 5}}, .default_rank = 3});

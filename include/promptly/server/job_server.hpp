@@ -280,8 +280,14 @@ struct periodic_info {
 json to_json(const periodic_info& p);
 
 class job_server;
+namespace detail {
+struct job_record;
+}
 
 // A handle to one job; copyable; valid as long as its job_server lives.
+// It keeps its job's record, so wait() and wait_for() answer however long
+// ago the job ended (status() and the server's by-id calls stop answering
+// result_ttl after the end, like the protocol).
 class job_handle {
  public:
   [[nodiscard]] job_id id() const noexcept { return id_; }
@@ -295,9 +301,11 @@ class job_handle {
 
  private:
   friend class job_server;
-  job_handle(job_server* s, job_id id) noexcept : server_(s), id_(id) {}
+  job_handle(job_server* s, job_id id, std::shared_ptr<detail::job_record> r) noexcept
+      : server_(s), id_(id), record_(std::move(r)) {}
   job_server* server_;
   job_id id_;
+  std::shared_ptr<detail::job_record> record_;
 };
 
 struct job_server_options {
@@ -434,6 +442,9 @@ class job_server {
   struct periodic_state;
 
  private:
+  friend class job_handle;
+  job_info wait_on(const std::shared_ptr<detail::job_record>& r) const;
+  bool wait_for_on(const std::shared_ptr<detail::job_record>& r, std::chrono::nanoseconds d) const;
   std::unique_ptr<state> s_;
   std::unique_ptr<periodic_state> p_;  // periodic tasks and their release thread (periodic.cpp)
 };

@@ -34,8 +34,8 @@ bool on_a_worker() noexcept { return promptly::detail::current_worker() != nullp
 // ---- job_handle ----
 
 job_info job_handle::status() const { return server_->status(id_); }
-job_info job_handle::wait() const { return server_->wait(id_); }
-bool job_handle::wait_for(std::chrono::nanoseconds d) const { return server_->wait_for(id_, d); }
+job_info job_handle::wait() const { return server_->wait_on(record_); }
+bool job_handle::wait_for(std::chrono::nanoseconds d) const { return server_->wait_for_on(record_, d); }
 bool job_handle::cancel() const { return server_->cancel(id_); }
 
 // ---- the table ----
@@ -228,7 +228,7 @@ job_handle job_server::submit(std::string_view program, const json& args, submit
   const bool start_now = s_->admit(r, t0);
   const job_id id = r->id;
   if (start_now) s_->start(r);
-  return job_handle(this, id);
+  return job_handle(this, id, std::move(r));
 }
 
 job_info job_server::status(job_id id) const {
@@ -255,8 +255,16 @@ job_info job_server::status(job_id id) const {
 }
 
 job_info job_server::wait(job_id id) const {
+  std::shared_ptr<job_record> r;
+  {
+    std::lock_guard lock(s_->mu);
+    r = s_->find_locked(id, clock_type::now());
+  }
+  return wait_on(r);
+}
+
+job_info job_server::wait_on(const std::shared_ptr<job_record>& r) const {
   std::unique_lock lock(s_->mu);
-  auto r = s_->find_locked(id, clock_type::now());
   if (!is_terminal(r->state)) {
     if (on_a_worker()) {
       // A task: park on a promise the job's end fulfils (the worker runs other work meanwhile).
@@ -274,9 +282,17 @@ job_info job_server::wait(job_id id) const {
 }
 
 bool job_server::wait_for(job_id id, std::chrono::nanoseconds d) const {
+  std::shared_ptr<job_record> r;
+  {
+    std::lock_guard lock(s_->mu);
+    r = s_->find_locked(id, clock_type::now());
+  }
+  return wait_for_on(r, d);
+}
+
+bool job_server::wait_for_on(const std::shared_ptr<job_record>& r, std::chrono::nanoseconds d) const {
   const auto deadline = clock_type::now() + d;
   std::unique_lock lock(s_->mu);
-  auto r = s_->find_locked(id, clock_type::now());
   if (is_terminal(r->state)) return true;
   if (d <= std::chrono::nanoseconds::zero()) return false;
   if (on_a_worker()) {
