@@ -1,50 +1,13 @@
-// The policy driver: feeds the policy its events (installation, quantum
-// ticks, pools added, removed, becoming non-empty or empty, asking for
-// cores, a queue forming at a pool with work) with a view of the pools and
-// cores, and applies what it decides by setting workers' assignments
-// (I-Cilk, Sec. 5: "the master alerts a worker to switch priority by
-// setting a per-worker flag, checked at each strand boundary").
-//
-// Invariants
-//  * Only the policy thread, a worker at its loop top (decide_at_loop_top:
-//    try_lock, or lock when it is idle) and the API calls that install a
-//    policy call into the policy; they hold policy_mutex_, which guards
-//    policy_, the quantum state, the seen_* baselines, the latency samples
-//    and the trace. No holder waits for a worker, so a worker may wait for it.
-//    The mechanism only records events (event_board.cpp, which states the
-//    posting side's invariants and the belief protocol with submitters):
-//    this file takes them and decides; stats() reads (runtime_stats.cpp).
-//  * The kept view (pool_views_, under policy_mutex_) lists every live or
-//    closing pool once, most urgent first; view_index_ maps each listed id
-//    to its position; view_busy_ holds, ascending, exactly the positions
-//    whose view has ready work. A listed pool's has_ready_work is its
-//    belief (both set by the decision that last read it, and a flip of
-//    either posts an event that reads it again), so reading again only
-//    the pools of the events, of the cores' sets and of the cores misses no
-//    flip (refresh_pool_views_locked).
-//  * A decision is all or none: the policy's actions go to a decision_impl
-//    that is applied only after on_event returned for every event of the
-//    batch. An event it threw on waits in deferred_ (never in a bitmap, so
-//    no worker is asked to decide it and idle workers sleep) until
-//    retry_at_ns_, 1 ms after the last failure; the rest of the batch is
-//    decided at once without it. Each failure removes one event from the
-//    batch, so a batch ends. Events of a pool that is not live, or of an
-//    earlier pool on the same id (creation_seq), are dropped when taken.
-//  * unserved_ holds pools a decision left with ready work and no core;
-//    the policy thread reports one once it lasted unserved_report_ns while
-//    a core idled and nothing was left to decide (watch_unserved_locked).
-//  * The thread decides on the quantum deadline whatever else wakes it
-//    (events never push the deadline out). Quanta run while at least two
-//    pools (one, if the policy asks: ticks_while_one_pool_is_busy) had work
-//    during the last quantum (believed non-empty now, or
-//    reported non-empty since the last tick); otherwise the thread sleeps
-//    until an event: with one busy pool every policy shipped gives it all
-//    cores whatever it measured, so quanta would only cost wake-ups.
+// The policy driver (policy_driver.hpp states the invariants).
+#include "policy_driver.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <pthread.h>
@@ -53,7 +16,7 @@
 #include "chaos.hpp"
 #include "os_time_slice.hpp"
 #include "decision.hpp"
-#include "scheduler.hpp"
+#include "set_walk.hpp"
 #include "worker_accounts.hpp"
 
 namespace promptly::detail {
@@ -91,7 +54,7 @@ constexpr std::uint64_t unserved_report_ns = 200'000'000;
 // quantum tick reads the pools read since the previous tick and the pools
 // with work (refresh below); a pool whose tick showed accrued time is read
 // again at the next decision, which then shows it none.
-void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
+void policy_driver::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
   const std::uint32_t end = pools_.id_end();
@@ -260,7 +223,7 @@ void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<con
          "the view lists pools most urgent first");
 }
 
-std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
+std::vector<ext::core_view> policy_driver::view_cores_locked(bool advance) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
   if (seen_core_work_ns_.size() != worker_count()) {
@@ -301,7 +264,7 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
 // in its set (the pool it serves if it serves
 // every pool). Cores move between pools inside a quantum without being
 // read, so a pool's cpu_s is an estimate; a core's is exact.
-void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
+void policy_driver::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (seen_core_cpu_ns_.size() != worker_count()) seen_core_cpu_ns_.assign(worker_count(), 0);
   // The kept view's positions credited by this tick: each starts from 0 at
@@ -346,7 +309,7 @@ void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
 
 // Cores whose set's most urgent pool is each pool id ever made (cores
 // serving every pool count nowhere). The caller holds policy_mutex_.
-std::vector<unsigned> scheduler::cores_by_pool() const {
+std::vector<unsigned> policy_driver::cores_by_pool() const {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::vector<unsigned> cores(pools_.id_end(), 0);
   for (const pool_set& a : applied_)
@@ -360,13 +323,13 @@ std::vector<unsigned> scheduler::cores_by_pool() const {
 // throws on it, nothing is applied and the caller hears of it. What the
 // decision causes (belief flips, below) is decided afterwards like any
 // event: a throw there sets that event aside for a retry.
-void scheduler::decide_locked(std::vector<ext::event> events) {
+void policy_driver::decide_locked(std::vector<ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::size_t failed = 0;
   decide_isolating_locked(decide_once_locked(events, failed));
 }
 
-void scheduler::decide_isolating_locked(std::vector<ext::event> events) {
+void policy_driver::decide_isolating_locked(std::vector<ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Each failure removes one event, so this ends; an event that throws
   // cannot keep the others of its batch from being decided.
@@ -387,7 +350,7 @@ void scheduler::decide_isolating_locked(std::vector<ext::event> events) {
 
 // Sets events[failed] aside for a retry and removes it from `events`. A
 // quantum tick is not retried: the next one comes anyway.
-void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what) {
+void policy_driver::policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (failed >= events.size()) throw;  // not the policy's (views, applying): the caller reports it
   const ext::event ev = events[failed];
@@ -403,7 +366,7 @@ void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_
   }
   retry_at_ns_ = now_ns() + retry_delay_ns;
   if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) return;
-  const pool_record* p = ev.pool == ext::no_pool ? nullptr : find_pool(ev.pool);
+  const pool_record* p = ev.pool == ext::no_pool ? nullptr : pools_.find(ev.pool);
   std::uint64_t seq = 0;
   if (p != nullptr) {
     std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
@@ -412,7 +375,7 @@ void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_
   deferred_.push_back({ev, seq});
 }
 
-std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed) {
+std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   bool tick = false, installed = false;
   for (const ext::event& ev : events) {
@@ -431,7 +394,7 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
     failed = events.size();  // a throw below is not the policy's
     apply_locked(d.resolve());
     quantum_ = d.quantum();
-    for (const ext::pool_id pool : d.preempted()) send_standby_locked(pool);
+    for (const ext::pool_id pool : d.preempted()) standbys_.send_locked(pool, tracing_ ? &policy_trace_ : nullptr);
   } catch (...) {
     // The beliefs below were not set from this view: the retry reads these pools again.
     view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
@@ -447,7 +410,7 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
   }
   for (const ext::event& ev : events)
     if (ev.kind == ext::event_kind::more_cores_requested)
-      if (pool_record* p = find_pool(ev.pool)) {
+      if (pool_record* p = pools_.find(ev.pool)) {
         p->wants_more_cores.store(false, std::memory_order_relaxed);
         view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
       }
@@ -490,7 +453,7 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
 // (a destructor waiting for the pool's task): it is said once on stderr and
 // in stats(). Decisions note candidates from the pools with work of the
 // view they decided on; the policy thread checks them at the deadline.
-bool scheduler::served_locked(std::uint32_t pool) const {
+bool policy_driver::served_locked(std::uint32_t pool) const {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const unsigned usable = usable_cores();
   for (unsigned c = 0; c < usable; ++c) {
@@ -505,7 +468,7 @@ bool scheduler::served_locked(std::uint32_t pool) const {
 // Walks the kept view's pools with work (views_with_work_) and the cores'
 // sets, not every pool: a decision costs what changed (refresh_pool_views_locked).
 // unserved_ is kept sorted by id.
-void scheduler::note_unserved_locked() {
+void policy_driver::note_unserved_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::vector<std::uint32_t> served;  // the pools of the usable cores' sets, sorted
   const unsigned usable = usable_cores();
@@ -534,11 +497,11 @@ void scheduler::note_unserved_locked() {
   if (unserved_.size() == listed) return;
   std::inplace_merge(unserved_.begin(), unserved_.begin() + static_cast<std::ptrdiff_t>(listed), unserved_.end(),
                      [](const unserved_pool& a, const unserved_pool& b) { return a.id < b.id; });
-  poke_driver();  // to arm the check (driver_main)
+  board_.poke_driver();  // to arm the check (driver_main)
 }
 
 // Returns when to look again (0: nothing to watch).
-std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
+std::uint64_t policy_driver::watch_unserved_locked(std::uint64_t now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (unserved_.empty()) return 0;
   const std::uint32_t end = pools_.id_end();
@@ -562,7 +525,7 @@ std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
     idle_core = std::none_of(a.ranked_ids().begin(), a.ranked_ids().end(),
                              [&](std::uint32_t id) { return id < end && pool_at(id).has_ready_work(); });
   }
-  const bool nothing_to_decide = !events_posted() && deferred_.empty();
+  const bool nothing_to_decide = !board_.events_posted() && deferred_.empty();
   std::uint64_t next = 0;
   for (unserved_pool& u : unserved_) {
     if (u.reported) continue;
@@ -583,7 +546,7 @@ std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
   return next;
 }
 
-unsigned scheduler::usable_cores() const noexcept {
+unsigned policy_driver::usable_cores() const noexcept {
   const unsigned limit = core_limit_.load(std::memory_order_relaxed);  // relaxed: written under policy_mutex_, which the readers hold
   return limit == 0 ? worker_count() : limit;
 }
@@ -593,14 +556,14 @@ unsigned scheduler::usable_cores() const noexcept {
 // one-pool set is the pool id; a larger set, or every pool, is published in
 // the worker's buffer first, assignment.hpp) and is woken: a waiting worker
 // re-reads its word after preparing to wait (`moved`) and leaves its wait.
-void scheduler::apply_locked(const std::vector<pool_set>& next) {
+void policy_driver::apply_locked(const std::vector<pool_set>& next) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   assert(next.size() == usable_cores() && "the policy decided over the usable cores");
   const bool every = !next.empty() && std::all_of(next.begin(), next.end(), [](const pool_set& a) { return a.every(); });
   // Seq-cst, before the words: a submitter that reads the new words also
   // reads this (note_nonempty).
-  if (every_core_serves_every_pool_.load(std::memory_order_relaxed) != every)
-    every_core_serves_every_pool_.store(every, std::memory_order_seq_cst);
+  if (board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed) != every)
+    board_.modes.every_core_serves_every_pool.store(every, std::memory_order_seq_cst);
   notifier::fence_before_notify();
   for (std::size_t c = 0; c < worker_count(); ++c) {  // the cores: the standbys are preemption.cpp's
     worker& w = *workers_[c];
@@ -614,8 +577,8 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
       // next strand boundary. A pool ranked above with work in its workers'
       // deques sends no event (it was never empty), so without this a
       // worker that donated itself stayed away until its deque ran dry.
-      if (!notifier::is_waiting(w.slot) && ready_work_ranked_above(target, w.serving.load(std::memory_order_relaxed)))
-        ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
+      if (!notifier::is_waiting(w.slot) && set_walk::ready_work_ranked_above(target, w.serving.load(std::memory_order_relaxed), pools_.ready_in_pool()))
+        board_.ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
       continue;
     }
     for (const std::uint32_t id : applied_[c].ranked_ids()) view_dirty_.push_back(id);  // its cores changed
@@ -631,7 +594,7 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
   }
 }
 
-void scheduler::trace_locked(std::span<const ext::pool_view> pools) {
+void policy_driver::trace_locked(std::span<const ext::pool_view> pools) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -645,7 +608,7 @@ void scheduler::trace_locked(std::span<const ext::pool_view> pools) {
   }
 }
 
-void scheduler::handle_events_locked() {
+void policy_driver::handle_events_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Take every posted event first (the bitmaps clear as they are read), then
   // decide on them in one batch. Events the policy threw on before come
@@ -660,21 +623,12 @@ void scheduler::handle_events_locked() {
     }
     deferred_.clear();
   }
-  auto collect = [&](event_bitmap& bits, ext::event_kind kind) {
-    bits.take([&](std::uint32_t id) {
-      events.push_back({kind, id, {}});
-      generation.push_back(current);
-    });
-  };
-  // Removals first: an id removed and taken again since the last wake is
-  // live, and the policy must hear of it last as added.
-  collect(pools_removed_, ext::event_kind::pool_removed);
-  collect(pools_added_, ext::event_kind::pool_added);
-  collect(became_nonempty_, ext::event_kind::became_nonempty);
-  collect(maybe_empty_, ext::event_kind::became_empty);
-  collect(cores_requested_, ext::event_kind::more_cores_requested);
-  collect(backlogged_, ext::event_kind::backlog);
-  const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
+  // Removals first (event_board::take): an id removed and taken again since
+  // the last wake is live, and the policy must hear of it last as added.
+  const std::uint64_t posted_ns = board_.take([&](ext::event_kind kind, std::uint32_t id) {
+    events.push_back({kind, id, {}});
+    generation.push_back(current);
+  });
   const std::uint32_t end = pools_.id_end();
   std::vector<ext::event> decide;
   std::size_t retried = 0;  // decide's first entries, taken from deferred_
@@ -706,11 +660,11 @@ void scheduler::handle_events_locked() {
         retried_end)
       continue;
     if (ev.kind == ext::event_kind::became_nonempty) {
-      if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
+      if (board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) continue;
       if (std::find(nonempty_since_tick_.begin(), nonempty_since_tick_.end(), ev.pool) == nonempty_since_tick_.end())
         nonempty_since_tick_.push_back(ev.pool);
     } else if (ev.kind == ext::event_kind::became_empty) {
-      if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
+      if (board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) continue;
       const pool_record& p = pool_at(ev.pool);
       if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) continue;  // not news
     }
@@ -722,7 +676,7 @@ void scheduler::handle_events_locked() {
   if (posted_ns != 0) record_latency_locked(now_ns() - posted_ns);
 }
 
-void scheduler::record_latency_locked(std::uint64_t ns) {
+void policy_driver::record_latency_locked(std::uint64_t ns) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   constexpr std::size_t kept = 4096;  // the most recent decisions
   if (latency_ns_.size() < kept)
@@ -750,27 +704,27 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
 // no holder of policy_mutex_ waits for a worker (the policy thread, the
 // API calls that install a policy or read stats, and loop tops only decide,
 // and a policy's on_event must never block: docs/policies.md, "Rules").
-void scheduler::decide_at_loop_top(bool idle) noexcept {
+void policy_driver::decide_at_loop_top(bool idle) noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
     if (!idle) {
       // Posted without waking the thread (post_event, decider::poster): a
       // failed try_lock orders nothing, so the holder may have missed them.
-      if (events_posted()) poke_driver();
+      if (board_.events_posted()) board_.poke_driver();
       return;
     }
     lock.lock();  // throws only if this thread held the lock, which a loop top never does
-    if (!events_posted()) return;  // the holder decided them
+    if (!board_.events_posted()) return;  // the holder decided them
   }
   if (stopping_.load(std::memory_order_relaxed)) return;
   try {
     handle_events_locked();  // a policy's exception stays inside (deferred_)
   } catch (...) {
-    poke_driver();  // views or applying failed (memory): the policy thread retries and reports
+    board_.poke_driver();  // views or applying failed (memory): the policy thread retries and reports
     return;
   }
   const bool arm_quantum =
-      !next_quantum_ && quantum_.count() > 0 && !every_core_serves_every_pool_.load(std::memory_order_relaxed);
+      !next_quantum_ && quantum_.count() > 0 && !board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed);
   const bool retry = !deferred_.empty();  // only the policy thread keeps the retry's deadline
   lock.unlock();
   // A pool added or removed while this decision ran may have asked a worker
@@ -781,13 +735,13 @@ void scheduler::decide_at_loop_top(bool idle) noexcept {
   // the word's order, so the poster's fence precedes this one and the bit
   // it set before is seen here.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (arm_quantum || retry || pools_added_.any() || pools_removed_.any()) poke_driver();
+  if (arm_quantum || retry || board_.lifecycle_posted()) board_.poke_driver();
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
-void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
+void policy_driver::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  if (quantum_.count() == 0 || every_core_serves_every_pool_.load(std::memory_order_relaxed)) {
+  if (quantum_.count() == 0 || board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) {
     next_quantum_.reset();
     nonempty_since_tick_.clear();
     return;
@@ -829,7 +783,7 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
   if (*next_quantum_ < now) *next_quantum_ = now + quantum_;  // fell behind (the VM paused us): do not burst
 }
 
-void scheduler::driver_main() {
+void policy_driver::driver_main() {
   // With standby threads, the thread that sends them asks for the shortest slice too: its
   // timer must get a CPU beside the strands it exists to get past (preemption.cpp).
   (void)request_os_time_slice(standby_count() != 0 && cfg_.os_time_slice.count() == 0 ? min_os_time_slice
@@ -840,7 +794,7 @@ void scheduler::driver_main() {
     {
       std::lock_guard lock(policy_mutex_);
       if (stopping_.load(std::memory_order_relaxed)) return;
-      driver_poked_.store(false, std::memory_order_seq_cst);
+      board_.clear_poke();
       // An event the policy threw on is set aside (deferred_) and its
       // retry is due at retry_at_ns_: the thread sleeps until then, and so
       // do idle workers (the bits they wait on are cleared), rather than
@@ -870,33 +824,87 @@ void scheduler::driver_main() {
         if (!wake_at || due < *wake_at) wake_at = due;
       }
     }
-    notifier::prepare_wait(driver_slot_);
-    if (stopping_.load(std::memory_order_seq_cst) || events_posted() || driver_poked_.load(std::memory_order_seq_cst)) {
-      notifier::cancel_wait(driver_slot_);
+    notifier::prepare_wait(board_.driver_slot());
+    if (stopping_.load(std::memory_order_seq_cst) || board_.events_posted() || board_.poked()) {
+      notifier::cancel_wait(board_.driver_slot());
       continue;
     }
     if (!wake_at) {
-      notifier::commit_wait(driver_slot_);
+      notifier::commit_wait(board_.driver_slot());
       continue;
     }
     const auto left = *wake_at - clock::now();
     if (left <= clock::duration::zero()) {
-      notifier::cancel_wait(driver_slot_);
+      notifier::cancel_wait(board_.driver_slot());
       continue;
     }
-    notifier::commit_wait(driver_slot_, std::chrono::duration_cast<std::chrono::nanoseconds>(left) +
+    notifier::commit_wait(board_.driver_slot(), std::chrono::duration_cast<std::chrono::nanoseconds>(left) +
                                             std::chrono::nanoseconds(1));
   }
 }
 
-void scheduler::set_policy(const std::string& name) {
+policy_driver::policy_driver(runtime_config& cfg, pool_table& pools, const std::vector<std::unique_ptr<worker>>& workers,
+                             event_board& board, unsigned standbys, std::atomic<bool>& stopping)
+    : cfg_(cfg),
+      pools_(pools),
+      workers_(workers),
+      board_(board),
+      stopping_(stopping),
+      standbys_(policy_mutex_, pools, workers, cfg.workers, standbys,
+                std::chrono::duration_cast<std::chrono::nanoseconds>(cfg.preemption.threshold), board) {
+  applied_.assign(cfg_.workers, pool_set::one(0));  // every core's word starts at pool 0 (worker_view::assigned)
+}
+
+policy_driver::~policy_driver() = default;
+
+void policy_driver::start_clock(const std::string& allotment_trace) {
+  started_ = std::chrono::steady_clock::now();
+  if (allotment_trace.empty()) return;
+  trace_.open(allotment_trace, std::ios::trunc);
+  if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + allotment_trace + "'");
+  trace_ << "t_s,policy,pool,desire,allotted,utilization,ready\n";
+}
+
+void policy_driver::start_trace(std::size_t kept) {
+  policy_trace_ = trace_ring(kept);
+  tracing_ = true;
+}
+
+void policy_driver::start() {
+  driver_ = std::thread([this] { driver_main(); });
+  // Named for top -H, perf and /proc (at most 15 characters).
+  pthread_setname_np(driver_.native_handle(), "promptly-policy");
+}
+
+void policy_driver::stop() {
+  {
+    std::lock_guard lock(policy_mutex_);
+    stopping_.store(true, std::memory_order_seq_cst);
+  }
+  board_.poke_driver();
+  if (driver_.joinable()) driver_.join();
+}
+
+// Preemption's watch (preemption.hpp): the pools waiting behind strands are
+// decided like any event, and the policy's preempt() answers send standbys
+// (decide_once_locked).
+std::uint64_t policy_driver::watch_preemption_locked(std::uint64_t now) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::uint64_t next = 0;
+  std::vector<ext::event> waiting = standbys_.take_waiting_locked(now, usable_assignments(), next);
+  if (!waiting.empty()) decide_isolating_locked(std::move(waiting));  // preempt() answers reach standbys_.send_locked
+  standbys_.recall_served_locked(now, next);
+  return next;
+}
+
+void policy_driver::set_policy(const std::string& name) {
   std::unique_ptr<ext::policy> p = ext::make_policy(name, cfg_.aps, cfg_.fair);
   std::lock_guard lock(policy_mutex_);
   install_policy_locked(std::move(p));
   cfg_.policy = name;
 }
 
-void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
+void policy_driver::set_policy(std::unique_ptr<ext::policy> p) {
   if (p == nullptr) throw std::invalid_argument("promptly: set_policy given a null policy");
   std::lock_guard lock(policy_mutex_);
   const std::string name(p->name());
@@ -904,7 +912,7 @@ void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
   cfg_.policy = name;
 }
 
-void scheduler::set_core_limit(unsigned n) {
+void policy_driver::set_core_limit(unsigned n) {
   if (n > worker_count())
     throw std::invalid_argument("promptly: set_core_limit(" + std::to_string(n) + ") exceeds the runtime's " +
                                 std::to_string(worker_count()) + " workers (0 = no limit)");
@@ -922,10 +930,10 @@ void scheduler::set_core_limit(unsigned n) {
   }
   next_quantum_.reset();
   nonempty_since_tick_.clear();
-  poke_driver();
+  board_.poke_driver();
 }
 
-void scheduler::set_fairness(std::vector<long long> weights) {
+void policy_driver::set_fairness(std::vector<long long> weights) {
   (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
   {
@@ -939,7 +947,7 @@ void scheduler::set_fairness(std::vector<long long> weights) {
 
 // The new policy places every core (an `installed` event decided from
 // scratch). If it throws, the previous policy stays installed.
-void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
+void policy_driver::install_policy_locked(std::unique_ptr<ext::policy> p) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::unique_ptr<ext::policy> previous = std::move(policy_);
   const auto previous_quantum = quantum_;
@@ -950,10 +958,10 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   const bool previous_switch = switch_when_out_of_work_.load(std::memory_order_relaxed);
   // Relaxed: a mode the workers read at their next boundary (see switches_when_out_of_work).
   switch_when_out_of_work_.store(policy_->switches_only_when_out_of_work(), std::memory_order_relaxed);
-  const bool previous_backlog = backlog_events_.load(std::memory_order_relaxed);
-  backlog_events_.store(policy_->wants_backlog_events(), std::memory_order_relaxed);  // relaxed: see scheduler.hpp
-  const bool previous_strand = strand_events_.load(std::memory_order_relaxed);
-  strand_events_.store(policy_->wants_strand_events(), std::memory_order_relaxed);
+  const bool previous_backlog = board_.modes.backlog_events.load(std::memory_order_relaxed);
+  board_.modes.backlog_events.store(policy_->wants_backlog_events(), std::memory_order_relaxed);  // relaxed: see event_board.hpp
+  const bool previous_strand = board_.modes.strand_events.load(std::memory_order_relaxed);
+  board_.modes.strand_events.store(policy_->wants_strand_events(), std::memory_order_relaxed);
   try {
     decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
   } catch (...) {
@@ -961,17 +969,17 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
     quantum_ = previous_quantum;
     busy_pools_for_quanta_ = previous_busy;
     switch_when_out_of_work_.store(previous_switch, std::memory_order_relaxed);
-    backlog_events_.store(previous_backlog, std::memory_order_relaxed);
-    strand_events_.store(previous_strand, std::memory_order_relaxed);
+    board_.modes.backlog_events.store(previous_backlog, std::memory_order_relaxed);
+    board_.modes.strand_events.store(previous_strand, std::memory_order_relaxed);
     throw;
   }
   next_quantum_.reset();
   nonempty_since_tick_.clear();
   policy_failure_reported_ = false;  // one line per installed policy
-  poke_driver();
+  board_.poke_driver();
 }
 
-std::string scheduler::policy_name() const {
+std::string policy_driver::policy_name() const {
   std::lock_guard lock(policy_mutex_);
   return std::string(policy_->name());
 }

@@ -78,10 +78,10 @@ void scheduler::leave_pool(worker& w) {
   pool_record& p = *w.at;
   if (moves_.leave(w, [this](task* t) { inject(t); })) {
     pools_.note_queued(p.id);  // the deque left there is muggable: queued work
-    note_nonempty(p.id);
+    board_.note_nonempty(p.id);
     sleep_.notify_pool(p.id);  // a sleeping worker of the old pool can mug it
   } else {
-    note_maybe_empty(p.id);
+    board_.note_maybe_empty(p.id);
   }
 }
 

@@ -81,9 +81,9 @@ void scheduler::run_scheduling_loop() {
       w.assigned.compare_exchange_strong(word, word & ~decide_request, std::memory_order_relaxed);  // a new assignment clears it anyway
       asked = true;
     }
-    if (became_nonempty_.any() || w.decide_pending || (asked && events_posted())) [[unlikely]] {
+    if (board_.nonempty_posted() || w.decide_pending || (asked && board_.events_posted())) [[unlikely]] {
       w.decide_pending = false;
-      decide_at_loop_top(w.continuation == nullptr && w.deque->empty());
+      driver_.decide_at_loop_top(w.continuation == nullptr && w.deque->empty());
     }
     const unsigned target = pool_to_serve(w);
     if (target == w.pool) {
@@ -120,7 +120,7 @@ void scheduler::run_scheduling_loop() {
       if (t->pool != w.pool) move_to_pool(w, t->pool);  // found at another pool of its set
       become_active(w);
       if (w.standby) [[unlikely]]
-        note_standby_started(w);
+        standby_dispatch::note_started(w);
       if (w.taken_from != nullptr) {
         assert(w.active && w.taken_from == w.at && "a taken task is settled once its worker is active in its pool");
         w.taken_from->injection.settle_taken();
@@ -185,11 +185,6 @@ bool scheduler::more_urgent_work_in_set(worker& w) noexcept {
   return ready_work_ranked_above(w.set, w.pool);
 }
 
-std::uint64_t scheduler::elapsed_since(std::uint64_t start_ns) noexcept {
-  const std::uint64_t now = now_ns();
-  return now > start_ns ? now - start_ns : 0;
-}
-
 void scheduler::record_wake(worker& w, std::uint64_t wake_ns) noexcept {
   if (wake_ns != 0) w.samples.record(mechanism_op::wake, wake_ns);
 }
@@ -224,7 +219,7 @@ void scheduler::become_active(worker& w) noexcept {
   // increment above saw it empty (nothing queued, nobody active). Seq-cst
   // after the increment: either that decision's re-check saw us, or we see
   // the belief it stored and report the pool (policy_driver.cpp).
-  if (!p.believed_nonempty.load(std::memory_order_seq_cst)) note_nonempty(p.id);
+  if (!p.believed_nonempty.load(std::memory_order_seq_cst)) board_.note_nonempty(p.id);
   chaos::point();
 }
 
@@ -247,7 +242,7 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   // must never see the task in neither count (pools.cpp).
   p.parked.fetch_add(1, std::memory_order_seq_cst);
   become_inactive(w);
-  note_maybe_empty(w.pool);
+  board_.note_maybe_empty(w.pool);
   block_current_thread(publish, event);
   if (was_active) become_active(w);
   p.parked.fetch_sub(1, std::memory_order_seq_cst);
@@ -259,7 +254,7 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
 // the policy thread to get a core; ending a wait early is always safe, the
 // worker comes back).
 bool scheduler::moved(const worker& w) const noexcept {
-  if (became_nonempty_.any()) return true;
+  if (board_.nonempty_posted()) return true;
   return w.assigned.load(std::memory_order_seq_cst) != w.accepted;
 }
 
@@ -493,7 +488,7 @@ task* scheduler::wait_for_task(worker& w) {
     // preempts one.
     bool posted = false;
     if (!s.every())
-      for (std::uint8_t i = 0; i < s.count; ++i) posted = note_maybe_empty(s.ids[i], decider::poster) || posted;
+      for (std::uint8_t i = 0; i < s.count; ++i) posted = board_.note_maybe_empty(s.ids[i], event_board::decider::poster) || posted;
     if (posted) {
       notifier::cancel_wait(w.slot);
       w.decide_pending = true;
