@@ -32,197 +32,6 @@ constexpr std::uint64_t retry_delay_ns = 1'000'000;
 constexpr std::uint64_t unserved_report_ns = 200'000'000;
 }  // namespace
 
-// The view a decision is made on. Pools that are live or draining (closing)
-// appear, most urgent first; `advance` moves the baselines (quantum ticks),
-// so events between ticks see what accrued since the last tick.
-//
-// The view is kept between decisions (pool_views_, sorted by rank, then
-// creation) and only the pools that may have changed are read again: the
-// pools of this batch's events, the pools of every core's set and the pool
-// each core serves now, and the pools whose cores the last decision changed
-// (marked by apply_locked). Any other pool is unserved: no core accrued
-// time there, its work did not start or end (a pool emptying or filling
-// posts an event, and the belief follows the view, so a flip is never
-// missed: decide_locked), and it was neither added nor removed (events
-// too), so its view is what it was; only the age of a pool with work is
-// brought forward (the elastic policy's deadlines), and its queue length
-// may lag until a core serves it (a queue at a pool nobody serves only
-// grows, so a non-zero hint stays non-zero). A decision then costs what changed, not the pool count: with
-// 4000 idle pools a full read took most of the decision
-// (bench/results/core/pools-many/). A full read is done at installation and
-// while some core serves every pool (it may accrue time anywhere). A
-// quantum tick reads the pools read since the previous tick and the pools
-// with work (refresh below); a pool whose tick showed accrued time is read
-// again at the next decision, which then shows it none.
-void policy_driver::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
-  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  const std::uint64_t now = now_ns();
-  const std::uint32_t end = pools_.id_end();
-  if (view_index_.size() < max_pools) {
-    view_index_.assign(max_pools, absent_view);
-    view_marked_.assign(max_pools, false);
-    view_read_since_tick_.assign(max_pools, false);
-  }
-  full = full || !pool_views_valid_ ||
-         std::any_of(applied_.begin(), applied_.end(), [](const pool_set& a) { return a.every(); });
-  view_refreshed_.clear();
-  auto mark = [&](std::uint32_t id) {
-    if (id < end && !view_marked_[id]) {
-      view_marked_[id] = true;
-      view_refreshed_.push_back(id);
-    }
-  };
-  if (full) {
-    for (std::uint32_t id = 0; id < end; ++id) mark(id);
-  } else {
-    for (const std::uint32_t id : view_dirty_) mark(id);
-    for (const ext::event& ev : events) mark(ev.pool);
-    if (advance) {
-      // A tick restarts every pool's measures and judges stalls: the pools
-      // read since the last tick (any may have accrued time) and the pools
-      // with work (a stall is queued work nobody ran). A pool in neither was
-      // read at or before the last tick with nothing accrued since.
-      for (const std::uint32_t id : view_since_tick_) mark(id);
-      for (const std::uint32_t at : view_busy_)
-        if (at < pool_views_.size()) mark(pool_views_[at].id);
-    }
-    for (std::size_t c = 0; c < workers_.size(); ++c) {  // a standby's pool too: its time accrues there
-      mark(workers_[c]->serving.load(std::memory_order_relaxed));
-      if (c < applied_.size())
-        for (const std::uint32_t id : applied_[c].ranked_ids()) mark(id);
-    }
-  }
-  view_dirty_.clear();
-  std::lock_guard identity(pools_.mutex());  // rank, weight, creation: written under it
-  bool reorder = false;
-  if (advance) {
-    for (const std::uint32_t id : view_since_tick_) view_read_since_tick_[id] = false;
-    view_since_tick_.clear();
-  }
-  for (const std::uint32_t id : view_refreshed_) {
-    view_marked_[id] = false;
-    // A tick's reads start the list afresh: a pool it shows with accrued
-    // time is read again at the next decision (below), and joins it then.
-    if (!advance && !view_read_since_tick_[id]) {
-      view_read_since_tick_[id] = true;
-      view_since_tick_.push_back(id);
-    }
-    pool_record& p = pool_at(id);
-    const pool_phase ph = p.phase.load(std::memory_order_seq_cst);
-    const bool live = ph == pool_phase::live || ph == pool_phase::closing;
-    std::uint32_t at = view_index_[id];
-    if (at != absent_view && (!live || pool_view_seq_[at] != p.creation_seq)) {  // gone, or its id taken again
-      pool_views_[at].id = ext::no_pool;  // erased below
-      view_index_[id] = at = absent_view;
-      reorder = true;
-    }
-    if (!live) continue;
-    if (at == absent_view) {
-      at = static_cast<std::uint32_t>(pool_views_.size());
-      pool_views_.emplace_back();
-      pool_view_seq_.push_back(p.creation_seq);
-      view_index_[id] = at;
-      reorder = true;
-    }
-    std::uint64_t open_work = 0, open_look = 0;
-    for (auto& w : workers_) {
-      const open_interval open = open_interval_of(*w, now);
-      if (open.pool == id) (open.working ? open_work : open_look) += open.ns;
-    }
-    unsigned cores = 0;
-    for (const pool_set& a : applied_) cores += a.first() == id ? 1 : 0;
-    ext::pool_view& v = pool_views_[at];
-    if (p.seen_creation_seq != p.creation_seq) {  // a new pool on this record: its accounts restarted
-      p.seen_creation_seq = p.creation_seq;
-      p.seen_work_ns = p.seen_look_ns = 0;
-      p.seen_tasks = 0;
-      p.queued_at_tick = false;
-    }
-    p.backlog_posted.store(false, std::memory_order_relaxed);  // this decision sees the queue
-    const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work;
-    const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look;
-    v = ext::pool_view{};
-    v.id = id;
-    v.rank = p.rank;
-    v.weight = p.weight;
-    v.age = std::chrono::nanoseconds(now > p.created_ns ? now - p.created_ns : 0);
-    v.has_ready_work = p.has_ready_work();
-    v.queued = p.injection.size();
-    v.work_s = seconds_of(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
-    v.look_s = seconds_of(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
-    v.cores = cores;
-    v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
-    v.elastic = p.elastic;
-    v.level = id < level_count();
-    if (advance) {
-      // Relaxed: a statistic; a task counted late only hides a stall for a tick.
-      const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
-      const bool queued = p.has_queued_work();
-      v.stalled = queued && p.queued_at_tick && tasks == p.seen_tasks;
-      // The next decision shows what accrued since this tick, and no stall: read it again.
-      if (v.stalled || v.work_s > 0 || v.look_s > 0) view_dirty_.push_back(id);
-      p.seen_work_ns = work;
-      p.seen_look_ns = look;
-      p.seen_tasks = tasks;
-      p.queued_at_tick = queued;
-    }
-  }
-  if (reorder) {  // a pool came or went: drop the erased, sort by rank, then creation
-    std::vector<std::size_t> order;
-    order.reserve(pool_views_.size());
-    for (std::size_t i = 0; i < pool_views_.size(); ++i)
-      if (pool_views_[i].id != ext::no_pool) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      if (pool_views_[a].rank != pool_views_[b].rank) return pool_views_[a].rank < pool_views_[b].rank;
-      return pool_view_seq_[a] < pool_view_seq_[b];
-    });
-    std::vector<ext::pool_view> views;
-    std::vector<std::uint64_t> seqs;
-    views.reserve(order.size());
-    seqs.reserve(order.size());
-    for (const std::size_t i : order) {
-      view_index_[pool_views_[i].id] = static_cast<std::uint32_t>(views.size());
-      views.push_back(std::move(pool_views_[i]));
-      seqs.push_back(pool_view_seq_[i]);
-    }
-    pool_views_ = std::move(views);
-    pool_view_seq_ = std::move(seqs);
-  }
-  pool_views_valid_ = true;
-  // The positions of the pools with ready work, most urgent first
-  // (ext::decision::pools_with_work): updated for the pools read again,
-  // rebuilt when a pool came or went (positions moved).
-  if (reorder) {
-    view_busy_.clear();
-    for (std::uint32_t at = 0; at < pool_views_.size(); ++at)
-      if (pool_views_[at].has_ready_work) view_busy_.push_back(at);
-  } else {
-    for (const std::uint32_t id : view_refreshed_) {
-      const std::uint32_t at = view_index_[id];
-      if (at == absent_view) continue;
-      const auto it = std::lower_bound(view_busy_.begin(), view_busy_.end(), at);
-      const bool listed = it != view_busy_.end() && *it == at;
-      if (pool_views_[at].has_ready_work && !listed)
-        view_busy_.insert(it, at);
-      else if (!pool_views_[at].has_ready_work && listed)
-        view_busy_.erase(it);
-    }
-  }
-  views_with_work_.clear();
-  for (const std::uint32_t at : view_busy_) {
-    ext::pool_view& v = pool_views_[at];
-    const std::uint64_t created = pool_at(v.id).created_ns;
-    v.age = std::chrono::nanoseconds(now > created ? now - created : 0);
-    views_with_work_.push_back(v);
-  }
-  assert(std::all_of(view_busy_.begin(), view_busy_.end(),
-                     [&](std::uint32_t at) { return at < pool_views_.size() && pool_views_[at].has_ready_work; }) &&
-         std::is_sorted(view_busy_.begin(), view_busy_.end()) && "view_busy_ lists the pools with work, in order");
-  assert(std::is_sorted(pool_views_.begin(), pool_views_.end(),
-                        [](const ext::pool_view& a, const ext::pool_view& b) { return a.rank < b.rank; }) &&
-         "the view lists pools most urgent first");
-}
-
 std::vector<ext::core_view> policy_driver::view_cores_locked(bool advance) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
@@ -284,27 +93,15 @@ void policy_driver::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
     const double wall = v.work_s + v.look_s;
     if (wall <= 0) continue;
     const ext::pool_id id = v.target == ext::core_target::pool ? v.assigned : v.serving;
-    if (id >= view_index_.size() || view_index_[id] == absent_view) continue;
-    const std::uint32_t at = view_index_[id];
-    ext::pool_view& pv = pool_views_[at];
-    if (std::find(credited.begin(), credited.end(), at) == credited.end()) {
-      credited.push_back(at);
-      pv.cpu_s = 0;
-      view_dirty_.push_back(id);  // the next decision reads it again: cpu_s is 0 between ticks
-    }
     // Looking may sleep (no CPU) or spin: the CPU time is counted as work up
     // to the core's wall work time, exact for a core preempted while working
     // or sleeping while looking, an overestimate only for one both spinning
     // and preempted. (Scaling the CPU time by the work fraction instead
     // counted a sleeping thief's core twice as idle: under fair 1:3 on a
     // loaded machine, level 0 was credited 0.46 of the work.)
-    pv.cpu_s += std::min(v.cpu_s, v.work_s);
+    view_.credit_cpu(id, std::min(v.cpu_s, v.work_s), credited);
   }
-  // pools_with_work() holds copies of the kept view (refresh_pool_views_locked).
-  for (const std::uint32_t at : credited) {
-    const auto it = std::lower_bound(view_busy_.begin(), view_busy_.end(), at);
-    if (it != view_busy_.end() && *it == at) views_with_work_[static_cast<std::size_t>(it - view_busy_.begin())].cpu_s = pool_views_[at].cpu_s;
-  }
+  view_.end_credit(credited);
 }
 
 // Cores whose set's most urgent pool is each pool id ever made (cores
@@ -382,12 +179,12 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
     tick = tick || ev.kind == ext::event_kind::quantum;
     installed = installed || ev.kind == ext::event_kind::installed;
   }
-  refresh_pool_views_locked(installed, tick, events);
-  const std::span<const ext::pool_view> pools = pool_views_;
+  view_.refresh(installed, tick, events, applied_);
+  const std::span<const ext::pool_view> pools = view_.pools();
   try {
     std::vector<ext::core_view> cores = view_cores_locked(tick);
     if (tick) add_cpu_time_locked(cores);
-    decision_impl d(pools, view_index_, views_with_work_, std::move(cores), quantum_, installed);
+    decision_impl d(pools, view_.index_by_id(), view_.with_work(), std::move(cores), quantum_, installed);
     d.set_pool_id_end(pools_.id_end());
     // A throw leaves d unapplied: the decision is all or none.
     for (failed = 0; failed < events.size(); ++failed) policy_->on_event(events[failed], d);
@@ -397,22 +194,22 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
     for (const ext::pool_id pool : d.preempted()) standbys_.send_locked(pool, tracing_ ? &policy_trace_ : nullptr);
   } catch (...) {
     // The beliefs below were not set from this view: the retry reads these pools again.
-    view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
+    view_.read_refreshed_again();
     throw;
   }
   if (tracing_) [[unlikely]]
     policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
                          static_cast<std::uint32_t>(events.size()));
-  if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (refresh_pool_views_locked)
+  if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (kept_view::refresh)
     last_quantum_.clear();
-    for (const std::uint32_t id : view_refreshed_)
-      if (view_index_[id] != absent_view) last_quantum_.push_back(pool_views_[view_index_[id]]);
+    for (const std::uint32_t id : view_.refreshed())
+      if (const ext::pool_view* v = view_.find(id)) last_quantum_.push_back(*v);
   }
   for (const ext::event& ev : events)
     if (ev.kind == ext::event_kind::more_cores_requested)
       if (pool_record* p = pools_.find(ev.pool)) {
         p->wants_more_cores.store(false, std::memory_order_relaxed);
-        view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
+        view_.read_again(ev.pool);  // the kept view must not repeat the request
       }
   ++decisions_;
   trace_locked(pools);
@@ -425,11 +222,12 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
   auto told = [&](ext::event_kind kind, ext::pool_id id) {
     return std::any_of(events.begin(), events.end(), [&](const ext::event& e) { return e.kind == kind && e.pool == id; });
   };
-  // Only the pools this view read again can have flipped (refresh_pool_views_locked).
+  // Only the pools this view read again can have flipped (kept_view::refresh).
   std::vector<ext::event> next;
-  for (const std::uint32_t id : view_refreshed_) {
-    if (view_index_[id] == absent_view) continue;
-    const ext::pool_view& v = pool_views_[view_index_[id]];
+  for (const std::uint32_t id : view_.refreshed()) {
+    const ext::pool_view* listed = view_.find(id);
+    if (listed == nullptr) continue;
+    const ext::pool_view& v = *listed;
     pool_record& p = pool_at(v.id);
     const bool was = p.believed_nonempty.exchange(v.has_ready_work, std::memory_order_seq_cst);
     if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
@@ -465,8 +263,8 @@ bool policy_driver::served_locked(std::uint32_t pool) const {
   return false;
 }
 
-// Walks the kept view's pools with work (views_with_work_) and the cores'
-// sets, not every pool: a decision costs what changed (refresh_pool_views_locked).
+// Walks the kept view's pools with work (kept_view::with_work) and the cores'
+// sets, not every pool: a decision costs what changed (kept_view::refresh).
 // unserved_ is kept sorted by id.
 void policy_driver::note_unserved_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
@@ -486,7 +284,7 @@ void policy_driver::note_unserved_locked() {
   const std::uint64_t now = now_ns();
   {
     std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
-    for (const ext::pool_view& v : views_with_work_) {
+    for (const ext::pool_view& v : view_.with_work()) {
       if (!v.has_ready_work || is_served(v.id)) continue;
       const auto first = unserved_.begin(), last = first + static_cast<std::ptrdiff_t>(listed);
       const auto it = std::lower_bound(first, last, v.id, [](const unserved_pool& u, std::uint32_t id) { return u.id < id; });
@@ -581,7 +379,7 @@ void policy_driver::apply_locked(const std::vector<pool_set>& next) {
         board_.ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
       continue;
     }
-    for (const std::uint32_t id : applied_[c].ranked_ids()) view_dirty_.push_back(id);  // its cores changed
+    for (const std::uint32_t id : applied_[c].ranked_ids()) view_.read_again(id);  // its cores changed
     applied_[c] = target;
     const unsigned word = target.asleep()                                  ? no_pool
                           : target.what == pool_set::kind::pools && target.count == 1 ? target.ids[0]
@@ -750,10 +548,11 @@ void policy_driver::advance_quantum_locked(std::chrono::steady_clock::time_point
     // The pools believed non-empty are those with work at the last view
     // (the belief follows the view, decide_locked): no walk of every pool.
     std::vector<std::uint32_t> busy = nonempty_since_tick_;
-    for (const std::uint32_t at : view_busy_) {
+    const std::span<const ext::pool_view> views = view_.pools();
+    for (const std::uint32_t at : view_.busy_positions()) {
       if (busy.size() >= nonempty_since_tick_.size() + 4) break;
-      if (at < pool_views_.size() && pool_at(pool_views_[at].id).believed_nonempty.load(std::memory_order_relaxed))
-        busy.push_back(pool_views_[at].id);
+      if (at < views.size() && pool_at(views[at].id).believed_nonempty.load(std::memory_order_relaxed))
+        busy.push_back(views[at].id);
     }
     std::sort(busy.begin(), busy.end());
     return static_cast<std::size_t>(std::unique(busy.begin(), busy.end()) - busy.begin());
@@ -851,7 +650,8 @@ policy_driver::policy_driver(runtime_config& cfg, pool_table& pools, const std::
       board_(board),
       stopping_(stopping),
       standbys_(policy_mutex_, pools, workers, cfg.workers, standbys,
-                std::chrono::duration_cast<std::chrono::nanoseconds>(cfg.preemption.threshold), board) {
+                std::chrono::duration_cast<std::chrono::nanoseconds>(cfg.preemption.threshold), board),
+      view_(policy_mutex_, pools, workers, cfg.levels) {
   applied_.assign(cfg_.workers, pool_set::one(0));  // every core's word starts at pool 0 (worker_view::assigned)
 }
 
@@ -940,7 +740,7 @@ void policy_driver::set_fairness(std::vector<long long> weights) {
     std::lock_guard identity(pools_.mutex());
     for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
   }
-  pool_views_valid_ = false;  // weights changed without an event: the next view reads every pool
+  view_.read_all_again();  // weights changed without an event: the next view reads every pool
   cfg_.fair.weights = std::move(weights);  // the round stays as configured
   if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", cfg_.aps, cfg_.fair));
 }

@@ -18,14 +18,8 @@
 //    reads the state behind them; the driver calls down into the event
 //    board, the pool table, the workers' assignment words and the standby
 //    threads (preemption.hpp), and nothing calls back up.
-//  * The kept view (pool_views_, under policy_mutex_) lists every live or
-//    closing pool once, most urgent first; view_index_ maps each listed id
-//    to its position; view_busy_ holds, ascending, exactly the positions
-//    whose view has ready work. A listed pool's has_ready_work is its
-//    belief (both set by the decision that last read it, and a flip of
-//    either posts an event that reads it again), so reading again only
-//    the pools of the events, of the cores' sets and of the cores misses no
-//    flip (refresh_pool_views_locked).
+//  * The kept view (kept_view.hpp, under policy_mutex_) states its own
+//    invariants; the driver reads it through its accessors.
 //  * A decision is all or none: the policy's actions go to a decision_impl
 //    that is applied only after on_event returned for every event of the
 //    batch. An event it threw on waits in deferred_ (never in a bitmap, so
@@ -61,6 +55,7 @@
 #include "checked_mutex.hpp"
 #include "event_board.hpp"
 #include "event_trace.hpp"
+#include "kept_view.hpp"
 #include "pool_table.hpp"
 #include "preemption.hpp"
 #include "promptly/config.hpp"
@@ -131,7 +126,6 @@ class policy_driver {
   // One decision per batch; the first throws to the caller (nothing
   // applied), the follow-ups it causes are decided as decide_isolating_locked.
   void decide_locked(std::vector<ext::event> events);
-  void refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events);
   // Decides `events`; returns the follow-up events (belief flips). On a
   // throw, nothing is applied and `failed` is the index of the event that threw.
   std::vector<ext::event> decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed);
@@ -174,21 +168,7 @@ class policy_driver {
   std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
   std::vector<ext::pool_view> last_quantum_;  // the pools the last quantum tick read (stats; the others accrued nothing)
-  // The pools' view kept between decisions (refresh_pool_views_locked):
-  // pool_views_ sorted most urgent first with each one's creation_seq,
-  // view_index_ from id to position (absent_view: not live), the ids to read
-  // again at the next view (view_dirty_, view_marked_ deduplicates), the ids
-  // read by the last one (view_refreshed_), the positions of the pools with
-  // ready work at the last view, ascending (view_busy_), and their views
-  // (views_with_work_).
-  static constexpr std::uint32_t absent_view = ~std::uint32_t{0};
-  std::vector<ext::pool_view> pool_views_, views_with_work_;
-  std::vector<std::uint64_t> pool_view_seq_;
-  std::vector<std::uint32_t> view_index_, view_dirty_, view_refreshed_, view_busy_;
-  std::vector<bool> view_marked_;
-  std::vector<std::uint32_t> view_since_tick_;  // ids read since the last quantum tick
-  std::vector<bool> view_read_since_tick_;      // by id: in view_since_tick_
-  bool pool_views_valid_ = false;
+  kept_view view_;  // the pools' view kept between decisions
   std::vector<std::uint64_t> latency_ns_;  // event posted (or tick due) -> decision applied, the most recent decisions
   // Events the policy threw on, each with its pool's creation_seq (an event
   // of a removed pool is dropped, never handed to the next pool on the id),

@@ -15,6 +15,7 @@
 //   parking.cpp          waiting: parking fibers, blocking threads
 //   event_board.*        the pool events the mechanism posts, and who is asked to decide them
 //   policy_driver.*      the policy lock and thread: taking events, deciding, applying, quanta
+//   kept_view.*          the driver's view of the pools, kept between decisions
 //   decision.*           what a policy sees and does (ext::decision), resolved per core
 //   preemption.*         standby threads for work waiting behind strands of other pools
 //   runtime_stats.cpp    stats(), read by the policy driver
