@@ -63,7 +63,8 @@ scheduler::scheduler(runtime_config cfg)
     : cfg_(resolved(std::move(cfg))),
       pools_(cfg_.workers + standby_threads(cfg_)),
       board_(pools_, workers_, cfg_.workers, standby_threads(cfg_)),
-      driver_(cfg_, pools_, workers_, board_, standby_threads(cfg_), stopping_) {
+      driver_(cfg_, pools_, workers_, board_, standby_threads(cfg_), stopping_),
+      loop_(*this, cfg_, workers_, sleep_, pools_, moves_, board_, driver_, stopping_) {
   const unsigned all = cfg_.workers + standby_threads(cfg_);
   workers_.reserve(all);
   for (unsigned i = 0; i < all; ++i) {
@@ -208,7 +209,7 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
   fiber_record* rec = got.fiber;
   try {
     start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
-      run_scheduling_loop();
+      loop_.run();
       // The loop ended (shutdown): return to the thread's main context.
       worker& self = worker::of(*reload_current_worker());
       self.exited = rec;

@@ -8,7 +8,7 @@
 //   fiber_cache.*        the fibers: owned, idle, spare
 //   pool_table.*         the pool table: ids to type-stable records, drain notices
 //   pools.cpp            creating and removing pools, admission, making work ready
-//   scheduling_loop.cpp  the worker loop and the waiting side of the sleep protocol, per pool
+//   scheduling_loop.*    worker_loop: the worker loop, the waiting side of the sleep protocol, moves
 //   set_walk.hpp         walking a ranked set (shared with the simulator)
 //   sleep_protocol.*     the sleep domains, their counters, waking a worker of one
 //   pool_moves.*         a worker leaving and arriving at pools, its deques per pool
@@ -51,6 +51,7 @@
 #include "promptly/ext/policy.hpp"
 #include "promptly/pool.hpp"
 #include "promptly/stats.hpp"
+#include "scheduling_loop.hpp"
 #include "sleep_protocol.hpp"
 #include "worker.hpp"
 
@@ -103,14 +104,10 @@ class scheduler {
   bool switches_when_out_of_work() const noexcept { return driver_.switches_when_out_of_work(); }
   std::string policy_name() const { return driver_.policy_name(); }
   runtime_stats stats() const {
-    return driver_.stats(fibers_.count(), blocked_waits_.load(std::memory_order_relaxed));  // relaxed: a statistic
+    return driver_.stats(fibers_.count(), loop_.blocked_waits());
   }
 
   // ---- used by the scheduling loop and parking (same library) ----
-  void run_scheduling_loop();
-  // A wake-up's latency as commit_wait returns it (0 = not woken), as a
-  // mechanism timing (mechanism_samples.hpp).
-  static void record_wake(worker& w, std::uint64_t wake_ns) noexcept;
   // Records an event in w's trace ring when tracing (one branch when not).
   void trace(worker& w, trace_kind kind, std::uint32_t pool, std::uint32_t arg = 0, std::uint32_t arg2 = 0) noexcept {
     if (tracing_) [[unlikely]]
@@ -130,38 +127,14 @@ class scheduler {
   // As take_idle_fiber, but null (and a one-time warning) when no new fiber
   // stack can be mapped: the caller falls back to a mode that cannot fail.
   fiber_record* try_take_idle_fiber(worker& w) noexcept;
-  // Parking failed: blocks the worker's thread until the event. While it
-  // blocks the worker is not counted active, so its pool can look empty and
-  // the policy can send the pool's other workers to the awaited work.
-  void block_worker(worker& w, publish_fn publish, void* event);
+  // Parking failed: blocks the worker's thread until the event (worker_loop::block_worker).
+  void block_worker(worker& w, publish_fn publish, void* event) { loop_.block_worker(w, publish, event); }
 
  private:
   friend worker_view* detail::switch_pool_at_boundary();
   void worker_main(worker& w);
+  bool more_urgent_work_in_set(worker& w) noexcept { return loop_.more_urgent_work_in_set(w); }
 
-  // scheduling_loop.cpp
-  // The set-walking rules (set_walk.hpp) read pools through this.
-  auto ready_in_pool() const noexcept { return pools_.ready_in_pool(); }
-  unsigned pool_to_serve(worker& w) noexcept;  // the loop top's pick from w's set
-  void refresh_boundary_word(worker& w) noexcept;
-  bool more_urgent_work_in_set(worker& w) noexcept;
-  bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;  // set_walk.hpp, on this runtime's pools
-  task* find_work(worker& w);                   // mugging, then Algorithm 5
-  task* wait_for_task(worker& w);               // Algorithm 5 over w's set
-  task* explore_task(worker& w);                // Algorithm 4
-  task* wait_never_sleeping(worker& w);         // the ABP-style baseline
-  task* steal_once(worker& w);
-  task* take_injected(worker& w, pool_record& p) noexcept;  // settled by the loop once active
-  bool moved(const worker& w) const noexcept;
-  void sleep_unassigned(worker& w);
-  void become_active(worker& w) noexcept;
-  void become_inactive(worker& w) noexcept;
-  void set_phase(worker& w, worker_phase p) noexcept;
-
-  // pool_moves.cpp
-  void leave_pool(worker& w);
-  void arrive_at_pool(worker& w, std::uint32_t target);
-  void move_to_pool(worker& w, std::uint32_t target);
 
   runtime_config cfg_;
   std::vector<std::unique_ptr<worker>> workers_;
@@ -180,7 +153,7 @@ class scheduler {
   // of the policy side the make-ready paths touch), and the driver itself.
   event_board board_;
   policy_driver driver_;
-  std::atomic<std::uint64_t> blocked_waits_{0};  // waits that blocked a worker thread (no fiber stack)
+  worker_loop loop_;  // the workers' loop, sleep and moves (scheduling_loop.hpp)
 
   // The event trace (event_trace.hpp): fixed at construction.
   bool tracing_ = false;
