@@ -3,7 +3,7 @@
 // live pool, most urgent
 // first, with pools_with_work() exactly its pools with ready work, although
 // the policy thread reads again only the pools that may have changed
-// (policy_driver.cpp, refresh_pool_views_locked).
+// (kept_view.cpp, kept_view::refresh).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,38 +1,8 @@
-// The event board: how the mechanism (submitters, wakers, workers, pool
-// creation and removal) tells the policy driver (policy_driver.cpp) that
-// something happened. Posting records an event (a bit per pool in an
-// event_bitmap) and sees to it that someone decides: a futex wake of the
-// policy thread (post_event) or a request to the workers to decide at
-// their loop tops (post_event_for_workers). Calls go one way: this file
-// never takes the policy lock nor calls a policy; the driver takes the
-// bits (handle_events_locked).
-//
-// Invariants
-//  * Posting never blocks on the policy, allocates or throws, so it is
-//    safe on the noexcept wake path of a parked fiber.
-//  * A posted event is decided: by the policy thread, which re-reads every bitmap
-//    before it sleeps, or by a worker asked to (ask_workers_to_decide). A
-//    decision that overwrites an asked worker's word clears its request;
-//    the worker that decided re-reads the pool-table bitmaps afterwards and
-//    wakes the policy thread if one is set (decide_at_loop_top).
-//  * pool_record::believed_nonempty is what the policy last saw: every
-//    decision sets it from the view it decided on. A submitter pushes first
-//    and then exchanges it to true; if it was false, the submitter posts
-//    became_nonempty. A decision that clears it re-reads the pool after the
-//    clear (both seq-cst), so either the submitter sees false and posts the
-//    event, or the decision sees the work and decides again: work never
-//    waits in a pool the policy believes empty. A worker that becomes
-//    active re-reads the belief after its increment (scheduling_loop.cpp).
-//  * Backlog events (only for a policy that wants_backlog_events) are a
-//    hint, not a liveness guarantee: at most one per pool is posted between
-//    two decisions (pool_record::backlog_posted, cleared by every view of
-//    the pool), and a stale read of either flag posts one more or one fewer.
-//    Work is never left behind by a missing one: it is queued at a pool the
-//    policy believes non-empty, whose cores take it.
+// The event board's posting side (event_board.hpp states the invariants).
 #include <atomic>
 #include <cstdint>
 
-#include "scheduler.hpp"
+#include "event_board.hpp"
 
 namespace promptly::detail {
 
@@ -48,11 +18,11 @@ constexpr std::uint64_t long_strand_ns = 1'000'000;
 }  // namespace
 
 // Seq-cst mode loads: a submitter that pushed after a decision read the
-// pool must see that decision's store of every_core_serves_every_pool_
+// pool must see that decision's store of every_core_serves_every_pool
 // (both seq-cst).
-void scheduler::note_nonempty(std::uint32_t pool) noexcept {
-  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return;
-  pool_record& p = pool_at(pool);
+void event_board::note_nonempty(std::uint32_t pool) noexcept {
+  if (modes.every_core_serves_every_pool.load(std::memory_order_seq_cst)) return;
+  pool_record& p = pools_.at(pool);
   if (!p.believed_nonempty.exchange(true, std::memory_order_seq_cst)) {
     post_event_for_workers(became_nonempty_, pool);
     return;
@@ -61,7 +31,7 @@ void scheduler::note_nonempty(std::uint32_t pool) noexcept {
   // forming (ext::policy::wants_backlog_events). Without it a pool whose
   // cores are busy queues what arrives until the next tick (README.md,
   // "Backlog events").
-  if (backlog_events_.load(std::memory_order_relaxed) && p.injection.size() >= 2 &&
+  if (modes.backlog_events.load(std::memory_order_relaxed) && p.injection.size() >= 2 &&
       !p.backlog_posted.exchange(true, std::memory_order_relaxed))
     post_event_for_workers(backlogged_, pool);
 }
@@ -94,13 +64,13 @@ void scheduler::note_nonempty(std::uint32_t pool) noexcept {
 // is woken (notifier.hpp, no lost wake-up). A loop top that finds the
 // policy lock held wakes the policy thread (decide_at_loop_top), which
 // re-reads the bits before it sleeps (driver_main).
-bool scheduler::ask_workers_to_decide() noexcept {
+bool event_board::ask_workers_to_decide() noexcept {
   notifier::fence_before_notify();
   bool someone_decides = false;
   bool someone_decides_soon = false;  // a worker looking for work, or working for less than long_strand_ns
   worker* waiting = nullptr;
   const std::uint64_t now = now_ns();
-  for (unsigned c = 0; c < worker_count(); ++c) {  // the cores (a standby decides nothing)
+  for (unsigned c = 0; c < cores_; ++c) {  // the cores (a standby decides nothing)
     worker& v = *workers_[c];
     if (v.assigned.load(std::memory_order_relaxed) == no_pool) return false;  // asleep by the policy's choice: only a decision wakes it (relaxed: ask_to_decide re-reads it)
     if (notifier::is_waiting(v.slot)) {
@@ -129,17 +99,17 @@ bool scheduler::ask_workers_to_decide() noexcept {
 // the policy thread on a loaded machine, and that thread does not preempt
 // a worker to decide (with the drain wake-up below, remove p50 went from
 // 11.7 to 0.7 us under 75% load: bench/results/jobs/overheads/ab-pool-events/).
-void scheduler::post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept {
+void event_board::post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept {
   post_event(events, pool, decider::poster);  // the bit first: whoever is asked below must see it
   if (!ask_workers_to_decide()) poke_driver();
 }
 
-bool scheduler::events_posted() const noexcept {
+bool event_board::events_posted() const noexcept {
   return became_nonempty_.any() || maybe_empty_.any() || pools_added_.any() || pools_removed_.any() ||
          cores_requested_.any() || backlogged_.any();
 }
 
-bool scheduler::ask_to_decide(worker& v) noexcept {
+bool event_board::ask_to_decide(worker& v) noexcept {
   unsigned word = v.assigned.load(std::memory_order_relaxed);  // relaxed: the CAS re-reads it
   // Release: the worker's acquire at its loop top then sees the event bits set before.
   while (!(word & decide_request) && word != no_pool &&
@@ -149,9 +119,9 @@ bool scheduler::ask_to_decide(worker& v) noexcept {
   return word != no_pool;
 }
 
-bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
-  if (every_core_serves_every_pool_.load(std::memory_order_seq_cst)) return false;
-  pool_record& p = pool_at(pool);
+bool event_board::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
+  if (modes.every_core_serves_every_pool.load(std::memory_order_seq_cst)) return false;
+  pool_record& p = pools_.at(pool);
   if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return false;
   post_event(maybe_empty_, pool, who);
   return true;
@@ -163,7 +133,7 @@ bool scheduler::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
 // decide_at_loop_top either takes the event bits under the policy lock, or,
 // finding the lock held, wakes the thread, which re-reads the bits before
 // it sleeps. No event waits for a decision nobody will take.
-void scheduler::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
+void event_board::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
   // The first event since the thread last decided starts the latency clock
   // (relaxed: a measurement; the event itself is ordered below).
   std::uint64_t none = 0;
@@ -177,10 +147,22 @@ void scheduler::post_event(event_bitmap& events, std::uint32_t pool, decider who
   notifier::notify(driver_slot_);
 }
 
-void scheduler::poke_driver() noexcept {
+void event_board::poke_driver() noexcept {
   driver_poked_.store(true, std::memory_order_seq_cst);  // seq-cst: as post_event
   notifier::fence_before_notify();
   notifier::notify(driver_slot_);
+}
+
+// Called by a make-ready path whose wake-up woke nobody (preemption.hpp).
+// Relaxed counter reads: a stale zero arms a watch that finds the pool
+// served and drops it; a stale non-zero leaves the work to the worker
+// counted there, which the next arrival's check sees.
+void event_board::note_work_without_taker(std::uint32_t pool) noexcept {
+  if (standbys_ == 0 || !modes.strand_events.load(std::memory_order_relaxed)) return;
+  pool_record& p = pools_.at(pool);
+  if (p.num_actives.load(std::memory_order_relaxed) != 0 || p.num_thieves.load(std::memory_order_relaxed) != 0) return;
+  if (modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) return;  // oblivious: nothing to watch
+  if (waiting_unserved_.set(pool)) poke_driver();  // the first since the thread last took the bits
 }
 
 }  // namespace promptly::detail

@@ -22,6 +22,14 @@
 
 namespace promptly::detail {
 
+std::uint64_t now_ns() noexcept;  // steady clock (scheduler.cpp)
+
+// Nanoseconds since a now_ns() stamp (0 if the clock reads earlier).
+inline std::uint64_t elapsed_since(std::uint64_t start_ns) noexcept {
+  const std::uint64_t now = now_ns();
+  return now > start_ns ? now - start_ns : 0;
+}
+
 enum class mechanism_op : unsigned { realloc, sleep, wake, resume, mug, steal, preempt };
 inline constexpr std::size_t mechanism_op_count = 7;
 

@@ -61,7 +61,7 @@ struct fiber_waiter final : waiter {
     worker& w = worker::of(*reload_current_worker());
     assert(w.active && w.at == &w.sched->pool_at(t->pool) && "a parked task resumes on a worker active in its pool");
     w.at->parked.fetch_sub(1, std::memory_order_seq_cst);  // seq-cst: read by remove_pool's quiescence check
-    w.samples.record(mechanism_op::resume, scheduler::elapsed_since(static_cast<resume_task*>(t)->made_ready_ns));
+    w.samples.record(mechanism_op::resume, elapsed_since(static_cast<resume_task*>(t)->made_ready_ns));
     w.sched->trace(w, trace_kind::resume, t->pool, trace_id(&self->fiber));  // the parked task runs on from here
     fiber_record& loop_fiber = *w.current;
     fiber_record& parked = self->fiber;  // *self ends when the parked fiber continues

@@ -1,50 +1,13 @@
-// The policy driver: feeds the policy its events (installation, quantum
-// ticks, pools added, removed, becoming non-empty or empty, asking for
-// cores, a queue forming at a pool with work) with a view of the pools and
-// cores, and applies what it decides by setting workers' assignments
-// (I-Cilk, Sec. 5: "the master alerts a worker to switch priority by
-// setting a per-worker flag, checked at each strand boundary").
-//
-// Invariants
-//  * Only the policy thread, a worker at its loop top (decide_at_loop_top:
-//    try_lock, or lock when it is idle) and the API calls that install a
-//    policy call into the policy; they hold policy_mutex_, which guards
-//    policy_, the quantum state, the seen_* baselines, the latency samples
-//    and the trace. No holder waits for a worker, so a worker may wait for it.
-//    The mechanism only records events (event_board.cpp, which states the
-//    posting side's invariants and the belief protocol with submitters):
-//    this file takes them and decides; stats() reads (runtime_stats.cpp).
-//  * The kept view (pool_views_, under policy_mutex_) lists every live or
-//    closing pool once, most urgent first; view_index_ maps each listed id
-//    to its position; view_busy_ holds, ascending, exactly the positions
-//    whose view has ready work. A listed pool's has_ready_work is its
-//    belief (both set by the decision that last read it, and a flip of
-//    either posts an event that reads it again), so reading again only
-//    the pools of the events, of the cores' sets and of the cores misses no
-//    flip (refresh_pool_views_locked).
-//  * A decision is all or none: the policy's actions go to a decision_impl
-//    that is applied only after on_event returned for every event of the
-//    batch. An event it threw on waits in deferred_ (never in a bitmap, so
-//    no worker is asked to decide it and idle workers sleep) until
-//    retry_at_ns_, 1 ms after the last failure; the rest of the batch is
-//    decided at once without it. Each failure removes one event from the
-//    batch, so a batch ends. Events of a pool that is not live, or of an
-//    earlier pool on the same id (creation_seq), are dropped when taken.
-//  * unserved_ holds pools a decision left with ready work and no core;
-//    the policy thread reports one once it lasted unserved_report_ns while
-//    a core idled and nothing was left to decide (watch_unserved_locked).
-//  * The thread decides on the quantum deadline whatever else wakes it
-//    (events never push the deadline out). Quanta run while at least two
-//    pools (one, if the policy asks: ticks_while_one_pool_is_busy) had work
-//    during the last quantum (believed non-empty now, or
-//    reported non-empty since the last tick); otherwise the thread sleeps
-//    until an event: with one busy pool every policy shipped gives it all
-//    cores whatever it measured, so quanta would only cost wake-ups.
+// The policy driver (policy_driver.hpp states the invariants).
+#include "policy_driver.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <pthread.h>
@@ -53,7 +16,7 @@
 #include "chaos.hpp"
 #include "os_time_slice.hpp"
 #include "decision.hpp"
-#include "scheduler.hpp"
+#include "set_walk.hpp"
 #include "worker_accounts.hpp"
 
 namespace promptly::detail {
@@ -69,198 +32,7 @@ constexpr std::uint64_t retry_delay_ns = 1'000'000;
 constexpr std::uint64_t unserved_report_ns = 200'000'000;
 }  // namespace
 
-// The view a decision is made on. Pools that are live or draining (closing)
-// appear, most urgent first; `advance` moves the baselines (quantum ticks),
-// so events between ticks see what accrued since the last tick.
-//
-// The view is kept between decisions (pool_views_, sorted by rank, then
-// creation) and only the pools that may have changed are read again: the
-// pools of this batch's events, the pools of every core's set and the pool
-// each core serves now, and the pools whose cores the last decision changed
-// (marked by apply_locked). Any other pool is unserved: no core accrued
-// time there, its work did not start or end (a pool emptying or filling
-// posts an event, and the belief follows the view, so a flip is never
-// missed: decide_locked), and it was neither added nor removed (events
-// too), so its view is what it was; only the age of a pool with work is
-// brought forward (the elastic policy's deadlines), and its queue length
-// may lag until a core serves it (a queue at a pool nobody serves only
-// grows, so a non-zero hint stays non-zero). A decision then costs what changed, not the pool count: with
-// 4000 idle pools a full read took most of the decision
-// (bench/results/core/pools-many/). A full read is done at installation and
-// while some core serves every pool (it may accrue time anywhere). A
-// quantum tick reads the pools read since the previous tick and the pools
-// with work (refresh below); a pool whose tick showed accrued time is read
-// again at the next decision, which then shows it none.
-void scheduler::refresh_pool_views_locked(bool full, bool advance, std::span<const ext::event> events) {
-  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  const std::uint64_t now = now_ns();
-  const std::uint32_t end = pools_.id_end();
-  if (view_index_.size() < max_pools) {
-    view_index_.assign(max_pools, absent_view);
-    view_marked_.assign(max_pools, false);
-    view_read_since_tick_.assign(max_pools, false);
-  }
-  full = full || !pool_views_valid_ ||
-         std::any_of(applied_.begin(), applied_.end(), [](const pool_set& a) { return a.every(); });
-  view_refreshed_.clear();
-  auto mark = [&](std::uint32_t id) {
-    if (id < end && !view_marked_[id]) {
-      view_marked_[id] = true;
-      view_refreshed_.push_back(id);
-    }
-  };
-  if (full) {
-    for (std::uint32_t id = 0; id < end; ++id) mark(id);
-  } else {
-    for (const std::uint32_t id : view_dirty_) mark(id);
-    for (const ext::event& ev : events) mark(ev.pool);
-    if (advance) {
-      // A tick restarts every pool's measures and judges stalls: the pools
-      // read since the last tick (any may have accrued time) and the pools
-      // with work (a stall is queued work nobody ran). A pool in neither was
-      // read at or before the last tick with nothing accrued since.
-      for (const std::uint32_t id : view_since_tick_) mark(id);
-      for (const std::uint32_t at : view_busy_)
-        if (at < pool_views_.size()) mark(pool_views_[at].id);
-    }
-    for (std::size_t c = 0; c < workers_.size(); ++c) {  // a standby's pool too: its time accrues there
-      mark(workers_[c]->serving.load(std::memory_order_relaxed));
-      if (c < applied_.size())
-        for (const std::uint32_t id : applied_[c].ranked_ids()) mark(id);
-    }
-  }
-  view_dirty_.clear();
-  std::lock_guard identity(pools_.mutex());  // rank, weight, creation: written under it
-  bool reorder = false;
-  if (advance) {
-    for (const std::uint32_t id : view_since_tick_) view_read_since_tick_[id] = false;
-    view_since_tick_.clear();
-  }
-  for (const std::uint32_t id : view_refreshed_) {
-    view_marked_[id] = false;
-    // A tick's reads start the list afresh: a pool it shows with accrued
-    // time is read again at the next decision (below), and joins it then.
-    if (!advance && !view_read_since_tick_[id]) {
-      view_read_since_tick_[id] = true;
-      view_since_tick_.push_back(id);
-    }
-    pool_record& p = pool_at(id);
-    const pool_phase ph = p.phase.load(std::memory_order_seq_cst);
-    const bool live = ph == pool_phase::live || ph == pool_phase::closing;
-    std::uint32_t at = view_index_[id];
-    if (at != absent_view && (!live || pool_view_seq_[at] != p.creation_seq)) {  // gone, or its id taken again
-      pool_views_[at].id = ext::no_pool;  // erased below
-      view_index_[id] = at = absent_view;
-      reorder = true;
-    }
-    if (!live) continue;
-    if (at == absent_view) {
-      at = static_cast<std::uint32_t>(pool_views_.size());
-      pool_views_.emplace_back();
-      pool_view_seq_.push_back(p.creation_seq);
-      view_index_[id] = at;
-      reorder = true;
-    }
-    std::uint64_t open_work = 0, open_look = 0;
-    for (auto& w : workers_) {
-      const open_interval open = open_interval_of(*w, now);
-      if (open.pool == id) (open.working ? open_work : open_look) += open.ns;
-    }
-    unsigned cores = 0;
-    for (const pool_set& a : applied_) cores += a.first() == id ? 1 : 0;
-    ext::pool_view& v = pool_views_[at];
-    if (p.seen_creation_seq != p.creation_seq) {  // a new pool on this record: its accounts restarted
-      p.seen_creation_seq = p.creation_seq;
-      p.seen_work_ns = p.seen_look_ns = 0;
-      p.seen_tasks = 0;
-      p.queued_at_tick = false;
-    }
-    p.backlog_posted.store(false, std::memory_order_relaxed);  // this decision sees the queue
-    const std::uint64_t work = p.work_ns.load(std::memory_order_relaxed) + open_work;
-    const std::uint64_t look = p.look_ns.load(std::memory_order_relaxed) + open_look;
-    v = ext::pool_view{};
-    v.id = id;
-    v.rank = p.rank;
-    v.weight = p.weight;
-    v.age = std::chrono::nanoseconds(now > p.created_ns ? now - p.created_ns : 0);
-    v.has_ready_work = p.has_ready_work();
-    v.queued = p.injection.size();
-    v.work_s = seconds_of(work > p.seen_work_ns ? work - p.seen_work_ns : 0);
-    v.look_s = seconds_of(look > p.seen_look_ns ? look - p.seen_look_ns : 0);
-    v.cores = cores;
-    v.wants_more_cores = p.wants_more_cores.load(std::memory_order_relaxed);
-    v.elastic = p.elastic;
-    v.level = id < level_count();
-    if (advance) {
-      // Relaxed: a statistic; a task counted late only hides a stall for a tick.
-      const std::uint64_t tasks = p.tasks.load(std::memory_order_relaxed);
-      const bool queued = p.has_queued_work();
-      v.stalled = queued && p.queued_at_tick && tasks == p.seen_tasks;
-      // The next decision shows what accrued since this tick, and no stall: read it again.
-      if (v.stalled || v.work_s > 0 || v.look_s > 0) view_dirty_.push_back(id);
-      p.seen_work_ns = work;
-      p.seen_look_ns = look;
-      p.seen_tasks = tasks;
-      p.queued_at_tick = queued;
-    }
-  }
-  if (reorder) {  // a pool came or went: drop the erased, sort by rank, then creation
-    std::vector<std::size_t> order;
-    order.reserve(pool_views_.size());
-    for (std::size_t i = 0; i < pool_views_.size(); ++i)
-      if (pool_views_[i].id != ext::no_pool) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      if (pool_views_[a].rank != pool_views_[b].rank) return pool_views_[a].rank < pool_views_[b].rank;
-      return pool_view_seq_[a] < pool_view_seq_[b];
-    });
-    std::vector<ext::pool_view> views;
-    std::vector<std::uint64_t> seqs;
-    views.reserve(order.size());
-    seqs.reserve(order.size());
-    for (const std::size_t i : order) {
-      view_index_[pool_views_[i].id] = static_cast<std::uint32_t>(views.size());
-      views.push_back(std::move(pool_views_[i]));
-      seqs.push_back(pool_view_seq_[i]);
-    }
-    pool_views_ = std::move(views);
-    pool_view_seq_ = std::move(seqs);
-  }
-  pool_views_valid_ = true;
-  // The positions of the pools with ready work, most urgent first
-  // (ext::decision::pools_with_work): updated for the pools read again,
-  // rebuilt when a pool came or went (positions moved).
-  if (reorder) {
-    view_busy_.clear();
-    for (std::uint32_t at = 0; at < pool_views_.size(); ++at)
-      if (pool_views_[at].has_ready_work) view_busy_.push_back(at);
-  } else {
-    for (const std::uint32_t id : view_refreshed_) {
-      const std::uint32_t at = view_index_[id];
-      if (at == absent_view) continue;
-      const auto it = std::lower_bound(view_busy_.begin(), view_busy_.end(), at);
-      const bool listed = it != view_busy_.end() && *it == at;
-      if (pool_views_[at].has_ready_work && !listed)
-        view_busy_.insert(it, at);
-      else if (!pool_views_[at].has_ready_work && listed)
-        view_busy_.erase(it);
-    }
-  }
-  views_with_work_.clear();
-  for (const std::uint32_t at : view_busy_) {
-    ext::pool_view& v = pool_views_[at];
-    const std::uint64_t created = pool_at(v.id).created_ns;
-    v.age = std::chrono::nanoseconds(now > created ? now - created : 0);
-    views_with_work_.push_back(v);
-  }
-  assert(std::all_of(view_busy_.begin(), view_busy_.end(),
-                     [&](std::uint32_t at) { return at < pool_views_.size() && pool_views_[at].has_ready_work; }) &&
-         std::is_sorted(view_busy_.begin(), view_busy_.end()) && "view_busy_ lists the pools with work, in order");
-  assert(std::is_sorted(pool_views_.begin(), pool_views_.end(),
-                        [](const ext::pool_view& a, const ext::pool_view& b) { return a.rank < b.rank; }) &&
-         "the view lists pools most urgent first");
-}
-
-std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
+std::vector<ext::core_view> policy_driver::view_cores_locked(bool advance) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const std::uint64_t now = now_ns();
   if (seen_core_work_ns_.size() != worker_count()) {
@@ -301,7 +73,7 @@ std::vector<ext::core_view> scheduler::view_cores_locked(bool advance) {
 // in its set (the pool it serves if it serves
 // every pool). Cores move between pools inside a quantum without being
 // read, so a pool's cpu_s is an estimate; a core's is exact.
-void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
+void policy_driver::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (seen_core_cpu_ns_.size() != worker_count()) seen_core_cpu_ns_.assign(worker_count(), 0);
   // The kept view's positions credited by this tick: each starts from 0 at
@@ -321,32 +93,20 @@ void scheduler::add_cpu_time_locked(std::vector<ext::core_view>& cores) {
     const double wall = v.work_s + v.look_s;
     if (wall <= 0) continue;
     const ext::pool_id id = v.target == ext::core_target::pool ? v.assigned : v.serving;
-    if (id >= view_index_.size() || view_index_[id] == absent_view) continue;
-    const std::uint32_t at = view_index_[id];
-    ext::pool_view& pv = pool_views_[at];
-    if (std::find(credited.begin(), credited.end(), at) == credited.end()) {
-      credited.push_back(at);
-      pv.cpu_s = 0;
-      view_dirty_.push_back(id);  // the next decision reads it again: cpu_s is 0 between ticks
-    }
     // Looking may sleep (no CPU) or spin: the CPU time is counted as work up
     // to the core's wall work time, exact for a core preempted while working
     // or sleeping while looking, an overestimate only for one both spinning
     // and preempted. (Scaling the CPU time by the work fraction instead
     // counted a sleeping thief's core twice as idle: under fair 1:3 on a
     // loaded machine, level 0 was credited 0.46 of the work.)
-    pv.cpu_s += std::min(v.cpu_s, v.work_s);
+    view_.credit_cpu(id, std::min(v.cpu_s, v.work_s), credited);
   }
-  // pools_with_work() holds copies of the kept view (refresh_pool_views_locked).
-  for (const std::uint32_t at : credited) {
-    const auto it = std::lower_bound(view_busy_.begin(), view_busy_.end(), at);
-    if (it != view_busy_.end() && *it == at) views_with_work_[static_cast<std::size_t>(it - view_busy_.begin())].cpu_s = pool_views_[at].cpu_s;
-  }
+  view_.end_credit(credited);
 }
 
 // Cores whose set's most urgent pool is each pool id ever made (cores
 // serving every pool count nowhere). The caller holds policy_mutex_.
-std::vector<unsigned> scheduler::cores_by_pool() const {
+std::vector<unsigned> policy_driver::cores_by_pool() const {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::vector<unsigned> cores(pools_.id_end(), 0);
   for (const pool_set& a : applied_)
@@ -360,13 +120,13 @@ std::vector<unsigned> scheduler::cores_by_pool() const {
 // throws on it, nothing is applied and the caller hears of it. What the
 // decision causes (belief flips, below) is decided afterwards like any
 // event: a throw there sets that event aside for a retry.
-void scheduler::decide_locked(std::vector<ext::event> events) {
+void policy_driver::decide_locked(std::vector<ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::size_t failed = 0;
   decide_isolating_locked(decide_once_locked(events, failed));
 }
 
-void scheduler::decide_isolating_locked(std::vector<ext::event> events) {
+void policy_driver::decide_isolating_locked(std::vector<ext::event> events) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Each failure removes one event, so this ends; an event that throws
   // cannot keep the others of its batch from being decided.
@@ -387,7 +147,7 @@ void scheduler::decide_isolating_locked(std::vector<ext::event> events) {
 
 // Sets events[failed] aside for a retry and removes it from `events`. A
 // quantum tick is not retried: the next one comes anyway.
-void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what) {
+void policy_driver::policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (failed >= events.size()) throw;  // not the policy's (views, applying): the caller reports it
   const ext::event ev = events[failed];
@@ -403,7 +163,7 @@ void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_
   }
   retry_at_ns_ = now_ns() + retry_delay_ns;
   if (ev.kind == ext::event_kind::quantum || ev.kind == ext::event_kind::installed) return;
-  const pool_record* p = ev.pool == ext::no_pool ? nullptr : find_pool(ev.pool);
+  const pool_record* p = ev.pool == ext::no_pool ? nullptr : pools_.find(ev.pool);
   std::uint64_t seq = 0;
   if (p != nullptr) {
     std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
@@ -412,44 +172,44 @@ void scheduler::policy_failed_locked(std::vector<ext::event>& events, std::size_
   deferred_.push_back({ev, seq});
 }
 
-std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed) {
+std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext::event>& events, std::size_t& failed) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   bool tick = false, installed = false;
   for (const ext::event& ev : events) {
     tick = tick || ev.kind == ext::event_kind::quantum;
     installed = installed || ev.kind == ext::event_kind::installed;
   }
-  refresh_pool_views_locked(installed, tick, events);
-  const std::span<const ext::pool_view> pools = pool_views_;
+  view_.refresh(installed, tick, events, applied_);
+  const std::span<const ext::pool_view> pools = view_.pools();
   try {
     std::vector<ext::core_view> cores = view_cores_locked(tick);
     if (tick) add_cpu_time_locked(cores);
-    decision_impl d(pools, view_index_, views_with_work_, std::move(cores), quantum_, installed);
+    decision_impl d(pools, view_.index_by_id(), view_.with_work(), std::move(cores), quantum_, installed);
     d.set_pool_id_end(pools_.id_end());
     // A throw leaves d unapplied: the decision is all or none.
     for (failed = 0; failed < events.size(); ++failed) policy_->on_event(events[failed], d);
     failed = events.size();  // a throw below is not the policy's
     apply_locked(d.resolve());
     quantum_ = d.quantum();
-    for (const ext::pool_id pool : d.preempted()) send_standby_locked(pool);
+    for (const ext::pool_id pool : d.preempted()) standbys_.send_locked(pool, tracing_ ? &policy_trace_ : nullptr);
   } catch (...) {
     // The beliefs below were not set from this view: the retry reads these pools again.
-    view_dirty_.insert(view_dirty_.end(), view_refreshed_.begin(), view_refreshed_.end());
+    view_.read_refreshed_again();
     throw;
   }
   if (tracing_) [[unlikely]]
     policy_trace_.record(trace_kind::decision, now_ns(), events.size() == 1 ? events[0].pool : no_pool,
                          static_cast<std::uint32_t>(events.size()));
-  if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (refresh_pool_views_locked)
+  if (tick) {  // the pools the tick read: any other accrued nothing in the quantum (kept_view::refresh)
     last_quantum_.clear();
-    for (const std::uint32_t id : view_refreshed_)
-      if (view_index_[id] != absent_view) last_quantum_.push_back(pool_views_[view_index_[id]]);
+    for (const std::uint32_t id : view_.refreshed())
+      if (const ext::pool_view* v = view_.find(id)) last_quantum_.push_back(*v);
   }
   for (const ext::event& ev : events)
     if (ev.kind == ext::event_kind::more_cores_requested)
-      if (pool_record* p = find_pool(ev.pool)) {
+      if (pool_record* p = pools_.find(ev.pool)) {
         p->wants_more_cores.store(false, std::memory_order_relaxed);
-        view_dirty_.push_back(ev.pool);  // the kept view must not repeat the request
+        view_.read_again(ev.pool);  // the kept view must not repeat the request
       }
   ++decisions_;
   trace_locked(pools);
@@ -462,11 +222,12 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
   auto told = [&](ext::event_kind kind, ext::pool_id id) {
     return std::any_of(events.begin(), events.end(), [&](const ext::event& e) { return e.kind == kind && e.pool == id; });
   };
-  // Only the pools this view read again can have flipped (refresh_pool_views_locked).
+  // Only the pools this view read again can have flipped (kept_view::refresh).
   std::vector<ext::event> next;
-  for (const std::uint32_t id : view_refreshed_) {
-    if (view_index_[id] == absent_view) continue;
-    const ext::pool_view& v = pool_views_[view_index_[id]];
+  for (const std::uint32_t id : view_.refreshed()) {
+    const ext::pool_view* listed = view_.find(id);
+    if (listed == nullptr) continue;
+    const ext::pool_view& v = *listed;
     pool_record& p = pool_at(v.id);
     const bool was = p.believed_nonempty.exchange(v.has_ready_work, std::memory_order_seq_cst);
     if (!v.has_ready_work && p.has_ready_work()) {  // work arrived while we decided
@@ -490,7 +251,7 @@ std::vector<ext::event> scheduler::decide_once_locked(const std::vector<ext::eve
 // (a destructor waiting for the pool's task): it is said once on stderr and
 // in stats(). Decisions note candidates from the pools with work of the
 // view they decided on; the policy thread checks them at the deadline.
-bool scheduler::served_locked(std::uint32_t pool) const {
+bool policy_driver::served_locked(std::uint32_t pool) const {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   const unsigned usable = usable_cores();
   for (unsigned c = 0; c < usable; ++c) {
@@ -502,10 +263,10 @@ bool scheduler::served_locked(std::uint32_t pool) const {
   return false;
 }
 
-// Walks the kept view's pools with work (views_with_work_) and the cores'
-// sets, not every pool: a decision costs what changed (refresh_pool_views_locked).
+// Walks the kept view's pools with work (kept_view::with_work) and the cores'
+// sets, not every pool: a decision costs what changed (kept_view::refresh).
 // unserved_ is kept sorted by id.
-void scheduler::note_unserved_locked() {
+void policy_driver::note_unserved_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::vector<std::uint32_t> served;  // the pools of the usable cores' sets, sorted
   const unsigned usable = usable_cores();
@@ -523,7 +284,7 @@ void scheduler::note_unserved_locked() {
   const std::uint64_t now = now_ns();
   {
     std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
-    for (const ext::pool_view& v : views_with_work_) {
+    for (const ext::pool_view& v : view_.with_work()) {
       if (!v.has_ready_work || is_served(v.id)) continue;
       const auto first = unserved_.begin(), last = first + static_cast<std::ptrdiff_t>(listed);
       const auto it = std::lower_bound(first, last, v.id, [](const unserved_pool& u, std::uint32_t id) { return u.id < id; });
@@ -534,11 +295,11 @@ void scheduler::note_unserved_locked() {
   if (unserved_.size() == listed) return;
   std::inplace_merge(unserved_.begin(), unserved_.begin() + static_cast<std::ptrdiff_t>(listed), unserved_.end(),
                      [](const unserved_pool& a, const unserved_pool& b) { return a.id < b.id; });
-  poke_driver();  // to arm the check (driver_main)
+  board_.poke_driver();  // to arm the check (driver_main)
 }
 
 // Returns when to look again (0: nothing to watch).
-std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
+std::uint64_t policy_driver::watch_unserved_locked(std::uint64_t now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (unserved_.empty()) return 0;
   const std::uint32_t end = pools_.id_end();
@@ -562,7 +323,7 @@ std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
     idle_core = std::none_of(a.ranked_ids().begin(), a.ranked_ids().end(),
                              [&](std::uint32_t id) { return id < end && pool_at(id).has_ready_work(); });
   }
-  const bool nothing_to_decide = !events_posted() && deferred_.empty();
+  const bool nothing_to_decide = !board_.events_posted() && deferred_.empty();
   std::uint64_t next = 0;
   for (unserved_pool& u : unserved_) {
     if (u.reported) continue;
@@ -583,7 +344,7 @@ std::uint64_t scheduler::watch_unserved_locked(std::uint64_t now) {
   return next;
 }
 
-unsigned scheduler::usable_cores() const noexcept {
+unsigned policy_driver::usable_cores() const noexcept {
   const unsigned limit = core_limit_.load(std::memory_order_relaxed);  // relaxed: written under policy_mutex_, which the readers hold
   return limit == 0 ? worker_count() : limit;
 }
@@ -593,14 +354,14 @@ unsigned scheduler::usable_cores() const noexcept {
 // one-pool set is the pool id; a larger set, or every pool, is published in
 // the worker's buffer first, assignment.hpp) and is woken: a waiting worker
 // re-reads its word after preparing to wait (`moved`) and leaves its wait.
-void scheduler::apply_locked(const std::vector<pool_set>& next) {
+void policy_driver::apply_locked(const std::vector<pool_set>& next) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   assert(next.size() == usable_cores() && "the policy decided over the usable cores");
   const bool every = !next.empty() && std::all_of(next.begin(), next.end(), [](const pool_set& a) { return a.every(); });
   // Seq-cst, before the words: a submitter that reads the new words also
   // reads this (note_nonempty).
-  if (every_core_serves_every_pool_.load(std::memory_order_relaxed) != every)
-    every_core_serves_every_pool_.store(every, std::memory_order_seq_cst);
+  if (board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed) != every)
+    board_.modes.every_core_serves_every_pool.store(every, std::memory_order_seq_cst);
   notifier::fence_before_notify();
   for (std::size_t c = 0; c < worker_count(); ++c) {  // the cores: the standbys are preemption.cpp's
     worker& w = *workers_[c];
@@ -614,11 +375,11 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
       // next strand boundary. A pool ranked above with work in its workers'
       // deques sends no event (it was never empty), so without this a
       // worker that donated itself stayed away until its deque ran dry.
-      if (!notifier::is_waiting(w.slot) && ready_work_ranked_above(target, w.serving.load(std::memory_order_relaxed)))
-        ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
+      if (!notifier::is_waiting(w.slot) && set_walk::ready_work_ranked_above(target, w.serving.load(std::memory_order_relaxed), pools_.ready_in_pool()))
+        board_.ask_to_decide(w);  // relaxed serving: a hint; the loop top decides
       continue;
     }
-    for (const std::uint32_t id : applied_[c].ranked_ids()) view_dirty_.push_back(id);  // its cores changed
+    for (const std::uint32_t id : applied_[c].ranked_ids()) view_.read_again(id);  // its cores changed
     applied_[c] = target;
     const unsigned word = target.asleep()                                  ? no_pool
                           : target.what == pool_set::kind::pools && target.count == 1 ? target.ids[0]
@@ -631,7 +392,7 @@ void scheduler::apply_locked(const std::vector<pool_set>& next) {
   }
 }
 
-void scheduler::trace_locked(std::span<const ext::pool_view> pools) {
+void policy_driver::trace_locked(std::span<const ext::pool_view> pools) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -645,7 +406,7 @@ void scheduler::trace_locked(std::span<const ext::pool_view> pools) {
   }
 }
 
-void scheduler::handle_events_locked() {
+void policy_driver::handle_events_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   // Take every posted event first (the bitmaps clear as they are read), then
   // decide on them in one batch. Events the policy threw on before come
@@ -660,21 +421,12 @@ void scheduler::handle_events_locked() {
     }
     deferred_.clear();
   }
-  auto collect = [&](event_bitmap& bits, ext::event_kind kind) {
-    bits.take([&](std::uint32_t id) {
-      events.push_back({kind, id, {}});
-      generation.push_back(current);
-    });
-  };
-  // Removals first: an id removed and taken again since the last wake is
-  // live, and the policy must hear of it last as added.
-  collect(pools_removed_, ext::event_kind::pool_removed);
-  collect(pools_added_, ext::event_kind::pool_added);
-  collect(became_nonempty_, ext::event_kind::became_nonempty);
-  collect(maybe_empty_, ext::event_kind::became_empty);
-  collect(cores_requested_, ext::event_kind::more_cores_requested);
-  collect(backlogged_, ext::event_kind::backlog);
-  const std::uint64_t posted_ns = oldest_event_ns_.exchange(0, std::memory_order_relaxed);
+  // Removals first (event_board::take): an id removed and taken again since
+  // the last wake is live, and the policy must hear of it last as added.
+  const std::uint64_t posted_ns = board_.take([&](ext::event_kind kind, std::uint32_t id) {
+    events.push_back({kind, id, {}});
+    generation.push_back(current);
+  });
   const std::uint32_t end = pools_.id_end();
   std::vector<ext::event> decide;
   std::size_t retried = 0;  // decide's first entries, taken from deferred_
@@ -706,11 +458,11 @@ void scheduler::handle_events_locked() {
         retried_end)
       continue;
     if (ev.kind == ext::event_kind::became_nonempty) {
-      if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
+      if (board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) continue;
       if (std::find(nonempty_since_tick_.begin(), nonempty_since_tick_.end(), ev.pool) == nonempty_since_tick_.end())
         nonempty_since_tick_.push_back(ev.pool);
     } else if (ev.kind == ext::event_kind::became_empty) {
-      if (every_core_serves_every_pool_.load(std::memory_order_relaxed)) continue;
+      if (board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) continue;
       const pool_record& p = pool_at(ev.pool);
       if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) continue;  // not news
     }
@@ -722,7 +474,7 @@ void scheduler::handle_events_locked() {
   if (posted_ns != 0) record_latency_locked(now_ns() - posted_ns);
 }
 
-void scheduler::record_latency_locked(std::uint64_t ns) {
+void policy_driver::record_latency_locked(std::uint64_t ns) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   constexpr std::size_t kept = 4096;  // the most recent decisions
   if (latency_ns_.size() < kept)
@@ -750,27 +502,27 @@ void scheduler::record_latency_locked(std::uint64_t ns) {
 // no holder of policy_mutex_ waits for a worker (the policy thread, the
 // API calls that install a policy or read stats, and loop tops only decide,
 // and a policy's on_event must never block: docs/policies.md, "Rules").
-void scheduler::decide_at_loop_top(bool idle) noexcept {
+void policy_driver::decide_at_loop_top(bool idle) noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
     if (!idle) {
       // Posted without waking the thread (post_event, decider::poster): a
       // failed try_lock orders nothing, so the holder may have missed them.
-      if (events_posted()) poke_driver();
+      if (board_.events_posted()) board_.poke_driver();
       return;
     }
     lock.lock();  // throws only if this thread held the lock, which a loop top never does
-    if (!events_posted()) return;  // the holder decided them
+    if (!board_.events_posted()) return;  // the holder decided them
   }
   if (stopping_.load(std::memory_order_relaxed)) return;
   try {
     handle_events_locked();  // a policy's exception stays inside (deferred_)
   } catch (...) {
-    poke_driver();  // views or applying failed (memory): the policy thread retries and reports
+    board_.poke_driver();  // views or applying failed (memory): the policy thread retries and reports
     return;
   }
   const bool arm_quantum =
-      !next_quantum_ && quantum_.count() > 0 && !every_core_serves_every_pool_.load(std::memory_order_relaxed);
+      !next_quantum_ && quantum_.count() > 0 && !board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed);
   const bool retry = !deferred_.empty();  // only the policy thread keeps the retry's deadline
   lock.unlock();
   // A pool added or removed while this decision ran may have asked a worker
@@ -781,13 +533,13 @@ void scheduler::decide_at_loop_top(bool idle) noexcept {
   // the word's order, so the poster's fence precedes this one and the bit
   // it set before is seen here.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (arm_quantum || retry || pools_added_.any() || pools_removed_.any()) poke_driver();
+  if (arm_quantum || retry || board_.lifecycle_posted()) board_.poke_driver();
 }
 
 // Ticks when the deadline has passed, and (re)arms or disarms the quantum.
-void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
+void policy_driver::advance_quantum_locked(std::chrono::steady_clock::time_point now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  if (quantum_.count() == 0 || every_core_serves_every_pool_.load(std::memory_order_relaxed)) {
+  if (quantum_.count() == 0 || board_.modes.every_core_serves_every_pool.load(std::memory_order_relaxed)) {
     next_quantum_.reset();
     nonempty_since_tick_.clear();
     return;
@@ -796,10 +548,11 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
     // The pools believed non-empty are those with work at the last view
     // (the belief follows the view, decide_locked): no walk of every pool.
     std::vector<std::uint32_t> busy = nonempty_since_tick_;
-    for (const std::uint32_t at : view_busy_) {
+    const std::span<const ext::pool_view> views = view_.pools();
+    for (const std::uint32_t at : view_.busy_positions()) {
       if (busy.size() >= nonempty_since_tick_.size() + 4) break;
-      if (at < pool_views_.size() && pool_at(pool_views_[at].id).believed_nonempty.load(std::memory_order_relaxed))
-        busy.push_back(pool_views_[at].id);
+      if (at < views.size() && pool_at(views[at].id).believed_nonempty.load(std::memory_order_relaxed))
+        busy.push_back(views[at].id);
     }
     std::sort(busy.begin(), busy.end());
     return static_cast<std::size_t>(std::unique(busy.begin(), busy.end()) - busy.begin());
@@ -829,7 +582,7 @@ void scheduler::advance_quantum_locked(std::chrono::steady_clock::time_point now
   if (*next_quantum_ < now) *next_quantum_ = now + quantum_;  // fell behind (the VM paused us): do not burst
 }
 
-void scheduler::driver_main() {
+void policy_driver::driver_main() {
   // With standby threads, the thread that sends them asks for the shortest slice too: its
   // timer must get a CPU beside the strands it exists to get past (preemption.cpp).
   (void)request_os_time_slice(standby_count() != 0 && cfg_.os_time_slice.count() == 0 ? min_os_time_slice
@@ -840,7 +593,7 @@ void scheduler::driver_main() {
     {
       std::lock_guard lock(policy_mutex_);
       if (stopping_.load(std::memory_order_relaxed)) return;
-      driver_poked_.store(false, std::memory_order_seq_cst);
+      board_.clear_poke();
       // An event the policy threw on is set aside (deferred_) and its
       // retry is due at retry_at_ns_: the thread sleeps until then, and so
       // do idle workers (the bits they wait on are cleared), rather than
@@ -870,33 +623,88 @@ void scheduler::driver_main() {
         if (!wake_at || due < *wake_at) wake_at = due;
       }
     }
-    notifier::prepare_wait(driver_slot_);
-    if (stopping_.load(std::memory_order_seq_cst) || events_posted() || driver_poked_.load(std::memory_order_seq_cst)) {
-      notifier::cancel_wait(driver_slot_);
+    notifier::prepare_wait(board_.driver_slot());
+    if (stopping_.load(std::memory_order_seq_cst) || board_.events_posted() || board_.poked()) {
+      notifier::cancel_wait(board_.driver_slot());
       continue;
     }
     if (!wake_at) {
-      notifier::commit_wait(driver_slot_);
+      notifier::commit_wait(board_.driver_slot());
       continue;
     }
     const auto left = *wake_at - clock::now();
     if (left <= clock::duration::zero()) {
-      notifier::cancel_wait(driver_slot_);
+      notifier::cancel_wait(board_.driver_slot());
       continue;
     }
-    notifier::commit_wait(driver_slot_, std::chrono::duration_cast<std::chrono::nanoseconds>(left) +
+    notifier::commit_wait(board_.driver_slot(), std::chrono::duration_cast<std::chrono::nanoseconds>(left) +
                                             std::chrono::nanoseconds(1));
   }
 }
 
-void scheduler::set_policy(const std::string& name) {
+policy_driver::policy_driver(runtime_config& cfg, pool_table& pools, const std::vector<std::unique_ptr<worker>>& workers,
+                             event_board& board, unsigned standbys, std::atomic<bool>& stopping)
+    : cfg_(cfg),
+      pools_(pools),
+      workers_(workers),
+      board_(board),
+      stopping_(stopping),
+      standbys_(policy_mutex_, pools, workers, cfg.workers, standbys,
+                std::chrono::duration_cast<std::chrono::nanoseconds>(cfg.preemption.threshold), board),
+      view_(policy_mutex_, pools, workers, cfg.levels) {
+  applied_.assign(cfg_.workers, pool_set::one(0));  // every core's word starts at pool 0 (worker_view::assigned)
+}
+
+policy_driver::~policy_driver() = default;
+
+void policy_driver::start_clock(const std::string& allotment_trace) {
+  started_ = std::chrono::steady_clock::now();
+  if (allotment_trace.empty()) return;
+  trace_.open(allotment_trace, std::ios::trunc);
+  if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + allotment_trace + "'");
+  trace_ << "t_s,policy,pool,desire,allotted,utilization,ready\n";
+}
+
+void policy_driver::start_trace(std::size_t kept) {
+  policy_trace_ = trace_ring(kept);
+  tracing_ = true;
+}
+
+void policy_driver::start() {
+  driver_ = std::thread([this] { driver_main(); });
+  // Named for top -H, perf and /proc (at most 15 characters).
+  pthread_setname_np(driver_.native_handle(), "promptly-policy");
+}
+
+void policy_driver::stop() {
+  {
+    std::lock_guard lock(policy_mutex_);
+    stopping_.store(true, std::memory_order_seq_cst);
+  }
+  board_.poke_driver();
+  if (driver_.joinable()) driver_.join();
+}
+
+// Preemption's watch (preemption.hpp): the pools waiting behind strands are
+// decided like any event, and the policy's preempt() answers send standbys
+// (decide_once_locked).
+std::uint64_t policy_driver::watch_preemption_locked(std::uint64_t now) {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::uint64_t next = 0;
+  std::vector<ext::event> waiting = standbys_.take_waiting_locked(now, usable_assignments(), next);
+  if (!waiting.empty()) decide_isolating_locked(std::move(waiting));  // preempt() answers reach standbys_.send_locked
+  standbys_.recall_served_locked(now, next);
+  return next;
+}
+
+void policy_driver::set_policy(const std::string& name) {
   std::unique_ptr<ext::policy> p = ext::make_policy(name, cfg_.aps, cfg_.fair);
   std::lock_guard lock(policy_mutex_);
   install_policy_locked(std::move(p));
   cfg_.policy = name;
 }
 
-void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
+void policy_driver::set_policy(std::unique_ptr<ext::policy> p) {
   if (p == nullptr) throw std::invalid_argument("promptly: set_policy given a null policy");
   std::lock_guard lock(policy_mutex_);
   const std::string name(p->name());
@@ -904,7 +712,7 @@ void scheduler::set_policy(std::unique_ptr<ext::policy> p) {
   cfg_.policy = name;
 }
 
-void scheduler::set_core_limit(unsigned n) {
+void policy_driver::set_core_limit(unsigned n) {
   if (n > worker_count())
     throw std::invalid_argument("promptly: set_core_limit(" + std::to_string(n) + ") exceeds the runtime's " +
                                 std::to_string(worker_count()) + " workers (0 = no limit)");
@@ -922,24 +730,24 @@ void scheduler::set_core_limit(unsigned n) {
   }
   next_quantum_.reset();
   nonempty_since_tick_.clear();
-  poke_driver();
+  board_.poke_driver();
 }
 
-void scheduler::set_fairness(std::vector<long long> weights) {
+void policy_driver::set_fairness(std::vector<long long> weights) {
   (void)ext::fair_shares(weights, level_count());  // throws before anything changes
   std::lock_guard lock(policy_mutex_);
   {
     std::lock_guard identity(pools_.mutex());
     for (unsigned l = 0; l < level_count(); ++l) pool_at(l).weight = level_weight(weights, l);
   }
-  pool_views_valid_ = false;  // weights changed without an event: the next view reads every pool
+  view_.read_all_again();  // weights changed without an event: the next view reads every pool
   cfg_.fair.weights = std::move(weights);  // the round stays as configured
   if (cfg_.policy == "fair") install_policy_locked(ext::make_policy("fair", cfg_.aps, cfg_.fair));
 }
 
 // The new policy places every core (an `installed` event decided from
 // scratch). If it throws, the previous policy stays installed.
-void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
+void policy_driver::install_policy_locked(std::unique_ptr<ext::policy> p) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   std::unique_ptr<ext::policy> previous = std::move(policy_);
   const auto previous_quantum = quantum_;
@@ -950,10 +758,10 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
   const bool previous_switch = switch_when_out_of_work_.load(std::memory_order_relaxed);
   // Relaxed: a mode the workers read at their next boundary (see switches_when_out_of_work).
   switch_when_out_of_work_.store(policy_->switches_only_when_out_of_work(), std::memory_order_relaxed);
-  const bool previous_backlog = backlog_events_.load(std::memory_order_relaxed);
-  backlog_events_.store(policy_->wants_backlog_events(), std::memory_order_relaxed);  // relaxed: see scheduler.hpp
-  const bool previous_strand = strand_events_.load(std::memory_order_relaxed);
-  strand_events_.store(policy_->wants_strand_events(), std::memory_order_relaxed);
+  const bool previous_backlog = board_.modes.backlog_events.load(std::memory_order_relaxed);
+  board_.modes.backlog_events.store(policy_->wants_backlog_events(), std::memory_order_relaxed);  // relaxed: see event_board.hpp
+  const bool previous_strand = board_.modes.strand_events.load(std::memory_order_relaxed);
+  board_.modes.strand_events.store(policy_->wants_strand_events(), std::memory_order_relaxed);
   try {
     decide_locked({{ext::event_kind::installed, ext::no_pool, {}}});
   } catch (...) {
@@ -961,17 +769,17 @@ void scheduler::install_policy_locked(std::unique_ptr<ext::policy> p) {
     quantum_ = previous_quantum;
     busy_pools_for_quanta_ = previous_busy;
     switch_when_out_of_work_.store(previous_switch, std::memory_order_relaxed);
-    backlog_events_.store(previous_backlog, std::memory_order_relaxed);
-    strand_events_.store(previous_strand, std::memory_order_relaxed);
+    board_.modes.backlog_events.store(previous_backlog, std::memory_order_relaxed);
+    board_.modes.strand_events.store(previous_strand, std::memory_order_relaxed);
     throw;
   }
   next_quantum_.reset();
   nonempty_since_tick_.clear();
   policy_failure_reported_ = false;  // one line per installed policy
-  poke_driver();
+  board_.poke_driver();
 }
 
-std::string scheduler::policy_name() const {
+std::string policy_driver::policy_name() const {
   std::lock_guard lock(policy_mutex_);
   return std::string(policy_->name());
 }

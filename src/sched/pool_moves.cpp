@@ -1,11 +1,12 @@
 // A worker leaving the pool it serves and arriving at another, and the
 // deques it owns per pool (pool_moves.hpp states the invariants); the
-// scheduler's side of a move (accounts, events, wake-ups, the trace).
+// worker loop's side of a move (accounts, events, wake-ups, the trace).
 #include <cassert>
 
 #include "chaos.hpp"
 #include "pool_moves.hpp"
 #include "scheduler.hpp"
+#include "scheduling_loop.hpp"
 
 namespace promptly::detail {
 
@@ -73,25 +74,25 @@ void pool_moves::arrive(worker& w, pool_record& p) {
 // The worker leaves its pool: the interval it spent there is closed, and
 // the policy hears whether the pool kept work (a waiting worker of it can
 // mug the deque left there) or may have become empty.
-void scheduler::leave_pool(worker& w) {
+void worker_loop::leave_pool(worker& w) {
   set_phase(w, w.phase.load(std::memory_order_relaxed));  // close the interval at the old pool
   pool_record& p = *w.at;
-  if (moves_.leave(w, [this](task* t) { inject(t); })) {
+  if (moves_.leave(w, [this](task* t) { sched_.inject(t); })) {
     pools_.note_queued(p.id);  // the deque left there is muggable: queued work
-    note_nonempty(p.id);
+    board_.note_nonempty(p.id);
     sleep_.notify_pool(p.id);  // a sleeping worker of the old pool can mug it
   } else {
-    note_maybe_empty(p.id);
+    board_.note_maybe_empty(p.id);
   }
 }
 
-void scheduler::arrive_at_pool(worker& w, std::uint32_t target) {
-  moves_.arrive(w, pool_at(target));
+void worker_loop::arrive_at_pool(worker& w, std::uint32_t target) {
+  moves_.arrive(w, pools_.at(target));
   refresh_boundary_word(w);
   trace(w, trace_kind::move, target);
 }
 
-void scheduler::move_to_pool(worker& w, std::uint32_t target) {
+void worker_loop::move_to_pool(worker& w, std::uint32_t target) {
   leave_pool(w);
   arrive_at_pool(w, target);
 }

@@ -64,6 +64,10 @@ class pool_table {
     assert(p != nullptr && "an id in use names a record");
     return *p;
   }
+  // The set-walking rules (set_walk.hpp) read pools through this.
+  auto ready_in_pool() const noexcept {
+    return [this](std::uint32_t id) noexcept { return at(id).has_ready_work(); };
+  }
   // Every id ever made is below it.
   std::uint32_t id_end(std::memory_order order = std::memory_order_acquire) const noexcept { return id_end_.load(order); }
   std::size_t live_count() const noexcept { return live_.load(std::memory_order_relaxed); }

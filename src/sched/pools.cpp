@@ -160,7 +160,7 @@ std::uint32_t scheduler::create_pool(const pool_options& opts) {
     p.switches_in.store(0, std::memory_order_relaxed);
     p.phase.store(pool_phase::live, std::memory_order_seq_cst);  // seq-cst: pairs with admit's read
   }
-  post_event_for_workers(pools_added_, id);
+  board_.post_pool_added(id);
   return id;
 }
 
@@ -201,7 +201,7 @@ void scheduler::remove_pool(std::uint32_t id) {
     pools_.free_locked(*p);
   }
   pool_table::run_drain_notices(due);
-  post_event_for_workers(pools_removed_, id);
+  board_.post_pool_removed(id);
 }
 
 void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
@@ -225,7 +225,7 @@ void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
 void scheduler::request_cores(std::uint32_t id) {
   check_pool(id);
   pool_at(id).wants_more_cores.store(true, std::memory_order_relaxed);  // relaxed: the event below carries it
-  post_event(cores_requested_, id);
+  board_.post_cores_requested(id);
 }
 
 void scheduler::check_pool(std::uint32_t id) const {
@@ -299,8 +299,8 @@ void scheduler::inject(task* t, bool resumed) noexcept {
   else
     p.injection.push(t);
   pools_.note_queued(id);  // before the wake-up: a woken worker serving every pool walks the index
-  note_nonempty(id);
-  if (!sleep_.notify_pool(id)) note_work_without_taker(id);  // a woken worker takes it: nothing to watch
+  board_.note_nonempty(id);
+  if (!sleep_.notify_pool(id)) board_.note_work_without_taker(id);  // a woken worker takes it: nothing to watch
 }
 
 void scheduler::make_ready(worker_view* w, task* t, std::uint32_t pool) noexcept {
@@ -331,10 +331,10 @@ void scheduler::inject_batch(task* const* tasks, std::size_t count, std::uint32_
   }
   pool_at(pool).injection.push_batch(tasks, count);
   pools_.note_queued(pool);
-  note_nonempty(pool);
+  board_.note_nonempty(pool);
   bool woke = false;
   for (std::size_t i = 0; i < std::min<std::size_t>(count, workers_.size()); ++i) woke = sleep_.notify_pool(pool) || woke;
-  if (!woke) note_work_without_taker(pool);
+  if (!woke) board_.note_work_without_taker(pool);
 }
 
 // ---- the inline API's entry points (worker_view.hpp) ----

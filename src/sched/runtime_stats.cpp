@@ -1,13 +1,14 @@
 // runtime::stats(): a snapshot of the pools, the cores, the policy's
-// accounts and the mechanism's timings, read under the policy lock (the
-// policy's desire and fairness accounts are the driver's), with the pool
-// table read under its own lock. Read-only: it changes no scheduler state.
+// accounts and the mechanism's timings, read by the policy driver under its
+// lock (the policy's desire and fairness accounts are the driver's), with
+// the pool table read under its own lock. Read-only: it changes no
+// scheduler state.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
 
-#include "scheduler.hpp"
+#include "policy_driver.hpp"
 #include "worker_accounts.hpp"
 
 namespace promptly::detail {
@@ -21,16 +22,16 @@ double percentile_us(std::vector<std::uint64_t> v, double q) {
 }
 }  // namespace
 
-runtime_stats scheduler::stats() const {
+runtime_stats policy_driver::stats(std::size_t fibers, std::uint64_t blocked_waits) const {
   std::lock_guard lock(policy_mutex_);
   runtime_stats s;
   s.policy = std::string(policy_->name());
   s.workers = worker_count();
   s.core_limit = core_limit();
-  s.fibers = fibers_.count();
+  s.fibers = fibers;
   s.decisions = decisions_;
   s.quanta = quanta_;
-  s.blocked_waits = blocked_waits_.load(std::memory_order_relaxed);
+  s.blocked_waits = blocked_waits;
   s.policy_failures = policy_failures_;
   s.decision_latency_samples = latency_ns_.size();
   s.decision_latency_p50_us = percentile_us(latency_ns_, 0.5);
@@ -47,7 +48,7 @@ runtime_stats scheduler::stats() const {
   s.mechanism.mug = mechanism(mechanism_op::mug);
   s.mechanism.steal = mechanism(mechanism_op::steal);
   s.mechanism.preempt = mechanism(mechanism_op::preempt);
-  s.preemptions = preemptions_.load(std::memory_order_relaxed);
+  s.preemptions = standbys_.preemptions();
   const std::uint32_t end = pools_.id_end();
   const std::vector<unsigned> cores = cores_by_pool();
   for (std::size_t c = 0; c < worker_count(); ++c) {  // the cores (the standbys are counted in `preemptions`)

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -59,7 +60,11 @@ unsigned standby_threads(const runtime_config& cfg) { return cfg.preemption.enab
 }  // namespace
 
 scheduler::scheduler(runtime_config cfg)
-    : cfg_(resolved(std::move(cfg))), pools_(cfg_.workers + standby_threads(cfg_)) {
+    : cfg_(resolved(std::move(cfg))),
+      pools_(cfg_.workers + standby_threads(cfg_)),
+      board_(pools_, workers_, cfg_.workers, standby_threads(cfg_)),
+      driver_(cfg_, pools_, workers_, board_, standby_threads(cfg_), stopping_),
+      loop_(*this, cfg_, workers_, sleep_, pools_, moves_, board_, driver_, stopping_) {
   const unsigned all = cfg_.workers + standby_threads(cfg_);
   workers_.reserve(all);
   for (unsigned i = 0; i < all; ++i) {
@@ -75,8 +80,6 @@ scheduler::scheduler(runtime_config cfg)
     w->phase_since_ns.store(now_ns(), std::memory_order_relaxed);
     workers_.push_back(std::move(w));
   }
-  applied_.assign(cfg_.workers, pool_set::one(0));  // every core's word starts at pool 0 (worker_view::assigned)
-  standby_pool_.assign(standby_count(), no_pool);
   // The levels: pools 0..L-1 with rank = level, never removed.
   for (unsigned l = 0; l < cfg_.levels; ++l) {
     std::lock_guard lock(pools_.mutex());
@@ -96,18 +99,11 @@ scheduler::scheduler(runtime_config cfg)
   // Each worker's first fiber is made here, so that a stack that cannot be
   // mapped is an exception from the constructor, not a terminate in a thread.
   for (auto& w : workers_) w->current = &take_idle_fiber(*w);
-  started_ = std::chrono::steady_clock::now();
-  if (!cfg_.allotment_trace.empty()) {
-    trace_.open(cfg_.allotment_trace, std::ios::trunc);
-    if (!trace_) throw std::invalid_argument("promptly: cannot open allotment_trace file '" + cfg_.allotment_trace + "'");
-    trace_ << "t_s,policy,pool,desire,allotted,utilization,ready\n";
-  }
+  driver_.start_clock(cfg_.allotment_trace);
   start_trace();
   chaos::enable_from_environment();
   set_policy(cfg_.policy);  // initial allotment
-  driver_ = std::thread([this] { driver_main(); });
-  // Named for top -H, perf and /proc (at most 15 characters).
-  pthread_setname_np(driver_.native_handle(), "promptly-policy");
+  driver_.start();
   const std::vector<int> cpus = cfg_.pin_workers ? affinity_cpus() : std::vector<int>{};
   for (auto& w : workers_) {
     worker* wp = w.get();
@@ -138,7 +134,7 @@ void scheduler::start_trace() {
     throw std::invalid_argument("promptly: cannot open trace_file '" + trace_path_ + "'");
   constexpr std::size_t kept = 65536;  // events per thread (24 B each)
   for (auto& w : workers_) w->trace = trace_ring(kept);
-  policy_trace_ = trace_ring(kept);
+  driver_.start_trace(kept);
   external_trace_ = trace_ring(kept);
   for (auto& w : workers_) w->tracing = true;  // inline spawn sites read it (worker_view.hpp)
   trace_t0_ns_ = now_ns();
@@ -170,7 +166,7 @@ void scheduler::write_trace() noexcept {
     for (auto& w : workers_) rings.push_back(&w->trace);
     while (external_trace_lock_.test_and_set(std::memory_order_acquire)) {  // acquire: the last recorder's writes
     }
-    write_chrome_trace(trace_path_, rings, worker_count(), policy_trace_, external_trace_, trace_t0_ns_);
+    write_chrome_trace(trace_path_, rings, worker_count(), driver_.trace(), external_trace_, trace_t0_ns_);
     external_trace_lock_.clear(std::memory_order_release);
   } catch (const std::exception& e) {  // a destructor must not throw: say it
     std::fprintf(stderr, "%s\n", e.what());
@@ -194,12 +190,7 @@ void scheduler::shutdown() {
     // Every accepted task finishes before the workers stop (no silent loss).
     while (outstanding_.load(std::memory_order_seq_cst) != 0)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-    {
-      std::lock_guard lock(policy_mutex_);
-      stopping_.store(true, std::memory_order_seq_cst);
-    }
-    poke_driver();
-    if (driver_.joinable()) driver_.join();
+    driver_.stop();  // stores stopping_ under the policy lock, joins the policy thread
     notifier::fence_before_notify();
     for (auto& w : workers_) notifier::notify(w->slot);
     for (auto& w : workers_) w->thread.join();
@@ -218,7 +209,7 @@ fiber_record& scheduler::take_idle_fiber(worker& w) {
   fiber_record* rec = got.fiber;
   try {
     start_fiber(*rec, cfg_.fiber_stack_bytes, [this, rec] {
-      run_scheduling_loop();
+      loop_.run();
       // The loop ended (shutdown): return to the thread's main context.
       worker& self = worker::of(*reload_current_worker());
       self.exited = rec;

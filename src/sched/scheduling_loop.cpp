@@ -1,45 +1,4 @@
-// The worker's scheduling loop and the adaptive sleep protocol of
-// Taskflow's executor ("An Efficient Work-Stealing Scheduler for Task
-// Dependency Graph", Algorithms 2-5), per pool, with one deliberate change
-// (the bounded nap of the last thief; README.md in this folder explains it
-// and restates Lemma 1 per pool), plus the moves of I-Cilk (Sec. 5): a
-// worker whose assignment changed leaves its pool at a strand boundary
-// (pool_moves.cpp), and workers arriving at a pool mug deques left there
-// (AMCilk, Sec. 3.5) before they steal. A worker's assignment is a ranked
-// set of pools (assignment.hpp): one sleep rule serves one pool, several,
-// or every pool.
-//
-// Invariants (asserted in the Debug build)
-//  * Work keeps its pool: a worker runs a task only while serving the
-//    task's pool (w.pool == t->pool).
-//  * Lemma 1 per domain, across moves: a domain is a pool (its thieves are
-//    the waiting workers whose set holds it) or every pool (the waiting
-//    workers serving every pool). A thief that stops being a thief of
-//    domain D without sleeping (it found work, or the policy moved it) and
-//    was D's last thief while D has active workers wakes a waiting thief of
-//    D (README.md, "Lemma 1 across moves").
-//  * A wait sees one set: wait_for_task counts the worker as a thief of the
-//    pools of the set it accepted and leaves as soon as its assignment word
-//    differs, so the explore path, the sleep condition and the counters it
-//    touches all agree.
-//  * A worker that accepted its assignment serves a pool of its set.
-//  * A ranked set is a priority order: a worker takes work only from the
-//    pools of its set up to the first with ready work (set_walk.hpp).
-//    A thief that leaves queued work of a pool below that one untaken naps
-//    (sentinel_nap) rather than sleeps and passes the wake-up on, so Lemma
-//    1's bound (work waits at most a nap) holds for that pool too once the
-//    pools above it are idle.
-//  * boundary_word == accepted, plus donated_mark while the worker serves a
-//    pool below the top of the set it accepted (refresh_boundary_word, at
-//    each acceptance and each arrival).
-//  * A task taken from a pool's injection queue stays counted there (as
-//    taken, injection_queue.hpp) until the worker that took it is active in
-//    the pool: the task is then in no queue and, without that count, in no
-//    count either (a child a task of another pool spawned into the pool is
-//    counted nowhere in it), and a remove_pool looking in that instant
-//    found the pool quiescent and returned before the task ran in it.
-//    Seq-cst both sides: the taker increments num_actives, then settles;
-//    remove_pool reads the queue, then num_actives (pools.cpp).
+// The workers' loop (scheduling_loop.hpp states the invariants).
 #include <sched.h>
 
 #include <algorithm>
@@ -49,6 +8,7 @@
 
 #include "chaos.hpp"
 #include "scheduler.hpp"
+#include "scheduling_loop.hpp"
 #include "set_walk.hpp"
 
 namespace promptly::detail {
@@ -65,7 +25,7 @@ constexpr std::uint64_t costly_yield_ns = 1'000'000;
 // Algorithm 2 (worker_loop) fused with Algorithm 3 (exploit_task). Runs on
 // whichever fiber currently carries the worker; after any task the fiber
 // may be on another worker, so the worker is re-read every iteration.
-void scheduler::run_scheduling_loop() {
+void worker_loop::run() {
   for (;;) {
     worker& w = worker::of(*reload_current_worker());
     // The loop top is a strand boundary with nothing on the stack: the one
@@ -81,15 +41,15 @@ void scheduler::run_scheduling_loop() {
       w.assigned.compare_exchange_strong(word, word & ~decide_request, std::memory_order_relaxed);  // a new assignment clears it anyway
       asked = true;
     }
-    if (became_nonempty_.any() || w.decide_pending || (asked && events_posted())) [[unlikely]] {
+    if (board_.nonempty_posted() || w.decide_pending || (asked && board_.events_posted())) [[unlikely]] {
       w.decide_pending = false;
-      decide_at_loop_top(w.continuation == nullptr && w.deque->empty());
+      driver_.decide_at_loop_top(w.continuation == nullptr && w.deque->empty());
     }
     const unsigned target = pool_to_serve(w);
     if (target == w.pool) {
       w.accepted = w.set_word;
       refresh_boundary_word(w);
-    } else if (!switches_when_out_of_work() || target == no_pool || (w.continuation == nullptr && w.deque->empty())) {
+    } else if (!driver_.switches_when_out_of_work() || target == no_pool || (w.continuation == nullptr && w.deque->empty())) {
       // Under a steal-boundary policy a core leaves for another pool only
       // once out of local work; a core given no pool stops now, handing its
       // deque over (parking.cpp, switch_pool_at_boundary).
@@ -120,18 +80,18 @@ void scheduler::run_scheduling_loop() {
       if (t->pool != w.pool) move_to_pool(w, t->pool);  // found at another pool of its set
       become_active(w);
       if (w.standby) [[unlikely]]
-        note_standby_started(w);
+        standby_dispatch::note_started(w);
       if (w.taken_from != nullptr) {
         assert(w.active && w.taken_from == w.at && "a taken task is settled once its worker is active in its pool");
         w.taken_from->injection.settle_taken();
         w.taken_from = nullptr;
       }
     }
-    assert(t->pool == w.pool && w.at == &pool_at(w.pool) && "a worker runs only tasks of the pool it serves");
+    assert(t->pool == w.pool && w.at == &pools_.at(w.pool) && "a worker runs only tasks of the pool it serves");
     assert((w.accepted != w.set_word || w.set.contains(w.pool)) && "a worker serves a pool of the set it accepted");
     assert((w.boundary_word & ~donated_mark) == w.accepted && "the boundary word is the accepted word, marked or not");
     w.at->tasks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-    if (tracing_) [[unlikely]] {
+    if (sched_.tracing()) [[unlikely]] {
       const std::uint64_t now = now_ns();
       // A task pushed by a running task (push_local), started as a task of
       // its own: its spawn, stamped when it starts (the push is not timed:
@@ -143,7 +103,7 @@ void scheduler::run_scheduling_loop() {
     // The task may have parked and ended on another worker, and this frame
     // may be an idle fiber's coming back: trace the fiber it returned on
     // (the reload only when tracing: it is not free, and this runs per task).
-    if (tracing_) [[unlikely]] {
+    if (sched_.tracing()) [[unlikely]] {
       worker& ended = worker::of(*reload_current_worker());
       trace(ended, trace_kind::task_end, ended.pool, trace_id(ended.current));
     }
@@ -152,25 +112,25 @@ void scheduler::run_scheduling_loop() {
 
 // The pool the worker should serve now (set_walk.hpp), reading its
 // assignment again if the word changed.
-unsigned scheduler::pool_to_serve(worker& w) noexcept {
+unsigned worker_loop::pool_to_serve(worker& w) noexcept {
   unsigned word = assignment_of(w.assigned.load(std::memory_order_acquire));  // acquire: the published set (assignment.hpp)
   if (word != w.set_word) [[unlikely]] {
     w.set = read_assignment(w, word);
     w.set_word = word;
   }
-  return set_walk::pool_to_serve(w.set, w.pool, ready_in_pool());
+  return set_walk::pool_to_serve(w.set, w.pool, pools_.ready_in_pool());
 }
 
 // The donated mark (worker_view.hpp): set while the worker serves a pool
 // below the top of the ranked set it accepted.
-void scheduler::refresh_boundary_word(worker& w) noexcept {
+void worker_loop::refresh_boundary_word(worker& w) noexcept {
   const pool_set& s = w.set;
   const bool donated = w.accepted == w.set_word && s.what == pool_set::kind::pools && s.count > 1 && w.pool != s.ids[0];
   w.boundary_word = w.accepted | (donated ? donated_mark : 0u);
 }
 
-bool scheduler::ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept {
-  return set_walk::ready_work_ranked_above(s, pool, ready_in_pool());
+bool worker_loop::ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept {
+  return set_walk::ready_work_ranked_above(s, pool, pools_.ready_in_pool());
 }
 
 // A donated worker at a strand boundary: does a pool of its set ranked
@@ -178,23 +138,22 @@ bool scheduler::ready_work_ranked_above(const pool_set& s, std::uint32_t pool) n
 // processor tries its primary at every iteration of its loop, Fig. 2 line
 // 28.) Every fourth boundary only: a fine-grained computation crosses one
 // every few nanoseconds, and the walk reads other cores' cache lines.
-bool scheduler::more_urgent_work_in_set(worker& w) noexcept {
+bool worker_loop::more_urgent_work_in_set(worker& w) noexcept {
   constexpr unsigned boundaries_per_walk = 4;
   if (++w.boundaries_since_walk < boundaries_per_walk) return false;
   w.boundaries_since_walk = 0;
   return ready_work_ranked_above(w.set, w.pool);
 }
 
-std::uint64_t scheduler::elapsed_since(std::uint64_t start_ns) noexcept {
-  const std::uint64_t now = now_ns();
-  return now > start_ns ? now - start_ns : 0;
+void worker_loop::trace(worker& w, trace_kind kind, std::uint32_t pool, std::uint32_t arg, std::uint32_t arg2) noexcept {
+  sched_.trace(w, kind, pool, arg, arg2);
 }
 
-void scheduler::record_wake(worker& w, std::uint64_t wake_ns) noexcept {
+void worker_loop::record_wake(worker& w, std::uint64_t wake_ns) noexcept {
   if (wake_ns != 0) w.samples.record(mechanism_op::wake, wake_ns);
 }
 
-void scheduler::set_phase(worker& w, worker_phase p) noexcept {
+void worker_loop::set_phase(worker& w, worker_phase p) noexcept {
   const std::uint64_t now = now_ns();
   const std::uint64_t since = w.phase_since_ns.load(std::memory_order_relaxed);
   const bool working = w.phase.load(std::memory_order_relaxed) == worker_phase::working;
@@ -210,7 +169,7 @@ void scheduler::set_phase(worker& w, worker_phase p) noexcept {
 // Algorithm 3, lines 2-3: the first active worker of a domain makes sure a
 // thief of that domain exists. A worker counts in the pool it serves and,
 // if it serves every pool, in the every-pool domain too.
-void scheduler::become_active(worker& w) noexcept {
+void worker_loop::become_active(worker& w) noexcept {
   if (w.active) return;
   w.active = true;
   set_phase(w, worker_phase::working);
@@ -224,12 +183,12 @@ void scheduler::become_active(worker& w) noexcept {
   // increment above saw it empty (nothing queued, nobody active). Seq-cst
   // after the increment: either that decision's re-check saw us, or we see
   // the belief it stored and report the pool (policy_driver.cpp).
-  if (!p.believed_nonempty.load(std::memory_order_seq_cst)) note_nonempty(p.id);
+  if (!p.believed_nonempty.load(std::memory_order_seq_cst)) board_.note_nonempty(p.id);
   chaos::point();
 }
 
 // Algorithm 3, line 13.
-void scheduler::become_inactive(worker& w) noexcept {
+void worker_loop::become_inactive(worker& w) noexcept {
   if (!w.active) return;
   w.active = false;
   set_phase(w, worker_phase::looking);
@@ -238,7 +197,7 @@ void scheduler::become_inactive(worker& w) noexcept {
   if (w.active_every) sleep_.become_inactive(sleep_.every());
 }
 
-void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
+void worker_loop::block_worker(worker& w, publish_fn publish, void* event) {
   blocked_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
   const bool was_active = w.active;
   pool_record& p = *w.at;  // same thread, same worker throughout: no fiber switch happens
@@ -247,7 +206,7 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
   // must never see the task in neither count (pools.cpp).
   p.parked.fetch_add(1, std::memory_order_seq_cst);
   become_inactive(w);
-  note_maybe_empty(w.pool);
+  board_.note_maybe_empty(w.pool);
   block_current_thread(publish, event);
   if (was_active) become_active(w);
   p.parked.fetch_sub(1, std::memory_order_seq_cst);
@@ -258,8 +217,8 @@ void scheduler::block_worker(worker& w, publish_fn publish, void* event) {
 // been taken yet (the worker takes it at its loop top rather than wait for
 // the policy thread to get a core; ending a wait early is always safe, the
 // worker comes back).
-bool scheduler::moved(const worker& w) const noexcept {
-  if (became_nonempty_.any()) return true;
+bool worker_loop::moved(const worker& w) const noexcept {
+  if (board_.nonempty_posted()) return true;
   return w.assigned.load(std::memory_order_seq_cst) != w.accepted;
 }
 
@@ -267,9 +226,9 @@ bool scheduler::moved(const worker& w) const noexcept {
 // pool of the thief's set, or, when the victim is the thief itself, the
 // queued work of its set's pools in rank order (injection queues, then
 // deques left there). A worker serving every pool takes from any.
-task* scheduler::steal_once(worker& w) {
+task* worker_loop::steal_once(worker& w) {
   const pool_set& s = w.set;
-  const std::uint8_t takeable = set_walk::pools_to_take_from(s, ready_in_pool());  // 0 for every pool
+  const std::uint8_t takeable = set_walk::pools_to_take_from(s, pools_.ready_in_pool());  // 0 for every pool
   const std::span<const std::uint32_t> from(s.ids.data(), takeable);
   const unsigned v = w.next_random(static_cast<unsigned>(workers_.size()));  // a standby's deque too
   if (v != w.index) {
@@ -278,7 +237,7 @@ task* scheduler::steal_once(worker& w) {
       return nullptr;  // never probe other pools' deques, nor those of a pool ranked below one with work
     task* t = victim.visible.load(std::memory_order_acquire)->steal();
     if (t != nullptr && !s.contains(t->pool)) {
-      inject(t);  // the victim moved between our two reads: hand the task to its pool
+      sched_.inject(t);  // the victim moved between our two reads: hand the task to its pool
       return nullptr;
     }
     return t;
@@ -293,7 +252,7 @@ task* scheduler::steal_once(worker& w) {
     // queued work at thousands of live pools.
     task* found = nullptr;
     pools_.for_each_queued(w.next_random(pools_.id_end()), [&](std::uint32_t id) {
-      pool_record& p = pool_at(id);
+      pool_record& p = pools_.at(id);
       found = take_injected(w, p);
       if (found == nullptr) found = p.steal_muggable();
       return found != nullptr;
@@ -301,7 +260,7 @@ task* scheduler::steal_once(worker& w) {
     return found;
   }
   for (const std::uint32_t id : from) {
-    pool_record& p = pool_at(id);
+    pool_record& p = pools_.at(id);
     if (task* t = take_injected(w, p)) return t;
     if (task* t = p.steal_muggable()) return t;
   }
@@ -310,7 +269,7 @@ task* scheduler::steal_once(worker& w) {
 
 // Takes a task from pool p's injection queue; it stays counted there as
 // taken until the loop settles it (see the invariants above).
-task* scheduler::take_injected(worker& w, pool_record& p) noexcept {
+task* worker_loop::take_injected(worker& w, pool_record& p) noexcept {
   task* t = p.injection.take();
   if (t != nullptr) {
     assert(w.taken_from == nullptr && "a worker holds one taken task at a time");
@@ -323,7 +282,7 @@ task* scheduler::take_injected(worker& w, pool_record& p) noexcept {
 // before each attempt, and gives up after yield_bound yields, or at once
 // after a yield that kept it off its CPU for more than costly_yield_ns
 // (README.md, "A yield that loses the CPU ends the exploration").
-task* scheduler::explore_task(worker& w) {
+task* worker_loop::explore_task(worker& w) {
   unsigned failed = 0;
   unsigned yields = 0;
   while (!stopping_.load(std::memory_order_relaxed)) {
@@ -355,7 +314,7 @@ task* scheduler::explore_task(worker& w) {
 // most urgent pool first, and its queued work (a deque left there, else its
 // injection queue) is taken before a less urgent pool's: random stealing
 // alone would not respect the ranks.
-task* scheduler::find_work(worker& w) {
+task* worker_loop::find_work(worker& w) {
   // Reassigned (under a steal-boundary policy, or since the loop top): out
   // of local work now, so the loop top moves it; it must not mug first.
   if (w.assigned.load(std::memory_order_relaxed) != w.accepted) return nullptr;
@@ -363,7 +322,7 @@ task* scheduler::find_work(worker& w) {
     const std::uint64_t start = now_ns();
     for (std::uint8_t i = 0; i < w.set.count; ++i) {
       const std::uint32_t id = w.set.ids[i];
-      pool_record& p = pool_at(id);
+      pool_record& p = pools_.at(id);
       if (p.muggable_count.load(std::memory_order_relaxed) != 0) {  // relaxed: a hint; take_muggable locks
         if (id != w.pool) move_to_pool(w, id);
         while (task_deque* m = w.at->take_muggable()) {
@@ -393,7 +352,7 @@ task* scheduler::find_work(worker& w) {
 // protocol on each of those counter pairs. Returns a task, nullptr when the
 // policy moved the worker or asked it to decide, or &stop_marker when the
 // scheduler stops.
-task* scheduler::wait_for_task(worker& w) {
+task* worker_loop::wait_for_task(worker& w) {
   using domain = sleep_protocol::domain;
   const pool_set& s = w.set;  // fixed for the wait: a new assignment ends it (moved)
   std::array<domain, max_ranked_pools> domains;
@@ -401,20 +360,20 @@ task* scheduler::wait_for_task(worker& w) {
   if (s.every())
     domains[count++] = sleep_.every();
   else
-    for (std::uint8_t i = 0; i < s.count; ++i) domains[count++] = sleep_protocol::of(pool_at(s.ids[i]));
+    for (std::uint8_t i = 0; i < s.count; ++i) domains[count++] = sleep_protocol::of(pools_.at(s.ids[i]));
   const std::span<domain> mine(domains.data(), count);
   // A pool of a ranked set below one with ready work is not taken from
   // (set_walk::pools_to_take_from): its queued work neither keeps the worker
   // exploring nor is left behind while it sleeps (it naps, below).
   auto takeable = [&](const domain& d) {
     if (s.every()) return true;
-    const auto end = s.ids.begin() + set_walk::pools_to_take_from(s, ready_in_pool());
+    const auto end = s.ids.begin() + set_walk::pools_to_take_from(s, pools_.ready_in_pool());
     return std::find(s.ids.begin(), end, d.id) != end;
   };
   auto queued_in = [&](const domain& d) {
-    if (d.id != sleep_protocol::every_domain) return pool_at(d.id).has_queued_work();
+    if (d.id != sleep_protocol::every_domain) return pools_.at(d.id).has_queued_work();
     // The queued index covers every pool with queued work (pool_table.hpp).
-    return pools_.for_each_queued(0, [&](std::uint32_t id) { return pool_at(id).has_queued_work(); });
+    return pools_.for_each_queued(0, [&](std::uint32_t id) { return pools_.at(id).has_queued_work(); });
   };
   auto queued = [&] { return std::any_of(mine.begin(), mine.end(), [&](const domain& d) { return takeable(d) && queued_in(d); }); };
   // Stops being a thief without sleeping (lines 16-17). Lemma 1 per domain:
@@ -493,7 +452,7 @@ task* scheduler::wait_for_task(worker& w) {
     // preempts one.
     bool posted = false;
     if (!s.every())
-      for (std::uint8_t i = 0; i < s.count; ++i) posted = note_maybe_empty(s.ids[i], decider::poster) || posted;
+      for (std::uint8_t i = 0; i < s.count; ++i) posted = board_.note_maybe_empty(s.ids[i], event_board::decider::poster) || posted;
     if (posted) {
       notifier::cancel_wait(w.slot);
       w.decide_pending = true;
@@ -512,7 +471,7 @@ task* scheduler::wait_for_task(worker& w) {
 
 // The ABP-style baseline (Taskflow executor paper, Sec. III): never sleep, yield after every
 // failed steal.
-task* scheduler::wait_never_sleeping(worker& w) {
+task* worker_loop::wait_never_sleeping(worker& w) {
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (moved(w)) return nullptr;
     if (task* t = steal_once(w)) return t;
@@ -522,7 +481,7 @@ task* scheduler::wait_never_sleeping(worker& w) {
 }
 
 // A worker the policy gave to no pool sleeps until it gets one.
-void scheduler::sleep_unassigned(worker& w) {
+void worker_loop::sleep_unassigned(worker& w) {
   for (;;) {
     if (stopping_.load(std::memory_order_acquire) || w.assigned.load(std::memory_order_seq_cst) != no_pool) return;
     notifier::prepare_wait(w.slot);
