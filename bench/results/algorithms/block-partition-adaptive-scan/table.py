@@ -4,7 +4,7 @@ Each row of a CSV is one process (1 warm-up + 1 timed repetition, the programs o
 bench/algorithms/ and bench/rust/src/bin/sort.rs); every runtime of a bench ran once per round,
 one after the other. cpu = region_s * run_util (the process's CPU time over the timed region).
 Ratios are medians of per-round ratios (both runtimes from the same round).
-Usage: python3 table.py sort.csv [scan.csv ...]
+Usage: python3 table.py sort.csv [scan.csv ...]   (unroll.csv: "before" is the rolled loop)
 """
 import csv, sys, statistics as st
 from collections import defaultdict
@@ -12,7 +12,9 @@ from collections import defaultdict
 t = defaultdict(list); c = defaultdict(list); rd = defaultdict(dict); rc = defaultdict(dict); loads = []
 for k, f in enumerate(sys.argv[1:]):
     for row in csv.DictReader(open(f)):
-        n, i, w, r = row["bench"], row["runtime"], row["workers"], f"{k}:{row['round']}"
+        # unroll.csv compares two builds of this branch: the rolled one in the "before" column
+        i = {"promptly-rolled": "promptly-before", "promptly-unrolled": "promptly"}.get(row["runtime"], row["runtime"])
+        n, w, r = row["bench"], row["workers"], f"{k}:{row['round']}"
         v = float(row["region_s"]); u = float(row["run_util"]); loads.append(float(row["loadavg_1min"]))
         t[(n, w, i)].append(v); c[(n, w, i)].append(v * u); rd[(n, w, r)][i] = v; rc[(n, w, r)][i] = v * u
 
