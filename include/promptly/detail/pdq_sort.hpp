@@ -26,7 +26,9 @@
 //  * The comparison never throws here: a comparator that may throw reaches this file wrapped
 //    in guarded_less, which answers false once the scope is stopped. Elements move by swaps and
 //    by moves through one held element that is always written back (the pivot, the element an
-//    insertion sifts), and moves must not throw (sort.hpp), so the range stays a permutation.
+//    insertion sifts, the first of a block partition's cyclic permutation), and moves must not
+//    throw (sort.hpp), so the range stays a permutation. The block partition only reads and
+//    moves inside its range, whatever the comparison answers.
 //  * Every loop that advances while the comparison answers false is bounded by the range; loops
 //    that advance while it answers true rely on a sentinel (an element known not to compare
 //    true), which the switch of a guarded comparison to "always false" only makes stop sooner.
