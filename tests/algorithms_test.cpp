@@ -137,8 +137,8 @@ TEST_P(Algorithms, SortMatchesStdSortForEveryShapeAndSize) {
 }
 
 // The sequential pattern-defeating quicksort (parallel_sort's pieces) at every size around its
-// cutoffs (insertion sort, ninther, block partition), on keys that take the block partition and
-// on strings that take the scanning one.
+// cutoffs (insertion sort, ninther, block partition), on keys and on strings (whose moves are
+// not trivial).
 TEST(SequentialSort, MatchesStdSortForEveryShapeAndSmallSize) {
   std::vector<std::size_t> sizes;
   for (std::size_t n = 0; n <= 300; ++n) sizes.push_back(n);
@@ -157,6 +157,72 @@ TEST(SequentialSort, MatchesStdSortForEveryShapeAndSmallSize) {
       ASSERT_EQ(v, expected) << "shape " << static_cast<int>(s) << ", n " << n;
       promptly::detail::pdq_sort(strings.begin(), strings.end(), less);
       ASSERT_EQ(strings, expected_strings) << "shape " << static_cast<int>(s) << ", n " << n;
+    }
+  }
+}
+
+namespace {
+
+// Sizes up to a few blocks of the block partition, and around larger multiples of a block. The
+// sanitizer builds take the sizes within 2 of a multiple of a block (where the last round's
+// blocks change shape), the smallest ones and a stride of the rest.
+std::vector<std::size_t> block_partition_sizes() {
+  const auto b = static_cast<std::size_t>(promptly::detail::pdq::block_size);
+  const bool every = !(under_tsan || under_asan);
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 0; n <= 4 * b + 3; ++n)
+    if (every || n < 16 || (n + 2) % b < 5 || n % 17 == 0) sizes.push_back(n);
+  for (std::size_t n : {8 * b - 1, 8 * b, 8 * b + 1, 1000 * b / 64 + 7}) sizes.push_back(n);
+  return sizes;
+}
+
+}  // namespace
+
+// The block partition alone, on every shape, at every size up to four blocks (the last round
+// sizes its blocks to what is left) and around larger multiples, with pivots below, above and
+// among the keys: it returns the boundary of a partition of a permutation of its input, and
+// reports no swap for a range that was already partitioned.
+TEST(SequentialSort, BlockPartitionSplitsEveryRangeAroundItsPivot) {
+  namespace pdq = promptly::detail::pdq;
+  for (shape s : all_shapes) {
+    for (std::size_t n : block_partition_sizes()) {
+      const auto v = make_input(n, s, static_cast<std::uint32_t>(n + 3));
+      auto sorted_v = v;
+      std::sort(sorted_v.begin(), sorted_v.end());
+      for (std::uint32_t pivot : {0u, 0xffffffffu, n > 0 ? v[n / 2] : 1u, 3u}) {
+        auto w = v;
+        bool swapped = false;
+        auto goes_left = [pivot](std::uint32_t x) { return x < pivot; };
+        const auto mid = pdq::block_partition_range(w.begin(), w.end(), goes_left, swapped);
+        ASSERT_TRUE(std::all_of(w.begin(), mid, goes_left)) << "shape " << static_cast<int>(s) << ", n " << n << ", pivot " << pivot;
+        ASSERT_TRUE(std::none_of(mid, w.end(), goes_left)) << "shape " << static_cast<int>(s) << ", n " << n << ", pivot " << pivot;
+        if (std::is_partitioned(v.begin(), v.end(), goes_left)) EXPECT_FALSE(swapped) << "n " << n << ", pivot " << pivot;
+        std::sort(w.begin(), w.end());
+        ASSERT_EQ(w, sorted_v) << "not a permutation: shape " << static_cast<int>(s) << ", n " << n;
+      }
+    }
+  }
+}
+
+// A guarded comparison answers false for everything once the sort is stopped (an exception
+// elsewhere, a stop request): the block partition then stays inside its range and leaves a
+// permutation, whenever the answers change (ASan checks the bounds).
+TEST(SequentialSort, BlockPartitionStaysInBoundsWhenItsComparisonStopsAnswering) {
+  namespace pdq = promptly::detail::pdq;
+  for (std::size_t n : block_partition_sizes()) {
+    const auto v = make_input(n, shape::uniform, static_cast<std::uint32_t>(n + 5));
+    auto sorted_v = v;
+    std::sort(sorted_v.begin(), sorted_v.end());
+    const std::uint32_t pivot = n > 0 ? v[n / 2] : 0u;
+    for (std::size_t answered : {std::size_t{0}, std::size_t{1}, n / 3, n - n / 4}) {
+      auto w = v;
+      bool swapped = false;
+      std::size_t calls = 0;
+      auto goes_left = [&](std::uint32_t x) { return calls++ < answered && x < pivot; };
+      const auto mid = pdq::block_partition_range(w.begin(), w.end(), goes_left, swapped);
+      ASSERT_TRUE(w.begin() <= mid && mid <= w.end()) << "n " << n << ", answered " << answered;
+      std::sort(w.begin(), w.end());
+      ASSERT_EQ(w, sorted_v) << "not a permutation: n " << n << ", answered " << answered;
     }
   }
 }
@@ -204,6 +270,57 @@ TEST_P(Algorithms, SortsTakeComparatorsProjectionsAndRanges) {
   std::stable_sort(expected.begin(), expected.end(), [&](const auto& a, const auto& b) { return prefix(a) < prefix(b); });
   rt.run([&] { promptly::parallel_stable_sort(s, std::ranges::less{}, prefix); });
   EXPECT_EQ(s, expected);
+}
+
+// Sorted input with k random pairs swapped, and sorted input with k keys moved far (the
+// partial insertion sorts and the run checks meet a few misplaced keys), at sizes around a block,
+// a leaf and many leaves.
+TEST_P(Algorithms, SortMatchesStdSortOnNearlySortedInputs) {
+  const auto b = static_cast<std::size_t>(promptly::detail::pdq::block_size);
+  const auto leaf = static_cast<std::size_t>(promptly::detail::sort_leaf);
+  for (std::size_t n : {2 * b - 1, 2 * b, 2 * b + 1, leaf + 1, big(100'000)}) {
+    for (std::size_t k : {1u, 2u, 8u, 64u}) {
+      std::mt19937 gen(static_cast<std::uint32_t>(n * 131 + k));
+      std::vector<std::uint32_t> expected(n);
+      std::iota(expected.begin(), expected.end(), 0u);
+      auto swapped = expected;
+      for (std::size_t i = 0; i < k; ++i) std::swap(swapped[gen() % n], swapped[gen() % n]);
+      auto moved = expected;
+      for (std::size_t i = 0; i < k; ++i) {  // take a key out and put it back elsewhere
+        const std::size_t from = gen() % n, to = gen() % n;
+        const std::uint32_t key = moved[from];
+        moved.erase(moved.begin() + static_cast<std::ptrdiff_t>(from));
+        moved.insert(moved.begin() + static_cast<std::ptrdiff_t>(to), key);
+      }
+      rt.run([&] {
+        promptly::parallel_sort(swapped);
+        promptly::parallel_sort(moved);
+      });
+      ASSERT_EQ(swapped, expected) << "swaps: n " << n << ", k " << k;
+      ASSERT_EQ(moved, expected) << "moves: n " << n << ", k " << k;
+    }
+  }
+}
+
+// A comparator that throws during a block partition (the first partitions of a range compare
+// every key), at sizes around one and a few blocks, a leaf and many leaves: the exception is
+// rethrown and the range is a permutation of its input.
+TEST_P(Algorithms, AThrowingComparatorInsideABlockPartitionLeavesAPermutation) {
+  const auto b = static_cast<std::size_t>(promptly::detail::pdq::block_size);
+  const auto leaf = static_cast<std::size_t>(promptly::detail::sort_leaf);
+  for (std::size_t n : {2 * b - 1, 2 * b, 2 * b + 1, 5 * b + 3, leaf + 1, big(30'000)}) {
+    for (std::size_t limit : {n / 5, n / 2 + 1, n - 2}) {
+      auto v = make_input(n, shape::uniform, static_cast<std::uint32_t>(n + limit));
+      auto sorted_original = v;
+      std::sort(sorted_original.begin(), sorted_original.end());
+      std::atomic<long> calls{0};
+      const std::string what = what_of<std::runtime_error>(
+          [&] { rt.run([&] { promptly::parallel_sort(v, throwing_less{&calls, static_cast<long>(limit)}); }); });
+      EXPECT_EQ(what, "comparator") << "n " << n << ", limit " << limit;
+      std::sort(v.begin(), v.end());
+      ASSERT_EQ(v, sorted_original) << "not a permutation: n " << n << ", limit " << limit;
+    }
+  }
 }
 
 TEST_P(Algorithms, AThrowingComparatorLeavesAPermutationAndRethrows) {
@@ -364,6 +481,70 @@ TEST_P(Algorithms, AScanRethrowsWhatItsOperationThrew) {
   };
   EXPECT_EQ(what_of<std::domain_error>([&] { rt.run([&] { promptly::parallel_inclusive_scan(in.begin(), in.end(), out.begin(), op); }); }),
             "op");
+}
+
+// On one worker every block starts from its left neighbour's running total, so each is scanned
+// in one pass: unary runs once per element (a sequential loop's memory traffic: one read of the
+// input, one write of the output).
+TEST(ScanOnOneWorker, ReadsEachElementOnce) {
+  promptly::runtime_config cfg;
+  cfg.workers = 1;
+  promptly::runtime rt(cfg);
+  const std::size_t n = 8 * promptly::detail::scan_min_block + 5;
+  std::vector<std::uint32_t> in(n);
+  std::iota(in.begin(), in.end(), 0u);
+  std::vector<std::uint64_t> got(n), expected(n);
+  std::atomic<std::size_t> calls{0};
+  auto widen = [&](std::uint32_t x) {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    return static_cast<std::uint64_t>(x);
+  };
+  rt.run([&] { promptly::parallel_transform_inclusive_scan(in, got.begin(), std::plus<>{}, widen); });
+  std::transform_inclusive_scan(in.begin(), in.end(), expected.begin(), std::plus<>{}, [](std::uint32_t x) { return std::uint64_t{x}; });
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(calls.load(), n);
+  calls = 0;
+  rt.run([&] { promptly::parallel_transform_exclusive_scan(in, got.begin(), std::uint64_t{7}, std::plus<>{}, widen); });
+  std::transform_exclusive_scan(in.begin(), in.end(), expected.begin(), std::uint64_t{7}, std::plus<>{},
+                                [](std::uint32_t x) { return std::uint64_t{x}; });
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(calls.load(), n);
+}
+
+// Blocks that a thief reaches before the running total does are reduced first and scanned in a
+// second pass from the total the per-block sums give them. The first element holds block 0 until
+// an element of the second-to-last block was read, which a thief did with no running total yet:
+// the scan must still match std's, with a non-commutative operation, inclusive and exclusive.
+TEST_P(Algorithms, ScanBlocksReachedBeforeTheRunningTotalAreScannedFromTheirPrefix) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs a thief";
+  const std::size_t block = promptly::detail::scan_min_block;
+  const std::size_t n = 6 * block + 9;
+  std::vector<std::uint32_t> in(n);
+  std::iota(in.begin(), in.end(), 0u);
+  auto as_affine = [](std::uint32_t i) { return affine{2 * i + 1, i * 2654435761u}; };
+  std::vector<affine> got(n), expected(n);
+  for (bool inclusive : {true, false}) {
+    std::atomic<bool> thief_ahead{false};
+    std::atomic<std::size_t> calls{0};
+    auto unary = [&](std::uint32_t i) {
+      calls.fetch_add(1, std::memory_order_relaxed);
+      if (i >= 4 * block && i < 5 * block) thief_ahead.store(true, std::memory_order_relaxed);
+      if (i == 0) {  // block 0's first element, read once (block 0 never waits for a total)
+        EXPECT_TRUE(wait_until([&] { return thief_ahead.load(std::memory_order_relaxed); })) << "no thief reached block 4";
+      }
+      return as_affine(i);
+    };
+    watchdog guard(2 * hang_guard, "a scan with a block held back");
+    if (inclusive) {
+      rt.run([&] { promptly::parallel_transform_inclusive_scan(in, got.begin(), then, unary); });
+      std::transform_inclusive_scan(in.begin(), in.end(), expected.begin(), then, as_affine);
+    } else {
+      rt.run([&] { promptly::parallel_transform_exclusive_scan(in, got.begin(), affine{3, 4}, then, unary); });
+      std::transform_exclusive_scan(in.begin(), in.end(), expected.begin(), affine{3, 4}, then, as_affine);
+    }
+    EXPECT_EQ(got, expected) << "inclusive " << inclusive;
+    EXPECT_GT(calls.load(), n) << "no block was reduced ahead of the running total";
+  }
 }
 
 // ---- parallel_invoke ----

@@ -12,8 +12,9 @@
 //
 // Invariants
 //  * Elements move only by swaps, moves through one held element that is written back (the
-//    quicksort's pivot and insertion sorts, detail/pdq_sort.hpp), or whole-level moves (merge
-//    sort), so when every comparison returns, the range holds a permutation of its input.
+//    quicksort's pivot, cyclic moves and insertion sorts, detail/pdq_sort.hpp), or whole-level
+//    moves (merge sort), so when every comparison returns, the range holds a permutation of its
+//    input.
 //  * A comparison that may throw, or of a sort that may be cancelled, runs inside guarded_less:
 //    the first exception is kept in the cancel_scope (cancellation.hpp), and once the scope is
 //    stopped (that exception, or a stop request) every comparison, in every piece, returns
