@@ -6,6 +6,7 @@
 // written is an error from the constructor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -45,6 +46,12 @@ void exercise(promptly::runtime& rt) {
     return f.get();
   });
   ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+  // Parked: no worker is working any more. A value set before the park
+  // would let get() return without a park and a resumed stretch.
+  ASSERT_TRUE(wait_until([&] {
+    const auto ws = rt.stats().worker_states;
+    return std::none_of(ws.begin(), ws.end(), [](const auto& w) { return w.state == "working"; });
+  }));
   p.set_value(5);
   EXPECT_EQ(parked.get(), 5);
   EXPECT_EQ(rt.submit(promptly::level{0}, [] { return fib(12); }).get(), 144);
