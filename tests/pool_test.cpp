@@ -548,12 +548,13 @@ TEST(Pools, MechanismTimingsAreReported) {
     });
     // Ends the background however this block ends: a failed assertion
     // returning with it spinning left the runtime's destructor waiting.
+    using background_future = decltype(background);
     struct stop_at_exit {
-      std::atomic<bool>& stop;
-      decltype(background)& background;
+      std::atomic<bool>& stop_flag;
+      background_future& spinning_loop;
       ~stop_at_exit() {
-        stop = true;
-        if (background.valid()) background.get();
+        stop_flag = true;
+        if (spinning_loop.valid()) spinning_loop.get();
       }
     } ends_background{stop, background};
     ASSERT_TRUE(wait_until([&] { return spinning.load() >= 2; }));
