@@ -498,6 +498,21 @@ TEST(Pools, DecisionLatencyIsReported) {
 // sleeping workers woken by a submission, a core limit that puts a core to
 // sleep, an urgent pool that takes the cores and gives them back (the
 // parked continuations left behind are mugged on the way back).
+namespace {
+// Sets `stop` and waits for `spinning` however the block ends: a failed
+// assertion returning with spinning tasks left the runtime's destructor
+// waiting for them.
+template <class Future>
+struct stop_and_join {
+  std::atomic<bool>& stop;
+  Future& spinning;
+  ~stop_and_join() {
+    stop = true;
+    if (spinning.valid()) spinning.get();
+  }
+};
+}  // namespace
+
 TEST(Pools, MechanismTimingsAreReported) {
   promptly::runtime rt(config(2, "prompt"));
   auto stats = [&] { return rt.stats().mechanism; };
@@ -546,17 +561,7 @@ TEST(Pools, MechanismTimingsAreReported) {
         while (!stop.load()) promptly::yield();
       });
     });
-    // Ends the background however this block ends: a failed assertion
-    // returning with it spinning left the runtime's destructor waiting.
-    using background_future = decltype(background);
-    struct stop_at_exit {
-      std::atomic<bool>& stop_flag;
-      background_future& spinning_loop;
-      ~stop_at_exit() {
-        stop_flag = true;
-        if (spinning_loop.valid()) spinning_loop.get();
-      }
-    } ends_background{stop, background};
+    const stop_and_join<decltype(background)> ends_background{stop, background};
     ASSERT_TRUE(wait_until([&] { return spinning.load() >= 2; }));
     // Bursts of urgent work until a core was moved and a deque it left
     // was mugged: on a loaded machine one core may serve a burst alone and
@@ -566,8 +571,20 @@ TEST(Pools, MechanismTimingsAreReported) {
     EXPECT_TRUE(stats().realloc.samples > 0 && stats().mug.samples > 0)
         << "realloc " << stats().realloc.samples << ", mug " << stats().mug.samples;
   }
-  // sleep: a core limit leaves one core without a pool.
+  // sleep: a core limit leaves one core without a pool. Both cores are busy
+  // when it falls, so the second one leaves at a strand boundary and goes to
+  // sleep unassigned (a core asleep already would not be counted).
   {
+    std::atomic<bool> stop{false};
+    std::atomic<int> spinning{0};
+    auto busy = rt.submit(promptly::level{1}, [&] {
+      promptly::parallel_for(0, 8, 1, [&](int) {
+        spinning.fetch_add(1);
+        while (!stop.load()) promptly::yield();
+      });
+    });
+    const stop_and_join<decltype(busy)> ends_busy{stop, busy};
+    ASSERT_TRUE(wait_until([&] { return spinning.load() >= 2; }));
     rt.set_core_limit(1);
     ASSERT_TRUE(wait_until([&] { return stats().sleep.samples > 0; }));
     rt.set_core_limit(0);
