@@ -1,4 +1,4 @@
-// Runtime set-up shared by the Promptly workload programs: --workers and --sleep
+// Runtime set-up shared by the Promptly workload programs: --workers, --yield-bound and --sleep
 // (adaptive = the Taskflow executor paper's sleep protocol, never = the ABP-style baseline, runtime
 // `promptly-nosleep`). Call before args::finish().
 #pragma once
@@ -19,6 +19,11 @@ inline promptly::runtime_config promptly_config(args& a) {
     } catch (const std::invalid_argument& e) {
         args::fail(std::string("--sleep: ") + e.what());
     }
+    // --yield-bound N: runtime_config::yield_bound (an idle worker's yields before it sleeps);
+    // 0 keeps the runtime's default.
+    const long yield_bound = a.get_long("yield-bound", 0);
+    if (yield_bound < 0) args::fail("--yield-bound must be >= 1 (0: the runtime's default)");
+    if (yield_bound > 0) cfg.yield_bound = unsigned(yield_bound);
     return cfg;
 }
 
