@@ -28,6 +28,17 @@ import suite as suite_mod  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def exes_to_build(pairs):
+    """Every pair's program, and the program it starts when its params name one as `server`
+    (an exe spec such as "cargo:echo": suite `io`'s driver starts the server it measures)."""
+    specs = [p.exe for p in pairs]
+    for p in pairs:
+        server = p.params.get("server")
+        if isinstance(server, str) and server.partition(":")[0] in suite_mod.EXE_KINDS:
+            specs.append(server)
+    return specs
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="run_bench.py", description=__doc__.splitlines()[0])
     p.add_argument("suite", nargs="?", help="suite name: a file bench/suites/NAME.py")
@@ -200,7 +211,7 @@ def main(argv=None):
         if args.no_build:
             paths = {p.exe: build_mod.exe_path(p.exe, build_dir) for p in pairs}
         else:
-            paths = build_mod.build([p.exe for p in pairs], ROOT, build_dir, args.promptly_prefix)
+            paths = build_mod.build(exes_to_build(pairs), ROOT, build_dir, args.promptly_prefix)
     except build_mod.BuildError as e:
         print(f"error: build failed: {e}", file=sys.stderr)
         return 1
