@@ -499,16 +499,24 @@ TEST(Pools, DecisionLatencyIsReported) {
 // sleep, an urgent pool that takes the cores and gives them back (the
 // parked continuations left behind are mugged on the way back).
 namespace {
-// Sets `stop` and waits for `spinning` however the block ends: a failed
-// assertion returning with spinning tasks left the runtime's destructor
-// waiting for them.
-template <class Future>
-struct stop_and_join {
-  std::atomic<bool>& stop;
-  Future& spinning;
-  ~stop_and_join() {
+// Strands at level 1 on every worker, each spinning (with strand
+// boundaries) until the destructor stops them and waits for them: a failed
+// assertion returning with them spinning left the runtime's destructor
+// waiting.
+struct spinning_background {
+  std::atomic<bool> stop{false};
+  std::atomic<int> spinning{0};
+  promptly::future<void> loop;
+  explicit spinning_background(promptly::runtime& rt)
+      : loop(rt.submit(promptly::level{1}, [this] {
+          promptly::parallel_for(0, 8, 1, [this](int) {
+            spinning.fetch_add(1);
+            while (!stop.load()) promptly::yield();
+          });
+        })) {}
+  ~spinning_background() {
     stop = true;
-    if (spinning.valid()) spinning.get();
+    if (loop.valid()) loop.get();
   }
 };
 }  // namespace
@@ -553,16 +561,8 @@ TEST(Pools, MechanismTimingsAreReported) {
   // realloc and mug: level 1 busy on both workers (strands with boundaries),
   // then urgent work at level 0 takes the cores and gives them back.
   {
-    std::atomic<bool> stop{false};
-    std::atomic<int> spinning{0};
-    auto background = rt.submit(promptly::level{1}, [&] {
-      promptly::parallel_for(0, 8, 1, [&](int) {
-        spinning.fetch_add(1);
-        while (!stop.load()) promptly::yield();
-      });
-    });
-    const stop_and_join<decltype(background)> ends_background{stop, background};
-    ASSERT_TRUE(wait_until([&] { return spinning.load() >= 2; }));
+    const spinning_background background(rt);
+    ASSERT_TRUE(wait_until([&] { return background.spinning.load() >= 2; }));
     // Bursts of urgent work until a core was moved and a deque it left
     // was mugged: on a loaded machine one core may serve a burst alone and
     // come back to its own strand, so the count of bursts is not fixed.
@@ -575,16 +575,8 @@ TEST(Pools, MechanismTimingsAreReported) {
   // when it falls, so the second one leaves at a strand boundary and goes to
   // sleep unassigned (a core asleep already would not be counted).
   {
-    std::atomic<bool> stop{false};
-    std::atomic<int> spinning{0};
-    auto busy = rt.submit(promptly::level{1}, [&] {
-      promptly::parallel_for(0, 8, 1, [&](int) {
-        spinning.fetch_add(1);
-        while (!stop.load()) promptly::yield();
-      });
-    });
-    const stop_and_join<decltype(busy)> ends_busy{stop, busy};
-    ASSERT_TRUE(wait_until([&] { return spinning.load() >= 2; }));
+    const spinning_background background(rt);
+    ASSERT_TRUE(wait_until([&] { return background.spinning.load() >= 2; }));
     rt.set_core_limit(1);
     ASSERT_TRUE(wait_until([&] { return stats().sleep.samples > 0; }));
     rt.set_core_limit(0);
