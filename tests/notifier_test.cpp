@@ -121,9 +121,14 @@ TEST(Notifier, TimedWaitReturnsWithoutNotification) {
 // Bursts of outside submissions, alternately after every worker has gone to
 // sleep in its slot (the wake-up must not be lost) and right after the
 // previous burst, while workers are still between exploring and sleeping.
-TEST(Notifier, BurstsAfterIdlePeriodsComplete) {
+class NotifierBursts : public ::testing::TestWithParam<unsigned> {};
+
+// With idle_yield_bound 1 an idle thief yields once before it prepares to
+// sleep: the wake-up by the next injection is all that finds the burst.
+TEST_P(NotifierBursts, BurstsAfterIdlePeriodsComplete) {
   promptly::runtime_config cfg;
   cfg.workers = 2;
+  cfg.idle_yield_bound = GetParam();
   promptly::runtime rt(cfg);
   const auto ws = capture_workers(rt);
   ASSERT_EQ(ws.size(), cfg.workers) << "could not run one task on every worker";
@@ -136,5 +141,21 @@ TEST(Notifier, BurstsAfterIdlePeriodsComplete) {
     int sum = 0;
     for (auto& f : fs) sum += f.get();
     EXPECT_EQ(sum, 49 * 50 / 2);
+  }
+}
+INSTANTIATE_TEST_SUITE_P(IdleYieldBound, NotifierBursts, ::testing::Values(0u, 1u));
+
+// A fork-join computation whose thieves sleep after one yield whenever no
+// worker is active still spreads and completes (Lemma 1': the first worker to
+// become active wakes a thief).
+TEST(Notifier, ForkJoinCompletesWithTheShortestIdleSpin) {
+  promptly::runtime_config cfg;
+  cfg.workers = 2;
+  cfg.idle_yield_bound = 1;
+  promptly::runtime rt(cfg);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<long> leaves{0};
+    rt.run([&] { promptly::parallel_for(0, 4096, 16, [&](int) { leaves.fetch_add(1, std::memory_order_relaxed); }); });
+    EXPECT_EQ(leaves.load(), 4096) << "round " << round;
   }
 }

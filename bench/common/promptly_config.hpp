@@ -1,4 +1,4 @@
-// Runtime set-up shared by the Promptly workload programs: --workers, --yield-bound and --sleep
+// Runtime set-up shared by the Promptly workload programs: --workers, --yield-bound, --idle-yield-bound and --sleep
 // (adaptive = the Taskflow executor paper's sleep protocol, never = the ABP-style baseline, runtime
 // `promptly-nosleep`). Call before args::finish().
 #pragma once
@@ -24,6 +24,11 @@ inline promptly::runtime_config promptly_config(args& a) {
     const long yield_bound = a.get_long("yield-bound", 0);
     if (yield_bound < 0) args::fail("--yield-bound must be >= 1 (0: the runtime's default)");
     if (yield_bound > 0) cfg.yield_bound = unsigned(yield_bound);
+    // --idle-yield-bound N: runtime_config::idle_yield_bound (the same while no worker is
+    // active); 0 keeps the runtime's default (yield_bound).
+    const long idle_yield_bound = a.get_long("idle-yield-bound", 0);
+    if (idle_yield_bound < 0) args::fail("--idle-yield-bound must be >= 1 (0: the runtime's default)");
+    cfg.idle_yield_bound = unsigned(idle_yield_bound);
     return cfg;
 }
 

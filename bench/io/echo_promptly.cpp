@@ -14,7 +14,8 @@
 // without it every level weighs the same. --handler fiber|coroutine: a task per connection
 // (default) or a co::task per connection (docs/coroutines.md). --yield-bound N sets
 // runtime_config::yield_bound (yields of an idle worker before it sleeps; default the
-// runtime's). Protocol with the driver:
+// runtime's), --idle-yield-bound N runtime_config::idle_yield_bound (the same while no worker
+// is active; suite `io` runs its many-connection benches with 2). Protocol with the driver:
 // echo_server.hpp.
 #include <promptly/promptly.hpp>
 
@@ -33,11 +34,12 @@ static long fib(long n) {
 
 int main(int argc, char** argv) {
     std::string criterion, handler;
-    long yield_bound = 0;
+    long yield_bound = 0, idle_yield_bound = 0;
     echo::options o = echo::parse(argc, argv, [&](bench::args& a) {
         criterion = a.get_string("criterion", "");
         handler = a.get_string("handler", "fiber");
         yield_bound = a.get_long("yield-bound", 0);
+        idle_yield_bound = a.get_long("idle-yield-bound", 0);
     });
     if (handler != "fiber" && handler != "coroutine") bench::args::fail("--handler must be fiber or coroutine");
     cutoff = o.cutoff;
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
     cfg.levels = 2;
     if (yield_bound < 0) bench::args::fail("--yield-bound must be >= 1 (0: the runtime's default)");
     if (yield_bound > 0) cfg.yield_bound = unsigned(yield_bound);
+    if (idle_yield_bound < 0) bench::args::fail("--idle-yield-bound must be >= 1 (0: the runtime's default)");
+    cfg.idle_yield_bound = unsigned(idle_yield_bound);
     if (o.policy.empty()) bench::args::fail("--policy oblivious|prompt|aps|fair is required");
     cfg.policy = o.policy;
     if (!criterion.empty()) {

@@ -21,7 +21,8 @@ bench/results/io/latest.json.
 
 The last two run the server-scale peers, no compute kernel: promptly-co-epoll and
 promptly-co-io_uring (the echo program with a co::task per connection, runtime_config's
-reactor backend chosen by PROMPTLY_IO_BACKEND), go (a goroutine per connection) and tokio
+reactor backend chosen by PROMPTLY_IO_BACKEND, runtime_config::idle_yield_bound 2 as docs/io.md
+advises for many idle connections), go (a goroutine per connection) and tokio
 (bench/rust/src/bin/echo.rs: a Tokio task per connection, --workers runtime threads).
 
 Metrics: latency_us_p50/p95/p99/max (request sent -> echo received, over the measured loaded
@@ -112,7 +113,8 @@ def _scale_runtimes():
         r = {"exe": "cmake:bench_io_driver", "params": {"server": server}, "env": {}}
         if backend is not None:
             r["params"]["backend"] = backend
-            r["args"] = ["--policy", "oblivious", "--server-args", "--handler coroutine"]
+            # idle_yield_bound 2: what docs/io.md ("Idle CPU") advises for many idle connections.
+            r["args"] = ["--policy", "oblivious", "--server-args", "--handler coroutine --idle-yield-bound 2"]
             r["env"]["PROMPTLY_IO_BACKEND"] = backend
         if name == "go":
             r["env"]["GOMAXPROCS"] = "{workers}"

@@ -57,6 +57,14 @@ struct runtime_config {
   // keeps the thief off its CPU for over 1 ms (a CPU-bound thread shares
   // it) ends the exploration sooner (src/sched/README.md).
   unsigned yield_bound = 100;
+  // The same bound while no worker of the thief's pools is active; 0 =
+  // yield_bound. Then only an injection (a submission, a woken future, an I/O
+  // completion) can bring work, and an injection wakes a sleeper, so spinning
+  // only saves that wake-up. A server of many mostly idle connections should
+  // set 2: its workers then sleep between sparse events instead of spinning
+  // (idle CPU 0.4x at 19,000 connections), at some cost to the tail latency of
+  // bursty request traffic (docs/io.md, "Idle CPU"; src/sched/README.md).
+  unsigned idle_yield_bound = 0;
   // The last awake thief, while some worker is active, naps at most this long
   // between exploration rounds instead of spinning (see src/sched/README.md,
   // "Lemma 1 with a bounded nap"). Must be > 0.

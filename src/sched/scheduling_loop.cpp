@@ -279,10 +279,10 @@ task* worker_loop::take_injected(worker& w, pool_record& p) noexcept {
 }
 
 // Algorithm 4: random stealing. After steal_bound failures the thief yields
-// before each attempt, and gives up after yield_bound yields, or at once
+// before each attempt, and gives up after `yield_bound` yields, or at once
 // after a yield that kept it off its CPU for more than costly_yield_ns
 // (README.md, "A yield that loses the CPU ends the exploration").
-task* worker_loop::explore_task(worker& w) {
+task* worker_loop::explore_task(worker& w, unsigned yield_bound) {
   unsigned failed = 0;
   unsigned yields = 0;
   while (!stopping_.load(std::memory_order_relaxed)) {
@@ -303,7 +303,7 @@ task* worker_loop::explore_task(worker& w) {
       // cannot wake it (a notification wakes only a waiting slot). The
       // sleep protocol's wait, which a notification ends at once, is the
       // better place.
-      if (++yields >= cfg_.yield_bound || elapsed_since(before) > costly_yield_ns || chaos::yield_counts_as_costly()) break;
+      if (++yields >= yield_bound || elapsed_since(before) > costly_yield_ns || chaos::yield_counts_as_costly()) break;
     }
   }
   return nullptr;
@@ -389,12 +389,23 @@ task* worker_loop::wait_for_task(worker& w) {
         sleep_.notify_pool(d.id);  // a wake-up aimed at us may have been for that work
     }
   };
+  // How long a thief spins (README.md, "Spinning when no worker is
+  // active"): yield_bound while a worker of its domains is active, whose
+  // deque can grow at any moment; idle_yield_bound when none is, since then
+  // only an injection brings work, and an injection wakes a sleeper.
+  // Relaxed: a hint; Lemma 1' rests on the seq_cst reads below.
+  const unsigned idle_bound = cfg_.idle_yield_bound != 0 ? cfg_.idle_yield_bound : cfg_.yield_bound;
+  auto yield_bound = [&] {
+    if (idle_bound == cfg_.yield_bound) return idle_bound;
+    const bool beside_active = std::any_of(mine.begin(), mine.end(), [](const domain& d) { return d.actives->load(std::memory_order_relaxed) > 0; });
+    return beside_active ? cfg_.yield_bound : idle_bound;
+  };
   for (;;) {
     for (const domain& d : mine) d.thieves->fetch_add(1, std::memory_order_seq_cst);  // line 2
     chaos::point();
     task* found = nullptr;
     for (;;) {
-      found = explore_task(w);  // lines 4-8
+      found = explore_task(w, yield_bound());  // lines 4-8
       if (found != nullptr || moved(w)) break;
       notifier::prepare_wait(w.slot);  // line 10
       chaos::point();

@@ -95,7 +95,7 @@ class worker_loop {
   bool ready_work_ranked_above(const pool_set& s, std::uint32_t pool) noexcept;  // set_walk.hpp, on this runtime's pools
   task* find_work(worker& w);                   // mugging, then Algorithm 5
   task* wait_for_task(worker& w);               // Algorithm 5 over w's set
-  task* explore_task(worker& w);                // Algorithm 4
+  task* explore_task(worker& w, unsigned yield_bound);  // Algorithm 4
   task* wait_never_sleeping(worker& w);         // the ABP-style baseline
   task* steal_once(worker& w);
   task* take_injected(worker& w, pool_record& p) noexcept;  // settled by the loop once active
