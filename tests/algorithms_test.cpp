@@ -240,6 +240,31 @@ TEST(SequentialSort, HeapsortFallbackSorts) {
   EXPECT_EQ(v, expected);
 }
 
+// Integers in their natural order take the in-place quicksort (equal ones are
+// indistinguishable); anything that could tell equal elements apart keeps the merge sort.
+TEST(StableSortDispatch, OnlyIntegersInTheirNaturalOrderSkipTheMergeSort) {
+  using U = std::vector<std::uint32_t>::iterator;
+  using D = std::vector<double>::iterator;
+  static_assert(promptly::detail::stability_unobservable<U, std::ranges::less, std::identity>);
+  static_assert(promptly::detail::stability_unobservable<U, std::greater<>, std::identity>);
+  static_assert(!promptly::detail::stability_unobservable<D, std::ranges::less, std::identity>, "-0.0 == +0.0");
+  static_assert(!promptly::detail::stability_unobservable<U, std::ranges::less, std::negate<>>, "a projection");
+  auto by_tens = [](std::uint32_t a, std::uint32_t b) { return a / 10 < b / 10; };
+  static_assert(!promptly::detail::stability_unobservable<U, decltype(by_tens), std::identity>, "a key comparator");
+  // And the result of each path.
+  std::vector<std::uint32_t> v(50'000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint32_t>((i * 2654435761u) % 1000);
+  auto keyed = v;
+  auto expected = v;
+  std::sort(expected.begin(), expected.end(), std::greater<>{});
+  promptly::parallel_stable_sort(v, std::greater<>{});
+  EXPECT_EQ(v, expected);
+  auto keyed_expected = keyed;
+  std::stable_sort(keyed_expected.begin(), keyed_expected.end(), by_tens);
+  promptly::parallel_stable_sort(keyed, by_tens);
+  EXPECT_EQ(keyed, keyed_expected) << "equal keys (same tens) must keep their input order";
+}
+
 TEST_P(Algorithms, StableSortKeepsTheOrderOfEqualKeys) {
   for (std::uint32_t modulus : {1u, 3u, 1000u, 0xffffffffu}) {
     for (std::size_t n : edge_sizes()) {

@@ -3,6 +3,8 @@
 //   parallel_sort(first, last[, comp[, proj]])          unstable, O(n log n) work
 //   parallel_sort(range[, comp[, proj]])
 //   parallel_stable_sort(first, last[, comp[, proj]])   stable, O(n log n) work, n extra elements
+//                                                        (none for integers in their natural
+//                                                        order, where stability is unobservable)
 //   parallel_stable_sort(range[, comp[, proj]])
 //
 // Random-access iterators (or a random-access range); comp and proj as std::ranges::sort's
@@ -56,7 +58,12 @@ template <std::random_access_iterator I, std::sentinel_for<I> S, class Comp = st
 void parallel_stable_sort(cancellation_token stop, I first, S last, Comp comp = {}, Proj proj = {}) {
   const I end = std::ranges::next(first, last);
   detail::run_pieces(std::move(stop), "parallel_stable_sort", [&](detail::cancel_scope& sc) {
-    detail::with_sort_compare<I>(comp, proj, sc, [&](auto less) { detail::parallel_merge_sort(first, end, less); });
+    detail::with_sort_compare<I>(comp, proj, sc, [&](auto less) {
+      if constexpr (detail::stability_unobservable<I, Comp, Proj>)
+        detail::parallel_pdq_sort(first, end, less, sc);  // equal integers are indistinguishable
+      else
+        detail::parallel_merge_sort(first, end, less);
+    });
   });
 }
 

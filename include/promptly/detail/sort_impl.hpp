@@ -34,6 +34,7 @@
 #include <cassert>
 #include <cstddef>
 #include <exception>
+#include <concepts>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -100,6 +101,23 @@ void with_sort_compare(Comp& comp, Proj& proj, cancel_scope& scope, Run&& run) {
 // The unstable sort is in detail/pdq_sort.hpp.
 
 // ---- stable: parallel merge sort ----
+
+// Whether a stable sort's result is the same as an unstable one's, so that parallel_stable_sort
+// may run the in-place quicksort: integers ordered by their own value (no projection, the
+// standard less or greater). Two such elements compare equal only when they are the same value
+// with the same bits, so no order among equals can be told apart. Not floating point (-0.0 and
+// +0.0 compare equal but differ) and not a user comparator (it may compare by a key).
+template <class I, class Comp, class Proj>
+inline constexpr bool stability_unobservable = [] {
+  using T = std::iter_value_t<I>;
+  if constexpr (!std::integral<T> || !std::same_as<Proj, std::identity> ||
+                !std::same_as<std::iter_reference_t<I>, T&>)
+    return false;
+  else
+    return std::same_as<Comp, std::ranges::less> || std::same_as<Comp, std::ranges::greater> ||
+           std::same_as<Comp, std::less<>> || std::same_as<Comp, std::greater<>> ||
+           std::same_as<Comp, std::less<T>> || std::same_as<Comp, std::greater<T>>;
+}();
 
 // Moves the merge of sorted [a, a + na) and [b, b + nb) (a's elements first among equals)
 // to out.
