@@ -30,8 +30,10 @@ TEST(Serpt, ExpectedRemainingWork) {
     double expected, done, remaining;
   };
   for (const row& r : {row{10, 0, 10}, row{10, 4, 6}, row{10, 9.5, 0.5},
-                       // Past its estimate: as much again as it has done.
-                       row{10, 10, 10}, row{10, 25, 25}, row{0, 0, 0}})
+                       // Past its estimate: the estimate doubled until it exceeds
+                       // the work done, and the rest of that.
+                       row{10, 10, 10}, row{10, 15, 5}, row{10, 19, 1}, row{10, 20, 20}, row{10, 25, 15},
+                       row{10, 45, 35}, row{0, 0, 0}, row{0, 3, 3}})
     EXPECT_DOUBLE_EQ(expected_remaining(r.expected, r.done), r.remaining) << r.expected << " " << r.done;
 }
 

@@ -18,9 +18,10 @@ completion and every `tick`):
                   Harchol-Balter and Scheller-Wolf, "SOAP: One clean analysis of all age-based
                   scheduling policies", POMACS 2018). With exact hints it is srpt.
   srpt-hint       every core to the job of the least expected remaining work by its hint, the
-                  `serpt` policy's estimate (expected - done below the hint, done past it)
+                  `serpt` policy's estimate (expected - done below the hint; past it the hint
+                  doubled until it exceeds the work done, minus that work)
   serpt           the `serpt` policy's rules (src/policy/serpt.hpp) on ideal jobs: slowdown-deadline
-                  order (cap --cap), first-core bound 20 ms, at most one core per 100 us of
+                  order (cap --cap, 10), first-core bound 20 ms, at most one core per 100 us of
                   expected remaining work, ranks refreshed at the policy's 2 ms quantum
   ps, drep        bench/jobs/ideal_allocation.py's processor sharing and DREP (median of 5 seeds)
 
@@ -63,7 +64,18 @@ def gittins_rank(hint, done, model):
     return best
 
 
-def fluid(jobs, workers, rule, cap=16.0, model=WRONG_MODEL, tick_us=None, past=1.0):
+def policy_remaining(expected, done):
+    """serpt's expected remaining work (src/policy/serpt.cpp, expected_remaining): past its estimate
+    a job's estimate is doubled until it exceeds the work done."""
+    if done < expected:
+        return expected - done
+    e = expected
+    while e <= done:
+        e *= 2
+    return e - done
+
+
+def fluid(jobs, workers, rule, cap=10.0, model=WRONG_MODEL, tick_us=None):
     """Flow times (us) of `jobs` (sim_jobs.job_list rows) under `rule` on ideal jobs."""
     work_per_core_us, start_wait_us, quantum_us = 100.0, 20_000.0, 2_000.0
     if tick_us is None:
@@ -75,8 +87,7 @@ def fluid(jobs, workers, rule, cap=16.0, model=WRONG_MODEL, tick_us=None, past=1
     next_tick = tick_us
 
     def expected_remaining(i):
-        h = jobs[i][4]
-        return h - done[i] if done[i] < h else past * done[i]
+        return policy_remaining(jobs[i][4], done[i])
 
     def usable(i):
         want = math.ceil(expected_remaining(i) / work_per_core_us - 1e-9)
@@ -146,7 +157,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scale", type=float, default=0)
     ap.add_argument("--loads", default="finance:75,finance:90,bing:75,bing:90")
-    ap.add_argument("--cap", type=float, default=16.0)
+    ap.add_argument("--cap", type=float, default=10.0, help="serpt's slowdown cap")
     ap.add_argument("--out")
     a = ap.parse_args()
     scale = a.scale if a.scale > 0 else a.workers / 2
