@@ -62,7 +62,7 @@ struct serpt_params {
   // ahead of every job that arrives after that, so its slowdown against its
   // estimate stays about the cap plus the work of the jobs already ahead.
   // 10: in promptly-sim's replays of the jobs suite's traces (2 cores, 3
-  // rounds) it cut p99 flow time by 8-25% against 16 for 0-6% more mean
+  // rounds) it cut p99 flow time by 10-17% against 16 for 1-7% more mean
   // (bench/results/jobs/serpt/README.md); the same trade on ideal jobs.
   double slowdown_cap = 10.0;
   // A job gets at most one core per this much expected remaining work; the
