@@ -84,20 +84,20 @@ struct serpt_params {
 void validate(const serpt_params& p);
 
 // Expected remaining work of a job of expected size `expected_s` that has
-// done `done_s`: expected_s - done_s while it is below its estimate; past
-// it the estimate was too small, and it is doubled until it exceeds the
-// work done: the job's remaining work is the rest of that. Its rank first
-// jumps (to as much again as it has done: a job that outlived its estimate
-// goes behind the jobs whose estimates still hold, so an underestimated
-// job cannot hold every core, the failure of SRPT run on estimates in
-// Scully, Grosof and Mitzenmacher, "Uniform bounds for scheduling with job
-// size estimates", ITCS 2022), then falls as it runs, as SRPT's does, so
-// that a job once served is finished rather than shared among the jobs
-// past their estimates (which a remaining work growing with the work done
-// would do). On ideal jobs with a third of the hints 4x wrong this is 1-2%
-// lower mean flow time than "as much again as done" and within 3-8% of
-// the Gittins-index rule that knows the hints' error distribution
-// (bench/jobs/sim_jobs_ideal.py). An estimate of 0: the work done.
+// done `done_s`: expected_s - done_s while it is below its estimate. Past it
+// the estimate was too small: it is doubled until it exceeds the work done,
+// and the remaining work is the rest of that. So a job that outlives its
+// estimate first jumps behind the jobs whose estimates still hold (run on
+// estimates alone, SRPT lets an underestimated job keep every core: Scully,
+// Grosof and Mitzenmacher, "Uniform bounds for scheduling with job size
+// estimates", ITCS 2022), then moves up again as it runs, as under SRPT, so
+// that a job once served is finished rather than shared among the jobs past
+// their estimates, as a remaining work growing with the work done would.
+// With a third of the hints 4x wrong, on ideal jobs
+// (bench/jobs/sim_jobs_ideal.py): 1-2% lower mean flow time than "as much
+// again as done", and SRPT on this estimate within 2-5% of the Gittins-index
+// rule that knows the hints' error distribution. An estimate of 0 or less:
+// the work done.
 double expected_remaining(double expected_s, double done_s) noexcept;
 
 // One job as the ranking sees it.
