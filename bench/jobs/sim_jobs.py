@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -76,28 +77,37 @@ def loop_nodes(iterations, iteration_us):
     return nodes
 
 
-def make_workload(trace, rho, workers, first, count, scale, hints, seed=11):
+def job_list(trace, rho, workers, first, count, scale, hints, seed=11):
+    """(release_us, work_us, pieces, piece_us, hint_us or None) of each job of the window."""
     mean_units, piece_units, jobs = read_trace(trace)
     window = jobs[first:first + count]
     t0 = window[0][0]
     mean_work_us = mean_units * UNIT_US * scale
     rng = random.Random(seed)
     wrong = set(rng.sample(range(len(window)), len(window) // 3))
-    reqs = []
+    out = []
     flip = False
     for i, (t, units) in enumerate(window):
         pieces = max(1, round(units * scale / piece_units))
         work = pieces * piece_units * UNIT_US
-        r = {"pool": 0, "release_us": (t - t0) * mean_work_us / (rho * workers), "kind": "job",
-             "nodes": loop_nodes(pieces, piece_units * UNIT_US)}
+        hint = None
         if hints == "exact":
-            r["size_hint_us"] = work
+            hint = work
         elif hints == "wrong":
-            h = work
+            hint = work
             if i in wrong:
-                h = work * 4 if flip else work / 4
+                hint = work * 4 if flip else work / 4
                 flip = not flip
-            r["size_hint_us"] = h
+        out.append(((t - t0) * mean_work_us / (rho * workers), work, pieces, piece_units * UNIT_US, hint))
+    return out
+
+
+def make_workload(trace, rho, workers, first, count, scale, hints, seed=11):
+    reqs = []
+    for release, _work, pieces, piece_us, hint in job_list(trace, rho, workers, first, count, scale, hints, seed):
+        r = {"pool": 0, "release_us": release, "kind": "job", "nodes": loop_nodes(pieces, piece_us)}
+        if hint is not None:
+            r["size_hint_us"] = hint
         reqs.append(r)
     return {"format": "promptly-sim-workload-1", "pools": 1, "requests": reqs}
 
@@ -139,6 +149,21 @@ VARIANTS = [
 ]
 
 
+def variant(name):
+    """A VARIANTS row, or a serpt row spelled serpt[-wrong-third|-no-hints][-capN][-pX] (e.g.
+    serpt-wrong-third-cap10): the hints, then the slowdown cap and the speedup exponent."""
+    for v in VARIANTS:
+        if v[0] == name:
+            return v
+    m = re.fullmatch(r"serpt(-wrong-third|-no-hints)?(?:-cap([0-9.]+))?(?:-p([0-9.]+))?", name)
+    if not m:
+        raise SystemExit(f"sim_jobs: unknown variant {name!r}")
+    hints = {"-wrong-third": "wrong", "-no-hints": "none"}.get(m.group(1), "exact")
+    extra = (["--serpt-slowdown-cap", m.group(2)] if m.group(2) else []) + \
+            (["--serpt-speedup-exponent", m.group(3)] if m.group(3) else [])
+    return (name, "serpt", hints, extra)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sim", required=True)
@@ -155,7 +180,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     scale = a.scale if a.scale > 0 else a.workers / 2
-    chosen = [v for v in VARIANTS if v[0] in a.variants.split(",")]
+    chosen = [variant(name) for name in a.variants.split(",")]
     tmp = tempfile.mkdtemp(prefix="sim_jobs_")
     out = Path(a.out) / f"sim-{a.workers}cores{a.tag}.json"
     results = []

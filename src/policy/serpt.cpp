@@ -75,7 +75,11 @@ void validate(const serpt_params& p) {
 }
 
 double expected_remaining(double expected_s, double done_s) noexcept {
-  return done_s < expected_s ? expected_s - done_s : done_s;
+  if (done_s < expected_s) return expected_s - done_s;
+  if (!(expected_s > 0) || !std::isfinite(done_s)) return done_s;
+  double next = expected_s * std::exp2(std::floor(std::log2(done_s / expected_s)) + 1);
+  if (next <= done_s) next *= 2;  // log2's rounding
+  return next - done_s;
 }
 
 serpt_tier tier_of(const serpt_job& j, const serpt_params& p) noexcept {

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "../policy/serpt.hpp"  // serpt_params: the defaults below are its
 #include "promptly/policy_params.hpp"
 #include "workload.hpp"
 
@@ -75,10 +76,10 @@ struct config {
   // The `serpt` policy's parameters (src/policy/serpt.hpp); each request's
   // size_hint_us is its expected size on the policy's size board.
   // The defaults are serpt_params' (the runtime's).
-  double serpt_speedup_exponent = 1.0;
-  double serpt_slowdown_cap = 16.0;
-  double serpt_work_per_core_us = 100;
-  double serpt_start_wait_us = 20000;
+  double serpt_speedup_exponent = policy_impl::serpt_params{}.speedup_exponent;
+  double serpt_slowdown_cap = policy_impl::serpt_params{}.slowdown_cap;
+  double serpt_work_per_core_us = static_cast<double>(policy_impl::serpt_params{}.work_per_core.count());
+  double serpt_start_wait_us = static_cast<double>(policy_impl::serpt_params{}.start_wait_bound.count());
   double time_limit_us = 3.6e9;   // stops a run that would not end (reported, never silent)
   // Measure result::undersubscribed_us (Taskflow's Lemma 1, per pool): costs a
   // pass over the workers per event, so tests turn it on.
