@@ -201,9 +201,10 @@ int serve(const options& o, const partitioning& parts) {
 
   promptly::runtime_config cfg;
   cfg.workers = o.workers;
-  // serpt by default: the jobs policy with the lowest mean flow time and slowdown in the jobs
-  // suite (docs/job-policies.md, "Choosing"); the job server gives it its size estimates.
-  cfg.policy = o.policy.empty() ? "serpt" : o.policy;
+  // equi by default: the jobs policy whose live flow times held in every round of the jobs
+  // suite; serpt's lower simulated means collapsed in a third of its live rounds
+  // (docs/job-policies.md, "Choosing").
+  cfg.policy = o.policy.empty() ? "equi" : o.policy;
   cfg.os_time_slice = std::chrono::microseconds(o.os_slice_us);
   // Partitions follow cores: worker i stays on the i-th CPU of the mask.
   cfg.pin_workers = parts.controller != nullptr;
@@ -327,7 +328,7 @@ void add_options(CLI::App& app, options& o) {
                  "Answer HAProxy's agent check on 127.0.0.1:PORT (0 = any; docs/cluster.md)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--workers", o.workers, "Worker threads (0 = every CPU available)")->capture_default_str();
-  app.add_option("--policy", o.policy, "Core-allocation policy (default: serpt)");
+  app.add_option("--policy", o.policy, "Core-allocation policy (default: equi)");
   app.add_option("--os-slice-us", o.os_slice_us,
                  "Time slice in us (100-100000) the workers ask of the kernel (Linux 6.12+); 0 = PROMPTLY_OS_SLICE_US "
                  "or the kernel's. Shorter helps beside CPU-bound processes of others (docs/priorities.md)")
