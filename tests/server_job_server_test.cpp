@@ -409,10 +409,18 @@ TEST(JobServer, ResultsExpireAfterTheirTtl) {
 TEST(JobServer, AHandleWaitsForAJobThatEndedAndExpiredBeforeTheCall) {
   promptly::runtime rt(config(1, "prompt"));
   srv::job_server s(rt, {.result_ttl = std::chrono::milliseconds(0)});
-  s.register_program("fib", fib_job, n_schema());
-  auto h = s.submit("fib", {{"n", 7}});
+  // The job waits for the test to have registered its callback: a job that ended and expired
+  // first would make on_terminal throw unknown_job (it did, under TSan on a loaded machine).
+  std::promise<void> go;
+  const std::shared_future<void> may_end = go.get_future().share();
+  s.register_program("gated", [may_end](srv::job_context&) -> json {
+    may_end.wait();
+    return 13;
+  });
+  auto h = s.submit("gated", {});
   std::promise<void> ended;
   s.on_terminal(h.id(), [&](const srv::job_info&) { ended.set_value(); });
+  go.set_value();
   ASSERT_EQ(ended.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_EQ(code_of([&] { (void)s.status(h.id()); }), srv::error_code::unknown_job) << "expired by id";
   EXPECT_EQ(h.wait().result.get<long>(), 13);
