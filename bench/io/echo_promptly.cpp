@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "promptly_config.hpp"
 #include "promptly_echo.hpp"
 
 static long cutoff = 12;
@@ -34,22 +35,16 @@ static long fib(long n) {
 
 int main(int argc, char** argv) {
     std::string criterion, handler;
-    long yield_bound = 0, idle_yield_bound = 0;
+    promptly::runtime_config cfg;
     echo::options o = echo::parse(argc, argv, [&](bench::args& a) {
         criterion = a.get_string("criterion", "");
         handler = a.get_string("handler", "fiber");
-        yield_bound = a.get_long("yield-bound", 0);
-        idle_yield_bound = a.get_long("idle-yield-bound", 0);
+        bench::read_yield_bounds(a, cfg);
     });
     if (handler != "fiber" && handler != "coroutine") bench::args::fail("--handler must be fiber or coroutine");
     cutoff = o.cutoff;
-    promptly::runtime_config cfg;
     cfg.workers = unsigned(o.workers);
     cfg.levels = 2;
-    if (yield_bound < 0) bench::args::fail("--yield-bound must be >= 1 (0: the runtime's default)");
-    if (yield_bound > 0) cfg.yield_bound = unsigned(yield_bound);
-    if (idle_yield_bound < 0) bench::args::fail("--idle-yield-bound must be >= 1 (0: the runtime's default)");
-    cfg.idle_yield_bound = unsigned(idle_yield_bound);
     if (o.policy.empty()) bench::args::fail("--policy oblivious|prompt|aps|fair is required");
     cfg.policy = o.policy;
     if (!criterion.empty()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "preempt_driver.hpp"
+#include "promptly_config.hpp"
 #include "promptly_preemption.hpp"
 
 namespace {
@@ -85,11 +86,10 @@ int main(int argc, char** argv) {
     double delta = prio::get_double(a, "delta", 0.9);
     long quantum_us = a.get_long("quantum-us", 500);
     bool aps_exact = prio::get_flag01(a, "aps-exact");
-    const long yield_bound = a.get_long("yield-bound", 0);  // 0: the library's default
-    if (yield_bound < 0) bench::args::fail("--yield-bound must be >= 1 (0: the runtime's default)");
+    promptly::runtime_config cfg;
+    bench::read_yield_bounds(a, cfg);
     a.finish();
 
-    promptly::runtime_config cfg;
     cfg.workers = unsigned(p.workers);
     cfg.levels = 3;
     cfg.policy = policy;
@@ -99,7 +99,6 @@ int main(int argc, char** argv) {
     cfg.aps.exact = aps_exact;
     prio::set_preemption(cfg, preemption);
     if (threshold_us > 0) cfg.preemption.threshold = std::chrono::microseconds(threshold_us);
-    if (yield_bound > 0) cfg.yield_bound = unsigned(yield_bound);
     promptly_rt rt{cfg};
     int rc = 0;
     if (protocol == "preempt") {
