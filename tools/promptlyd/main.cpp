@@ -201,8 +201,8 @@ int serve(const options& o, const partitioning& parts) {
 
   promptly::runtime_config cfg;
   cfg.workers = o.workers;
-  // equi by default: the jobs policy whose live flow times held in every round of the jobs
-  // suite; serpt's lower simulated means collapsed in a third of its live rounds
+  // equi by default: in the jobs suite's live rounds its flow times stayed within a few times
+  // their median, while serpt's lower simulated means collapsed in a third of its live rounds
   // (docs/job-policies.md, "Choosing").
   cfg.policy = o.policy.empty() ? "equi" : o.policy;
   cfg.os_time_slice = std::chrono::microseconds(o.os_slice_us);
