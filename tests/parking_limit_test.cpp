@@ -3,6 +3,7 @@
 // worker's thread), and a program that parks more tasks than the address
 // space allows completes, with one clear message, instead of crashing.
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -94,31 +95,51 @@ std::size_t address_space_bytes() {
   return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// Fiber stacks and the heap share RLIMIT_AS: if the stacks took the whole
+// margin, the next heap growth would throw bad_alloc (a machine-dependent
+// outcome, seen on a fresh CI machine). So the heap's room is reserved
+// before the limit is set: one arena, and a freed block kept as its top.
+void reserve_heap_room() {
+  mallopt(M_ARENA_MAX, 1);                // worker threads allocate from the reserved arena
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);    // blocks below 32 MiB come from that arena
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);     // a freed top is kept, not returned
+  void* room = std::malloc(16u << 20);    // 2000 tasks need well under 16 MiB
+  if (room == nullptr) std::_Exit(3);
+  std::free(room);
+}
+
 // In a child process: 2000 tasks each park on one promise while the address
 // space has room for far fewer fiber stacks. Every task must complete once
-// the promise is set.
+// the promise is set. Any exception ends the child with a message, never with
+// a runtime destructor waiting for tasks blocked on a gate never opened.
 void park_beyond_the_address_space_limit() {
   constexpr int tasks = 2000;
+  reserve_heap_room();
   promptly::runtime rt(two_workers());
   std::atomic<int> waiting{0}, done{0};
   promptly::promise<int> gate;
   promptly::future<int> opened = gate.get_future();
+  std::vector<promptly::future<void>> fs;
+  fs.reserve(tasks);
   // 48 MiB more than now: room for about 150 stacks of 256 KiB plus the
   // bookkeeping, not for 2000.
   rlimit lim{};
   lim.rlim_cur = lim.rlim_max = address_space_bytes() + (48u << 20);
   if (setrlimit(RLIMIT_AS, &lim) != 0) std::_Exit(3);
-  std::vector<promptly::future<void>> fs;
-  fs.reserve(tasks);
-  for (int i = 0; i < tasks; ++i)
-    fs.push_back(rt.submit([&] {
-      waiting.fetch_add(1);
-      if (opened.get() == 7) done.fetch_add(1);
-    }));
-  // Event: both workers blocked (no stack left) or every task waiting.
-  while (rt.stats().blocked_waits < 2 && waiting.load() < tasks) std::this_thread::yield();
-  gate.set_value(7);
-  for (auto& f : fs) f.get();
+  try {
+    for (int i = 0; i < tasks; ++i)
+      fs.push_back(rt.submit([&] {
+        waiting.fetch_add(1);
+        if (opened.get() == 7) done.fetch_add(1);
+      }));
+    // Event: both workers blocked (no stack left) or every task waiting.
+    while (rt.stats().blocked_waits < 2 && waiting.load() < tasks) std::this_thread::yield();
+    gate.set_value(7);
+    for (auto& f : fs) f.get();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "exception after %d tasks started: %s\n", waiting.load(), e.what());
+    std::_Exit(5);
+  }
   std::fprintf(stderr, "completed %d of %d, blocked waits %llu\n", done.load(), tasks,
                static_cast<unsigned long long>(rt.stats().blocked_waits));
   std::_Exit(done.load() == tasks && rt.stats().blocked_waits > 0 ? 0 : 4);
