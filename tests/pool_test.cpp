@@ -492,6 +492,39 @@ TEST(Pools, DecisionLatencyIsReported) {
   EXPECT_GE(s.decision_latency_p99_us, s.decision_latency_p50_us);
 }
 
+// stats(pool) is the pool's entry of stats() without the rest: the same
+// cumulative work, and a clear error for a pool that is not live.
+TEST(Pools, OnePoolsStatisticsMatchItsEntryInTheSnapshot) {
+  promptly::runtime rt(config(2, "equi"));
+  const promptly::pool p = rt.create_pool({.weight = 3});
+  const promptly::pool other = rt.create_pool();
+  rt.submit(p, [] {
+      const auto until = std::chrono::steady_clock::now() + 2ms;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }).get();
+  ASSERT_TRUE(wait_until([&] { return rt.stats(p).work_s >= 0.002; })) << rt.stats(p).work_s;
+  const promptly::pool_stats one = rt.stats(p);
+  const promptly::runtime_stats all = rt.stats();
+  const promptly::pool_stats* entry = nullptr;
+  for (const auto& s : all.pools)
+    if (s.id == p.id) entry = &s;
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(one.id, p.id);
+  EXPECT_EQ(one.weight, 3);
+  EXPECT_EQ(one.tasks_run, entry->tasks_run);
+  // The worker's interval in p may close between the two reads: work_s
+  // only grows.
+  EXPECT_LE(one.work_s, entry->work_s);
+  EXPECT_EQ(rt.stats(other).tasks_run, 0u);
+  EXPECT_EQ(rt.stats(promptly::level{0}).id, 0u);  // a level is a pool
+  rt.remove_pool(other);
+  EXPECT_NE(what_of<std::out_of_range>([&] { (void)rt.stats(other); }).find("does not exist"), std::string::npos);
+  EXPECT_NE(what_of<std::out_of_range>([&] { (void)rt.stats(promptly::pool(999)); }).find("pool 999"),
+            std::string::npos);
+  rt.remove_pool(p);
+}
+
 // The mechanism's timings (runtime_stats::mechanism) are recorded by the
 // operations they name. Each scenario forces its operation by events: a
 // stolen branch the owner waits for, a parked task woken by a promise,

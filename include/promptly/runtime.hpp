@@ -150,7 +150,13 @@ class runtime {
   std::size_t pool_count() const noexcept;
 
   // Statistics per level, per pool, per worker; readable at any time.
+  // Costs O(pools + samples) and holds the policy's lock meanwhile: for
+  // monitoring, not for a call per task or job.
   runtime_stats stats() const;
+  // One pool's (or level's) entry of stats(), in O(workers): what a job
+  // server reads when each job ends. Throws std::out_of_range for an
+  // unknown or removed pool.
+  pool_stats stats(pool p) const;
 
   // Stops accepting work and waits for all accepted work; idempotent.
   void shutdown();

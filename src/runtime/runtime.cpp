@@ -54,6 +54,8 @@ std::size_t runtime::pool_count() const noexcept { return sched_->live_pool_coun
 
 runtime_stats runtime::stats() const { return sched_->stats(); }
 
+pool_stats runtime::stats(pool p) const { return sched_->stats_of(p.id); }
+
 inversion_stats runtime::inversions() const { return detector_ ? detector_->snapshot() : inversion_stats{}; }
 
 unsigned detail::current_runtime_workers() noexcept {

@@ -251,34 +251,17 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
 // (a destructor waiting for the pool's task): it is said once on stderr and
 // in stats(). Decisions note candidates from the pools with work of the
 // view they decided on; the policy thread checks them at the deadline.
-bool policy_driver::served_locked(std::uint32_t pool) const {
-  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  const unsigned usable = usable_cores();
-  for (unsigned c = 0; c < usable; ++c) {
-    const pool_set& a = applied_[c];
-    if (a.every()) return true;
-    for (const std::uint32_t id : a.ranked_ids())
-      if (id == pool) return true;
-  }
-  return false;
-}
-
 // Walks the kept view's pools with work (kept_view::with_work) and the cores'
 // sets, not every pool: a decision costs what changed (kept_view::refresh).
 // unserved_ is kept sorted by id.
 void policy_driver::note_unserved_locked() {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  std::vector<std::uint32_t> served;  // the pools of the usable cores' sets, sorted
-  const unsigned usable = usable_cores();
-  for (unsigned c = 0; c < usable; ++c) {
-    if (applied_[c].every()) {
-      unserved_.clear();
-      return;
-    }
-    for (const std::uint32_t id : applied_[c].ranked_ids()) served.push_back(id);
+  const std::optional<std::vector<std::uint32_t>> served = served_pools_locked();
+  if (!served) {
+    unserved_.clear();
+    return;
   }
-  std::sort(served.begin(), served.end());
-  auto is_served = [&](std::uint32_t id) { return std::binary_search(served.begin(), served.end(), id); };
+  auto is_served = [&](std::uint32_t id) { return std::binary_search(served->begin(), served->end(), id); };
   std::erase_if(unserved_, [&](const unserved_pool& u) { return is_served(u.id); });
   const std::size_t listed = unserved_.size();
   const std::uint64_t now = now_ns();
@@ -295,31 +278,58 @@ void policy_driver::note_unserved_locked() {
   if (unserved_.size() == listed) return;
   std::inplace_merge(unserved_.begin(), unserved_.begin() + static_cast<std::ptrdiff_t>(listed), unserved_.end(),
                      [](const unserved_pool& a, const unserved_pool& b) { return a.id < b.id; });
+  // The new entries are due at now + unserved_report_ns, no earlier than
+  // the entries listed before them.
+  if (listed == 0 || unserved_check_ns_ == 0) unserved_check_ns_ = now + unserved_report_ns;
   board_.poke_driver();  // to arm the check (driver_main)
 }
 
-// Returns when to look again (0: nothing to watch).
+// The pools of the usable cores' sets, sorted; nullopt if a core serves
+// every pool (then no pool is unserved).
+std::optional<std::vector<std::uint32_t>> policy_driver::served_pools_locked() const {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  std::vector<std::uint32_t> served;
+  const unsigned usable = usable_cores();
+  for (unsigned c = 0; c < usable; ++c) {
+    if (applied_[c].every()) return std::nullopt;
+    for (const std::uint32_t id : applied_[c].ranked_ids()) served.push_back(id);
+  }
+  std::sort(served.begin(), served.end());
+  return served;
+}
+
+// Returns when to look again (0: nothing to watch). The driver's loop calls
+// it after every batch of events, so it walks unserved_ only once the
+// earliest entry can be due (unserved_check_ns_): with hundreds of queued
+// jobs that a size-aware policy leaves unserved by design, a walk per
+// batch cost more than the decisions themselves. Entries whose pool was
+// served or removed meanwhile wait for that walk (note_unserved_locked
+// drops the served ones at each decision).
 std::uint64_t policy_driver::watch_unserved_locked(std::uint64_t now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (unserved_.empty()) return 0;
+  if (now < unserved_check_ns_) return unserved_check_ns_;
+  const std::optional<std::vector<std::uint32_t>> served = served_pools_locked();
+  if (!served) {
+    unserved_.clear();
+    return 0;
+  }
   const std::uint32_t end = pools_.id_end();
-  auto still = [&](const unserved_pool& u) {
-    if (u.id >= end) return false;
-    const pool_record& p = pool_at(u.id);
-    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
-    if (ph != pool_phase::live && ph != pool_phase::closing) return false;
-    {
-      std::lock_guard identity(pools_.mutex());
-      if (p.creation_seq != u.creation_seq) return false;
-    }
-    return p.has_ready_work() && !served_locked(u.id);
-  };
-  std::erase_if(unserved_, [&](const unserved_pool& u) { return !still(u); });
+  {
+    std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
+    std::erase_if(unserved_, [&](const unserved_pool& u) {
+      if (u.id >= end) return true;
+      const pool_record& p = pool_at(u.id);
+      const pool_phase ph = p.phase.load(std::memory_order_relaxed);
+      if (ph != pool_phase::live && ph != pool_phase::closing) return true;
+      if (p.creation_seq != u.creation_seq) return true;
+      return !p.has_ready_work() || std::binary_search(served->begin(), served->end(), u.id);
+    });
+  }
   bool idle_core = false;
   const unsigned usable = usable_cores();
   for (unsigned c = 0; c < usable && !idle_core; ++c) {
     const pool_set& a = applied_[c];
-    if (a.every()) continue;
     idle_core = std::none_of(a.ranked_ids().begin(), a.ranked_ids().end(),
                              [&](std::uint32_t id) { return id < end && pool_at(id).has_ready_work(); });
   }
@@ -341,6 +351,7 @@ std::uint64_t policy_driver::watch_unserved_locked(std::uint64_t now) {
     const std::uint64_t at = std::max(u.since_ns + unserved_report_ns, now + unserved_report_ns);
     if (next == 0 || at < next) next = at;
   }
+  unserved_check_ns_ = next;
   return next;
 }
 

@@ -107,6 +107,9 @@ class policy_driver {
   // mechanism's timings (runtime_stats.cpp); `fibers` and `blocked_waits`
   // are the mechanism's counts.
   runtime_stats stats(std::size_t fibers, std::uint64_t blocked_waits) const;
+  // One pool's entry of stats(), without the rest (O(workers)); nullopt if
+  // id is not a live or closing pool.
+  std::optional<pool_stats> stats_of(std::uint32_t id) const;
 
   // ---- the workers' entry points ----
   // The installed policy's ext::policy::switches_only_when_out_of_work.
@@ -133,7 +136,7 @@ class policy_driver {
   // set aside for a retry (deferred_) and the rest decided without it.
   void decide_isolating_locked(std::vector<ext::event> events);
   void policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what);
-  bool served_locked(std::uint32_t pool) const;  // some usable core's set holds it (or serves every pool)
+  std::optional<std::vector<std::uint32_t>> served_pools_locked() const;  // sorted; nullopt: a core serves every pool
   void note_unserved_locked();  // from the kept view's pools with work
   std::uint64_t watch_unserved_locked(std::uint64_t now);  // the next check (ns), 0 = none
   std::uint64_t watch_preemption_locked(std::uint64_t now);  // the next check (ns), 0 = none
@@ -142,6 +145,7 @@ class policy_driver {
   void add_cpu_time_locked(std::vector<ext::core_view>& cores);
   std::vector<ext::core_view> view_cores_locked(bool advance);
   std::vector<unsigned> cores_by_pool() const;
+  pool_stats pool_stats_locked(std::uint32_t id, unsigned allotted, std::uint64_t now) const;
   void apply_locked(const std::vector<pool_set>& next);
   unsigned usable_cores() const noexcept;
   // The usable cores' assignments as applied (policy_mutex_).
@@ -190,6 +194,9 @@ class policy_driver {
     bool reported;
   };
   std::vector<unserved_pool> unserved_;
+  // When watch_unserved_locked next walks unserved_: no entry can be due
+  // before (0 = at the next call).
+  std::uint64_t unserved_check_ns_ = 0;
   std::vector<std::uint64_t> seen_core_cpu_ns_;  // each core's thread CPU clock at the last tick
   std::uint64_t latency_next_ = 0;
   std::uint64_t decisions_ = 0;

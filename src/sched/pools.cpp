@@ -37,6 +37,7 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -220,6 +221,12 @@ void scheduler::on_drained(std::uint32_t id, std::function<void()> fn) {
     due = pool_table::take_drain_notices_locked(*p, false);  // drained already: runs now, on this thread
   }
   pool_table::run_drain_notices(due);
+}
+
+pool_stats scheduler::stats_of(std::uint32_t id) const {
+  if (std::optional<pool_stats> s = driver_.stats_of(id)) return *s;
+  throw std::out_of_range("promptly: stats: " + pool_name(id, level_count()) +
+                          " does not exist (never created, or removed already)");
 }
 
 void scheduler::request_cores(std::uint32_t id) {

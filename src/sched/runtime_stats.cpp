@@ -4,6 +4,8 @@
 // the pool table read under its own lock. Read-only: it changes no
 // scheduler state.
 #include <algorithm>
+#include <cassert>
+#include <optional>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -21,6 +23,62 @@ double percentile_us(std::vector<std::uint64_t> v, double q) {
   return static_cast<double>(v[k]) * 1e-3;
 }
 }  // namespace
+
+// One pool's entry: O(workers + the pools in the last quantum's view).
+// The caller holds policy_mutex_ (the policy's accounts) and the pool
+// table's mutex (rank, weight).
+pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted, std::uint64_t now) const {
+  assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  const pool_record& p = pool_at(id);
+  pool_stats ps;
+  ps.id = id;
+  ps.rank = p.rank;
+  ps.weight = p.weight;
+  ps.desire = policy_->desire(id);
+  const ext::fair_account fa = policy_->fairness(id);
+  ps.share = fa.share;
+  ps.sampled_share = fa.sampled_share;
+  ps.received_share = fa.received_share;
+  ps.credit_s = fa.credit_s;
+  ps.allotted = allotted;
+  ps.has_ready_work = p.has_ready_work();
+  for (const ext::pool_view& q : last_quantum_)
+    if (q.id == id) {
+      ps.utilization = q.utilization();
+      ps.last_work_s = q.work_s;
+      ps.last_look_s = q.look_s;
+    }
+  ps.work_s = seconds_of(p.work_ns.load(std::memory_order_relaxed));
+  ps.look_s = seconds_of(p.look_ns.load(std::memory_order_relaxed));
+  for (auto& w : workers_)
+    if (const open_interval open = open_interval_of(*w, now); open.pool == id)
+      (open.working ? ps.work_s : ps.look_s) += seconds_of(open.ns);
+  ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
+  ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
+  for (const unserved_pool& u : unserved_)
+    if (u.id == id && u.reported && u.creation_seq == p.creation_seq)
+      ps.unserved_since_s = std::max(1e-9, seconds_of(u.since_ns - static_cast<std::uint64_t>(
+                                                                   std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                       started_.time_since_epoch())
+                                                                       .count())));
+  return ps;
+}
+
+// One pool without the rest of runtime::stats(): no percentiles, no walk
+// over every pool, so a caller may ask at every job's end. A job server
+// with hundreds of jobs queued that read the whole snapshot per job end
+// held this lock long enough to starve the decisions it waited for.
+std::optional<pool_stats> policy_driver::stats_of(std::uint32_t id) const {
+  std::lock_guard lock(policy_mutex_);
+  std::lock_guard identity(pools_.mutex());  // rank, weight: written under it
+  if (id >= pools_.id_end()) return std::nullopt;
+  const pool_phase ph = pool_at(id).phase.load(std::memory_order_relaxed);
+  if (ph != pool_phase::live && ph != pool_phase::closing) return std::nullopt;
+  unsigned allotted = 0;
+  for (const pool_set& a : applied_)
+    if (a.first() == id) ++allotted;
+  return pool_stats_locked(id, allotted, now_ns());
+}
 
 runtime_stats policy_driver::stats(std::size_t fibers, std::uint64_t blocked_waits) const {
   std::lock_guard lock(policy_mutex_);
@@ -69,41 +127,9 @@ runtime_stats policy_driver::stats(std::size_t fibers, std::uint64_t blocked_wai
   const std::uint64_t now = now_ns();
   std::lock_guard identity(pools_.mutex());  // rank, weight: written under it
   for (std::uint32_t id = 0; id < end; ++id) {
-    const pool_record& p = pool_at(id);
-    const pool_phase ph = p.phase.load(std::memory_order_relaxed);
+    const pool_phase ph = pool_at(id).phase.load(std::memory_order_relaxed);
     if (ph != pool_phase::live && ph != pool_phase::closing) continue;
-    pool_stats ps;
-    ps.id = id;
-    ps.rank = p.rank;
-    ps.weight = p.weight;
-    ps.desire = policy_->desire(id);
-    const ext::fair_account fa = policy_->fairness(id);
-    ps.share = fa.share;
-    ps.sampled_share = fa.sampled_share;
-    ps.received_share = fa.received_share;
-    ps.credit_s = fa.credit_s;
-    ps.allotted = cores[id];
-    ps.has_ready_work = p.has_ready_work();
-    for (const ext::pool_view& q : last_quantum_)
-      if (q.id == id) {
-        ps.utilization = q.utilization();
-        ps.last_work_s = q.work_s;
-        ps.last_look_s = q.look_s;
-      }
-    ps.work_s = seconds_of(p.work_ns.load(std::memory_order_relaxed));
-    ps.look_s = seconds_of(p.look_ns.load(std::memory_order_relaxed));
-    for (auto& w : workers_)
-      if (const open_interval open = open_interval_of(*w, now); open.pool == id)
-        (open.working ? ps.work_s : ps.look_s) += seconds_of(open.ns);
-    ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
-    ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
-    for (const unserved_pool& u : unserved_)
-      if (u.id == id && u.reported && u.creation_seq == p.creation_seq)
-        ps.unserved_since_s = std::max(1e-9, seconds_of(u.since_ns - static_cast<std::uint64_t>(
-                                                                     std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                         started_.time_since_epoch())
-                                                                         .count())));
-    (id < level_count() ? s.levels : s.pools).push_back(ps);
+    (id < level_count() ? s.levels : s.pools).push_back(pool_stats_locked(id, cores[id], now));
   }
   return s;
 }

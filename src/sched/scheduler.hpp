@@ -106,6 +106,9 @@ class scheduler {
   runtime_stats stats() const {
     return driver_.stats(fibers_.count(), loop_.blocked_waits());
   }
+  // One pool's statistics (pools.cpp); throws std::out_of_range naming an
+  // unknown or removed pool.
+  pool_stats stats_of(std::uint32_t id) const;
 
   // ---- used by the scheduling loop and parking (same library) ----
   // Records an event in w's trace ring when tracing (one branch when not).

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include "promptly/server/job_server.hpp"
 #include "promptly/stats.hpp"
@@ -110,9 +111,15 @@ void size_estimator::observe(const size_estimate& e, double measured_s) {
 void size_estimator::job_ended(const promptly::runtime& rt, std::uint32_t pool, const size_estimate& e) {
   board_->erase(pool);
   if (rt.policy() != "serpt") return;
-  const runtime_stats rs = rt.stats();
-  for (const auto& p : rs.pools)
-    if (p.id == pool) observe(e, p.work_s);
+  // One pool's work, not runtime::stats(): that walks every pool under the
+  // policy's lock, and read at each job's end it starved serpt's decisions
+  // once hundreds of jobs were queued (bench/results/jobs/serpt/README.md).
+  try {
+    observe(e, rt.stats(promptly::pool(pool)).work_s);
+  } catch (const std::out_of_range&) {
+    // The pool is gone (only the reaper removes a job's pool, after this):
+    // nothing measured, nothing learned.
+  }
 }
 
 void install_policy(promptly::runtime& rt, const std::string& name, size_estimator& sizes) {
