@@ -30,6 +30,11 @@ constexpr std::uint64_t retry_delay_ns = 1'000'000;
 // decision latency (p99 well under 1 ms), short enough to be seen by a
 // person waiting for a hung program.
 constexpr std::uint64_t unserved_report_ns = 200'000'000;
+// Decisions note unserved pools at most this often (a note walks every pool
+// with work; a size-aware policy decides thousands of times a second over
+// hundreds of them). Coarse next to unserved_report_ns; a decision between
+// two notes leaves one pending, which the policy thread takes when due.
+constexpr std::uint64_t unserved_note_interval_ns = 10'000'000;
 }  // namespace
 
 std::vector<ext::core_view> policy_driver::view_cores_locked(bool advance) {
@@ -213,7 +218,12 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
       }
   ++decisions_;
   trace_locked(pools);
-  note_unserved_locked();
+  if (const std::uint64_t now = now_ns(); now >= last_unserved_note_ns_ + unserved_note_interval_ns) {
+    note_unserved_locked(now);
+  } else if (!unserved_note_pending_) {
+    unserved_note_pending_ = true;
+    board_.poke_driver();  // watch_unserved_locked takes it when due
+  }
   // The belief follows the view. A flip the policy was not told of by an
   // event of this batch becomes an event of the next one: a pool seen
   // empty here is no news to the worker that reports it a moment later
@@ -254,8 +264,10 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
 // Walks the kept view's pools with work (kept_view::with_work) and the cores'
 // sets, not every pool: a decision costs what changed (kept_view::refresh).
 // unserved_ is kept sorted by id.
-void policy_driver::note_unserved_locked() {
+void policy_driver::note_unserved_locked(std::uint64_t now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
+  last_unserved_note_ns_ = now;
+  unserved_note_pending_ = false;
   const std::optional<std::vector<std::uint32_t>> served = served_pools_locked();
   if (!served) {
     unserved_.clear();
@@ -264,7 +276,6 @@ void policy_driver::note_unserved_locked() {
   auto is_served = [&](std::uint32_t id) { return std::binary_search(served->begin(), served->end(), id); };
   std::erase_if(unserved_, [&](const unserved_pool& u) { return is_served(u.id); });
   const std::size_t listed = unserved_.size();
-  const std::uint64_t now = now_ns();
   {
     std::lock_guard identity(pools_.mutex());  // creation_seq is written under it
     for (const ext::pool_view& v : view_.with_work()) {
@@ -307,12 +318,21 @@ std::optional<std::vector<std::uint32_t>> policy_driver::served_pools_locked() c
 // drops the served ones at each decision).
 std::uint64_t policy_driver::watch_unserved_locked(std::uint64_t now) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
-  if (unserved_.empty()) return 0;
-  if (now < unserved_check_ns_) return unserved_check_ns_;
+  std::uint64_t note_due = 0;  // a decision's note left pending
+  if (unserved_note_pending_) {
+    note_due = last_unserved_note_ns_ + unserved_note_interval_ns;
+    if (now >= note_due) {
+      note_unserved_locked(now);
+      note_due = 0;
+    }
+  }
+  auto sooner = [note_due](std::uint64_t at) { return note_due != 0 && (at == 0 || note_due < at) ? note_due : at; };
+  if (unserved_.empty()) return sooner(0);
+  if (now < unserved_check_ns_) return sooner(unserved_check_ns_);
   const std::optional<std::vector<std::uint32_t>> served = served_pools_locked();
   if (!served) {
     unserved_.clear();
-    return 0;
+    return sooner(0);
   }
   const std::uint32_t end = pools_.id_end();
   {
@@ -352,7 +372,7 @@ std::uint64_t policy_driver::watch_unserved_locked(std::uint64_t now) {
     if (next == 0 || at < next) next = at;
   }
   unserved_check_ns_ = next;
-  return next;
+  return sooner(next);
 }
 
 unsigned policy_driver::usable_cores() const noexcept {

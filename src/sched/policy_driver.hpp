@@ -137,7 +137,7 @@ class policy_driver {
   void decide_isolating_locked(std::vector<ext::event> events);
   void policy_failed_locked(std::vector<ext::event>& events, std::size_t failed, const char* what);
   std::optional<std::vector<std::uint32_t>> served_pools_locked() const;  // sorted; nullopt: a core serves every pool
-  void note_unserved_locked();  // from the kept view's pools with work
+  void note_unserved_locked(std::uint64_t now);  // from the kept view's pools with work
   std::uint64_t watch_unserved_locked(std::uint64_t now);  // the next check (ns), 0 = none
   std::uint64_t watch_preemption_locked(std::uint64_t now);  // the next check (ns), 0 = none
   // Fills core_view::cpu_s, and pool_view::cpu_s of the kept view at the
@@ -197,6 +197,8 @@ class policy_driver {
   // When watch_unserved_locked next walks unserved_: no entry can be due
   // before (0 = at the next call).
   std::uint64_t unserved_check_ns_ = 0;
+  std::uint64_t last_unserved_note_ns_ = 0;  // the last note_unserved_locked
+  bool unserved_note_pending_ = false;       // a decision since then was not noted
   std::vector<std::uint64_t> seen_core_cpu_ns_;  // each core's thread CPU clock at the last tick
   std::uint64_t latency_next_ = 0;
   std::uint64_t decisions_ = 0;
