@@ -509,6 +509,10 @@ TEST(JobServer, ARunningJobsStatusNamesItsPool) {
   ASSERT_TRUE(running.pool.has_value());
   EXPECT_EQ(*running.pool, pool);
   EXPECT_EQ(srv::to_json(running)["pool"], pool);
+  // The worker running the job serves its pool and is counted, with the
+  // work of its open interval (read from the pool's own entry).
+  EXPECT_GE(running.cores, 1u);
+  EXPECT_GT(h.status().work_s, 0.0);
   release.set_value();
   const srv::job_info done = h.wait();
   EXPECT_FALSE(done.pool.has_value());

@@ -16,6 +16,7 @@ struct pool_stats {
   double weight = 1;            // share weight (fair)
   double desire = 0;            // the policy's desire (aps), else 0
   unsigned allotted = 0;        // workers the policy gives the pool now
+  unsigned serving = 0;         // workers whose deque is the pool's now and that are not asleep
   bool has_ready_work = false;  // queued or running work at the level
   double utilization = 0;       // work / (work + looking) in the last quantum or event interval
   double last_work_s = 0;       // worker-seconds working in that interval

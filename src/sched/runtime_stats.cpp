@@ -51,8 +51,10 @@ pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted,
   ps.work_s = seconds_of(p.work_ns.load(std::memory_order_relaxed));
   ps.look_s = seconds_of(p.look_ns.load(std::memory_order_relaxed));
   for (auto& w : workers_)
-    if (const open_interval open = open_interval_of(*w, now); open.pool == id)
+    if (const open_interval open = open_interval_of(*w, now); open.pool == id) {
       (open.working ? ps.work_s : ps.look_s) += seconds_of(open.ns);
+      if (w->slot.state.load(std::memory_order_relaxed) != sleep_slot::sleeping) ++ps.serving;  // relaxed: a snapshot
+    }
   ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
   ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
   for (const unserved_pool& u : unserved_)

@@ -242,14 +242,17 @@ job_info job_server::status(job_id id) const {
     if (i.state == job_state::running) pool_id = r->context.pool.load(std::memory_order_acquire);  // acquire: see start()
   }
   if (pool_id != detail::no_pool_id) {
-    const runtime_stats rs = s_->rt.stats();
-    for (const auto& p : rs.pools)
-      if (p.id == pool_id) {
-        i.work_s = p.work_s;
-        i.look_s = p.look_s;
-      }
-    for (const auto& w : rs.worker_states)
-      if (w.serving == pool_id && w.state != "sleeping") ++i.cores;
+    // One pool's entry, not runtime::stats(): a client polling the status
+    // of hundreds of jobs must not take a snapshot of every pool per job
+    // under the policy's lock.
+    try {
+      const pool_stats p = s_->rt.stats(promptly::pool(pool_id));
+      i.work_s = p.work_s;
+      i.look_s = p.look_s;
+      i.cores = p.serving;
+    } catch (const std::out_of_range&) {
+      // The job ended and its pool was removed since the lock was released.
+    }
   }
   return i;
 }
