@@ -153,8 +153,8 @@ class runtime {
   // Costs O(pools + samples) and holds the policy's lock meanwhile: for
   // monitoring, not for a call per task or job.
   runtime_stats stats() const;
-  // One pool's (or level's) entry of stats(), in O(workers): what a job
-  // server reads when each job ends. Throws std::out_of_range for an
+  // One pool's (or level's) entry of stats(), without the walk over every
+  // pool or the percentiles: what a job server reads when each job ends. Throws std::out_of_range for an
   // unknown or removed pool.
   pool_stats stats(pool p) const;
 

@@ -107,8 +107,8 @@ class policy_driver {
   // mechanism's timings (runtime_stats.cpp); `fibers` and `blocked_waits`
   // are the mechanism's counts.
   runtime_stats stats(std::size_t fibers, std::uint64_t blocked_waits) const;
-  // One pool's entry of stats(), without the rest (O(workers)); nullopt if
-  // id is not a live or closing pool.
+  // One pool's entry of stats(), without the rest (no walk over every
+  // pool); nullopt if id is not a live or closing pool.
   std::optional<pool_stats> stats_of(std::uint32_t id) const;
 
   // ---- the workers' entry points ----

@@ -24,7 +24,8 @@ double percentile_us(std::vector<std::uint64_t> v, double q) {
 }
 }  // namespace
 
-// One pool's entry: O(workers + the pools in the last quantum's view).
+// One pool's entry: O(workers + the pools the last quantum tick read), no
+// walk over every pool.
 // The caller holds policy_mutex_ (the policy's accounts) and the pool
 // table's mutex (rank, weight).
 pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted, std::uint64_t now) const {
@@ -57,12 +58,14 @@ pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted,
     }
   ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
   ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
-  for (const unserved_pool& u : unserved_)
-    if (u.id == id && u.reported && u.creation_seq == p.creation_seq)
-      ps.unserved_since_s = std::max(1e-9, seconds_of(u.since_ns - static_cast<std::uint64_t>(
-                                                                   std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                       started_.time_since_epoch())
-                                                                       .count())));
+  // unserved_ is sorted by id, one entry per id (note_unserved_locked).
+  const auto u = std::lower_bound(unserved_.begin(), unserved_.end(), id,
+                                  [](const unserved_pool& e, std::uint32_t key) { return e.id < key; });
+  if (u != unserved_.end() && u->id == id && u->reported && u->creation_seq == p.creation_seq)
+    ps.unserved_since_s = std::max(1e-9, seconds_of(u->since_ns - static_cast<std::uint64_t>(
+                                                                  std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                      started_.time_since_epoch())
+                                                                      .count())));
   return ps;
 }
 

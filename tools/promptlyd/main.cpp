@@ -202,8 +202,8 @@ int serve(const options& o, const partitioning& parts) {
   promptly::runtime_config cfg;
   cfg.workers = o.workers;
   // equi by default: in the jobs suite's live rounds its flow times stayed within a few times
-  // their median, while serpt's lower simulated means collapsed in a third of its live rounds
-  // (docs/job-policies.md, "Choosing").
+  // their median at every load, while serpt, the lowest mean below saturation, fell behind drep
+  // at 90% load (docs/job-policies.md, "Choosing").
   cfg.policy = o.policy.empty() ? "equi" : o.policy;
   cfg.os_time_slice = std::chrono::microseconds(o.os_slice_us);
   // Partitions follow cores: worker i stays on the i-th CPU of the mask.
