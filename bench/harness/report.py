@@ -164,6 +164,9 @@ def write_md(path, suite, machine, run_info, results, failures, plots, extra_plo
         lines.append(f"- Effective cores (2 spinning processes for {run_info['probe_ms']} ms before each "
                      f"measured run): median {num(statistics.median(cores))}, min {num(min(cores))}; "
                      f"{low} of {len(cores)} runs below {LOW_CORES} (⚠).")
+    if run_info.get("calibrated"):
+        lines.append("- Calibrated once before the rounds, the same for every run: " +
+                     ", ".join(f"`{k}` = {v}" for k, v in run_info["calibrated"].items()) + ".")
     lines.append("- Cells read `median (min–max)` over the measured rounds.")
     lines.append("")
     if failures:

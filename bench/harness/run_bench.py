@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -153,6 +154,29 @@ def run_rounds(pairs, paths, launcher, reps, probe_s, log_dir):
     return runs, list(failed.values())
 
 
+def calibrate(suite, paths, launcher, log_dir):
+    """Runs each of the suite's "calibrate" entries ({"param", "exe", "args", "metric", "runs"})
+    `runs` times (default 5) before the rounds and returns {param: median of its metric}, for
+    the pairs' arguments: one measurement every program of the round shares (bench/suites/jobs.py
+    says why). An entry whose program no selected pair uses is skipped (its parameter keeps its
+    default)."""
+    out = {}
+    for c in suite.get("calibrate", []):
+        if c["exe"] not in paths:
+            continue
+        cmd = [str(paths[c["exe"]])] + list(c.get("args", []))
+        values = []
+        for i in range(c.get("runs", 5)):
+            r = measure.run_once(launcher, cmd, dict(os.environ), 60.0, log_dir / f"calibrate-{c['param']}.{i}")
+            if c["metric"] not in r["metrics"]:
+                raise measure.RunError(f"{' '.join(cmd)} reported no {c['metric']}")
+            values.append(float(r["metrics"][c["metric"]]))
+        out[c["param"]] = f"{statistics.median(values):.6g}"
+        print(f"calibrated {c['param']} = {out[c['param']]} (median of {', '.join(f'{v:.4g}' for v in values)})",
+              file=sys.stderr)
+    return out
+
+
 def write_reports(out, suite, machine, run_info, results, failures):
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.png"):
@@ -218,6 +242,14 @@ def main(argv=None):
 
     log_dir = build_dir / "logs" / suite["name"]
     shutil.rmtree(log_dir, ignore_errors=True)
+    try:
+        calibrated = calibrate(suite, paths, launcher, log_dir)
+    except measure.RunError as e:
+        print(f"error: calibration failed: {e}", file=sys.stderr)
+        return 1
+    if calibrated:
+        pairs = suite_mod.expand(suite, args.quick, _csv(args.benches), _csv(args.runtimes),
+                                 _csv(args.workers, int), args.timeout, calibrated)
     print(f"{suite['name']}: {len(pairs)} pairs x (1 warm-up + {reps}) runs"
           f"{' (quick)' if args.quick else ''}; program output in {log_dir}", file=sys.stderr)
     try:
@@ -241,7 +273,7 @@ def main(argv=None):
     run_info = {"date": started.isoformat(timespec="seconds"), "reps": reps, "warmup_rounds": 1,
                 "quick": args.quick, "probe_ms": args.probe_ms, "low_cores_below": report.LOW_CORES,
                 "argv": ["run_bench.py"] + (argv if argv is not None else sys.argv[1:]),
-                "duration_s": round(time.monotonic() - t0, 1)}
+                "duration_s": round(time.monotonic() - t0, 1), "calibrated": calibrated}
     out.mkdir(parents=True, exist_ok=True)
     (out / "machine.json").write_text(json.dumps(machine, indent=1) + "\n")
     report.write_json(out / "latest.json", suite["name"], {**machine, "run": run_info}, results)

@@ -66,6 +66,10 @@ def load(root, name):
 def validate(suite, path):
     if not suite.get("benches"):
         raise SuiteError(f"{path}: SUITE['benches'] is empty")
+    for c in suite.get("calibrate", []):
+        if set(c) - {"param", "exe", "args", "metric", "runs"} or not {"param", "exe", "metric"} <= set(c):
+            raise SuiteError(f"{path}: a 'calibrate' entry has the keys param, exe, metric and optionally "
+                             f"args, runs; got {sorted(c)}")
     names = set()
     for b in suite["benches"]:
         where = f"{path}: bench {b.get('name', '?')!r}"
@@ -92,14 +96,21 @@ def _fmt(template, params, where):
         raise SuiteError(f"{where}: '{template}' names a parameter that is not set: {e}")
 
 
-def expand(suite, quick, benches=None, runtimes=None, workers=None, timeout=None):
+def calibration_defaults(suite):
+    """The parameters a suite's "calibrate" entries set, each at its value before measuring
+    ("0": the program measures for itself)."""
+    return {c["param"]: "0" for c in suite.get("calibrate", [])}
+
+
+def expand(suite, quick, benches=None, runtimes=None, workers=None, timeout=None, calibrated=None):
     """All pairs of the suite in round order (bench-major, then workers, then runtime),
-    restricted by the optional filters (sets of names / worker counts)."""
+    restricted by the optional filters (sets of names / worker counts). `calibrated`: the
+    values of the suite's "calibrate" parameters (default: calibration_defaults)."""
     pairs = []
     for b in suite["benches"]:
         if benches and b["name"] not in benches:
             continue
-        base = dict(b.get("params", {}))
+        base = {**calibration_defaults(suite), **(calibrated or {}), **b.get("params", {})}
         if quick:
             base.update(b.get("quick_params", {}))
         worker_counts = []

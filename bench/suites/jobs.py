@@ -7,9 +7,12 @@ fixed seed and replayed by every runtime open-loop (a job is released at its int
 whatever is still running: no coordinated omission). Job sizes follow the Bing request-work
 distribution (heavy tail, mean 2.79x a base job) and a lighter-tailed finance stand-in with a 3x
 larger base job; a base job is ~640 us of work in strands of ~10 us: the paper's segment of
-~1280 strands scaled by 1/20 for 2 cores instead of 40. Load rho = lambda * E[work] / P; each
-program measures its own work-unit cost at start (metric unit_ns) and sets its arrival rate from
-it, so every runtime is offered the same utilisation (rate_per_s shows the resulting rate).
+~1280 strands scaled by 1/20 for 2 cores instead of 40. Load rho = lambda * E[work] / P; the
+work unit's cost is measured once before the rounds (median of 5 runs, one for the C++ programs,
+one for Go's) and every program sets its arrival rate from it (metric unit_ns; rate_per_s the
+resulting rate), so every runtime of a language is offered the same schedule. Before, each program
+measured at its own start, and the measurement's noise moved one suite run's nominal 90% load
+between 86% and 95%, where flow times grow steeply with load.
 
 bing-60 / bing-75 / bing-90 / finance-75: the first `jobs` jobs of the trace at that load.
 Metrics flow_ms_mean / _p50 / _p99 / _max; region_s is the mean flow time in seconds, so the
@@ -62,15 +65,27 @@ _POLICIES = ["equi", "drep", "drep-steal-boundary", "asteal", "serpt"]
 _SERPT_HINTS = {"serpt": "exact", "serpt-wrong-hints": "wrong", "serpt-learned": "none"}
 
 
+# The work unit's cost sets the arrival schedule (jobs_common.hpp): measured once before the
+# rounds (median of 5 runs) and handed to every program of the same language, so that every
+# runtime of a round replays the trace at the same load. Each program measuring for itself put
+# one suite run's nominal 90% Bing load anywhere in 86-95% (unit 451-601 ns).
+_CALIBRATE = [
+    {"param": "unit_ns", "exe": "cmake:bench_jobs_promptly", "args": ["--calibrate", "1"], "metric": "unit_ns"},
+    {"param": "go_unit_ns", "exe": "go:jobs", "args": ["--calibrate", "1"], "metric": "unit_ns"},
+]
+
+
 def _runtimes():
-    rts = {f"promptly-{p}": {"exe": "cmake:bench_jobs_promptly", "args": ["--policy", p], "params": {"policy": p}}
+    cxx = ["--unit-ns", "{unit_ns}"]
+    rts = {f"promptly-{p}": {"exe": "cmake:bench_jobs_promptly", "args": ["--policy", p] + cxx, "params": {"policy": p}}
            for p in _POLICIES}
     for name, hints in _SERPT_HINTS.items():
-        rts[f"promptly-{name}"] = {"exe": "cmake:bench_jobs_promptly", "args": ["--policy", "serpt", "--hints", hints],
+        rts[f"promptly-{name}"] = {"exe": "cmake:bench_jobs_promptly",
+                                   "args": ["--policy", "serpt", "--hints", hints] + cxx,
                                    "params": {"policy": "serpt", "hints": hints}}
-    rts["tbb-process-per-job"] = {"exe": "cmake:bench_jobs_tbb_process"}
-    rts["tbb-arenas"] = {"exe": "cmake:bench_jobs_tbb_arenas"}
-    rts["go"] = {"exe": "go:jobs", "env": {"GOMAXPROCS": "{workers}"}}
+    rts["tbb-process-per-job"] = {"exe": "cmake:bench_jobs_tbb_process", "args": cxx}
+    rts["tbb-arenas"] = {"exe": "cmake:bench_jobs_tbb_arenas", "args": cxx}
+    rts["go"] = {"exe": "go:jobs", "args": ["--unit-ns", "{go_unit_ns}"], "env": {"GOMAXPROCS": "{workers}"}}
     return rts
 
 
@@ -106,6 +121,7 @@ def _load_bench(workload, load, jobs=1200):
 SUITE = {
     "name": "jobs",
     "title": "Multiprogrammed job server: flow time of online parallel jobs under core-allocation policies and peers",
+    "calibrate": _CALIBRATE,
     "runtime_order": [f"promptly-{p}" for p in _POLICIES] + ["promptly-serpt-wrong-hints", "promptly-serpt-learned", "tbb-process-per-job",
                                                              "tbb-arenas", "go"],
     "benches": [

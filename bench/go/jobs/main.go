@@ -357,9 +357,19 @@ func main() {
 	workers := flag.Int("workers", 2, "GOMAXPROCS")
 	warmup := flag.Int("warmup", 0, "untimed replays")
 	reps := flag.Int("reps", 1, "timed replays")
+	givenUnitNs := flag.Float64("unit-ns", 0, "the work unit's cost in ns (0: measure it); the suite measures once per language")
+	calibrateOnly := flag.Int("calibrate", 0, "1: only measure the unit's cost and report it (unit_ns)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail("unexpected argument '" + flag.Arg(0) + "'")
+	}
+	if !(*givenUnitNs >= 0) || math.IsInf(*givenUnitNs, 0) {
+		fail("--unit-ns must be a finite number of ns >= 0 (0: measure it)")
+	}
+	if *calibrateOnly != 0 {
+		u := calibrateUnitNs()
+		fmt.Printf("RESULT {\"result\": \"0\", \"metrics\": {\"region_s\": %.9g, \"region_s_min\": %.9g, \"unit_ns\": %.9g}}\n", u/1e9, u/1e9, u)
+		return
 	}
 	if *tracePath == "" {
 		fail("--trace FILE is required (bench/jobs/traces/)")
@@ -368,7 +378,10 @@ func main() {
 		fail("--rho, --jobs and --workers must be > 0")
 	}
 	tr := readTrace(*tracePath)
-	unitNs := calibrateUnitNs()
+	unitNs := *givenUnitNs
+	if unitNs == 0 {
+		unitNs = calibrateUnitNs()
+	}
 	runtime.GOMAXPROCS(*workers)
 	// Warm-up (as Promptly's): goroutine stacks and the scheduler's Ps are in use before the
 	// first replay.
