@@ -64,6 +64,53 @@ TEST(Serpt, ServiceOrderTable) {
   EXPECT_EQ(tier_of({9, 0, 0.011, true}, p), serpt_tier::slowdown_deadline);
 }
 
+TEST(Serpt, DueJobsPastTheirShareOfTheCoresGoShortestFirst) {
+  // On 2 cores with cap 8; every job but the last is past its deadline
+  // (due). A: 1 s left, waited 100 s (deadline 8 x 0.5 s - 100 s); B: 1 ms,
+  // waited 100 ms; C: 2 ms, waited 50 ms; D: 0.5 ms on 2 cores, waited 10 ms
+  // (2 ms - 10 ms); E: 1 ms, fresh (not due). Plain deadline order would be
+  // A, B, C, D, E: first come, first served among the due jobs.
+  serpt_params p;
+  p.slowdown_cap = 8;
+  const std::vector<serpt_job> jobs = {
+      {1, 0, 100, true}, {0.001, 0, 0.1, true}, {0.002, 0, 0.05, true}, {0.0005, 0, 0.01, true}, {0.001, 0, 0, true}};
+  struct row {
+    double share;
+    unsigned cores;
+    std::vector<std::size_t> order;
+    std::vector<unsigned> usable;
+  };
+  for (const row& r : {
+           // Half of 2 cores: A, the longest overdue, is capped at 1 core; the
+           // other due jobs follow least remaining first, then E.
+           row{0.5, 2, {0, 3, 1, 2, 4}, {1, 2, 2, 2, 2}},
+           // All of them: A can use both cores and fills the share.
+           row{1.0, 2, {0, 3, 1, 2, 4}, {2, 2, 2, 2, 2}},
+           // A share under one core is one core.
+           row{0.1, 2, {0, 3, 1, 2, 4}, {1, 2, 2, 2, 2}},
+       }) {
+    p.due_core_share = r.share;
+    const serpt_ranking got = serpt_rank(jobs, p, r.cores);
+    EXPECT_EQ(got.order, r.order) << "share " << r.share;
+    EXPECT_EQ(got.usable, r.usable) << "share " << r.share;
+  }
+  // 40 cores, due share 1/4 = 10 cores: B (1 ms: 10 cores) fills it, so C
+  // and D (due too) go by remaining work: D first. Deadlines: A 8 x 1/40 s -
+  // 100 s; B 8 x 0.1 ms - 100 ms; C 8 x 0.1 ms - 50 ms; D 8 x 0.1 ms - 10 ms.
+  p.due_core_share = 0.25;
+  const std::vector<serpt_job> small = {
+      {0.001, 0, 0.1, true}, {0.002, 0, 0.05, true}, {0.0005, 0, 0.01, true}, {0.001, 0, 0, true}};
+  const serpt_ranking got = serpt_rank(small, p, 40);
+  EXPECT_EQ(got.order, (std::vector<std::size_t>{0, 2, 1, 3}));
+  EXPECT_EQ(got.usable, (std::vector<unsigned>{10, 5, 20, 10}));
+  // Nothing due: the share changes nothing.
+  const std::vector<serpt_job> fresh = {{0.004, 0, 0, true}, {0.001, 0, 0, true}, {0.002, 0, 0.001, true}};
+  for (const double share : {0.25, 0.5, 1.0}) {
+    p.due_core_share = share;
+    EXPECT_EQ(serpt_order(fresh, p, 2), (std::vector<std::size_t>{1, 2, 0}));
+  }
+}
+
 TEST(Serpt, DefaultSlowdownCapIsTen) {
   // The default ages a large job ahead of a fresh small one once its age
   // reaches 10x its remaining time alone (docs/job-policies.md: the cap that
@@ -327,6 +374,9 @@ TEST(Serpt, ParametersAreChecked) {
   bad([](serpt_params& p) { p.work_per_core = -1us; });
   bad([](serpt_params& p) { p.start_wait_bound = 0us; });
   bad([](serpt_params& p) { p.quantum = 0us; });
+  bad([](serpt_params& p) { p.due_core_share = 0; });
+  bad([](serpt_params& p) { p.due_core_share = 1.5; });
+  bad([](serpt_params& p) { p.due_core_share = std::nan(""); });
   EXPECT_NO_THROW(validate(serpt_params{}));
 }
 
@@ -358,6 +408,32 @@ TEST(Serpt, PolicyGivesEveryCoreToTheSmallestJobOfTheServedClass) {
   s[3].has_ready_work = false;
   EXPECT_EQ(d.decide(*p, event_kind::became_empty, 3, s), (counts{0, 0, 0, 0}));
   EXPECT_EQ(d.asleep(), 2u);
+}
+
+TEST(Serpt, PolicyServesDueJobsShortestFirstBeyondTheirShare) {
+  // 2 cores, three jobs all past their slowdown deadlines (cap 10): 10 ms
+  // waited 1 s, 1 ms waited 0.5 s, 0.5 ms waited 0.1 s. Deadline order alone
+  // gives both cores to the oldest; with half the cores for it, the other
+  // goes to the least remaining work.
+  auto sizes = std::make_shared<size_board>();
+  sizes->set(0, 0.010);
+  sizes->set(1, 0.001);
+  sizes->set(2, 0.0005);
+  for (const double share : {0.5, 1.0}) {
+    serpt_params prm;
+    prm.due_core_share = share;
+    auto p = make_serpt_policy(prm, sizes);
+    policy_support::decisions d(2);
+    auto s = policy_support::pools_of({{0, true}, {0, true}, {0, true}});
+    const double ages_s[] = {1.0, 0.5, 0.1};
+    for (int i = 0; i < 3; ++i) {
+      s[i].age = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(ages_s[i]));
+      s[i].cores = 1;  // served before: not in the start-wait tier
+    }
+    d.decide(*p, event_kind::installed, no_pool, s);
+    EXPECT_EQ(d.decide(*p, event_kind::quantum, no_pool, s), share == 0.5 ? (counts{1, 0, 1}) : (counts{2, 0, 0}))
+        << "share " << share;
+  }
 }
 
 TEST(Serpt, PolicySplitsByHesrptWhenJobsScaleSublinearly) {

@@ -2,8 +2,9 @@
 // work (serpt.hpp states the rules; docs/job-policies.md the contract).
 //
 // At every decision (job events and quantum ticks) the jobs with work of the
-// served class (job_classes.hpp) are put in service order (serpt_order:
-// earliest slowdown deadline first), the machine is split by heSRPT's rule
+// served class (job_classes.hpp) are put in service order (serpt_rank:
+// earliest slowdown deadline first, the due jobs past their share of the
+// cores least remaining work first), the machine is split by heSRPT's rule
 // over that order with each job capped at the cores its expected remaining
 // work can use (capped_split, usable_cores; with linear speedup: each job in
 // turn as many cores as it can use), and the fractions become whole cores
@@ -29,6 +30,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -69,6 +71,9 @@ void validate(const serpt_params& p) {
     throw std::invalid_argument("promptly: serpt prior_s = " + std::to_string(p.prior_s) + " must be finite and > 0");
   if (!(p.slowdown_cap >= 1))
     throw std::invalid_argument("promptly: serpt slowdown_cap = " + std::to_string(p.slowdown_cap) + " must be >= 1");
+  if (!(p.due_core_share > 0 && p.due_core_share <= 1))
+    throw std::invalid_argument("promptly: serpt due_core_share = " + std::to_string(p.due_core_share) +
+                                " must be in (0, 1]");
   if (p.work_per_core.count() < 0) throw std::invalid_argument("promptly: serpt work_per_core must be >= 0");
   if (p.start_wait_bound.count() <= 0) throw std::invalid_argument("promptly: serpt start_wait_bound must be > 0");
   if (p.quantum.count() <= 0) throw std::invalid_argument("promptly: serpt quantum must be > 0");
@@ -102,28 +107,65 @@ double slowdown_deadline_s(const serpt_job& j, const serpt_params& p, unsigned c
   return p.slowdown_cap * alone_s - j.age_s;
 }
 
-std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores) {
+serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores) {
+  cores = std::max(cores, 1u);
+  // Tiers of the order, first served first.
+  enum class rank : std::uint8_t { start_wait, due_in_share, due, not_due };
   struct key {
-    serpt_tier tier;
-    double primary;  // smaller first: -age in the start-wait tier, the slowdown deadline in the other
+    rank tier;
+    double primary;  // smaller first: -age (start_wait), the deadline (due_in_share, not_due), remaining (due)
     double age_s;
   };
   std::vector<key> keys(jobs.size());
+  std::vector<unsigned> usable(jobs.size());
+  std::vector<double> remaining(jobs.size());
+  std::vector<std::size_t> due;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const serpt_job& j = jobs[i];
-    const serpt_tier t = tier_of(j, p);
-    keys[i] = {t, t == serpt_tier::start_wait ? -j.age_s : slowdown_deadline_s(j, p, cores), j.age_s};
+    remaining[i] = expected_remaining(j.expected_s, j.done_s);
+    usable[i] = usable_cores(remaining[i], p, cores);
+    if (tier_of(j, p) == serpt_tier::start_wait) {
+      keys[i] = {rank::start_wait, -j.age_s, j.age_s};
+      continue;
+    }
+    const double deadline = slowdown_deadline_s(j, p, cores);
+    keys[i] = {rank::not_due, deadline, j.age_s};
+    if (deadline < 0) due.push_back(i);
   }
-  std::vector<std::size_t> order(jobs.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  // The due jobs within the share, earliest deadline first, capped so that
+  // together they can use no more than the share.
+  std::stable_sort(due.begin(), due.end(), [&](std::size_t a, std::size_t b) {
+    if (keys[a].primary != keys[b].primary) return keys[a].primary < keys[b].primary;
+    return keys[a].age_s > keys[b].age_s;
+  });
+  const auto share = static_cast<unsigned>(std::max(1.0, std::floor(p.due_core_share * cores + 1e-9)));
+  unsigned given = 0;
+  for (const std::size_t i : due) {
+    if (given < share) {
+      keys[i].tier = rank::due_in_share;
+      usable[i] = std::min(usable[i], share - given);
+      given += usable[i];
+    } else {
+      keys[i] = {rank::due, remaining[i], keys[i].age_s};
+    }
+  }
+  serpt_ranking out;
+  out.order.resize(jobs.size());
+  std::iota(out.order.begin(), out.order.end(), std::size_t{0});
+  std::stable_sort(out.order.begin(), out.order.end(), [&](std::size_t a, std::size_t b) {
     const key& x = keys[a];
     const key& y = keys[b];
     if (x.tier != y.tier) return x.tier < y.tier;
     if (x.primary != y.primary) return x.primary < y.primary;
     return x.age_s > y.age_s;
   });
-  return order;
+  out.usable.resize(jobs.size());
+  for (std::size_t k = 0; k < out.order.size(); ++k) out.usable[k] = usable[out.order[k]];
+  return out;
+}
+
+std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores) {
+  return serpt_rank(jobs, p, cores).order;
 }
 
 std::vector<double> hesrpt_split(std::span<const double> weights, double p) {
@@ -253,13 +295,11 @@ class serpt_policy final : public ext::policy {
         ++k;
       }
     }
-    const std::vector<std::size_t> order = serpt_order(jobs, p_, cores);
+    const serpt_ranking ranking = serpt_rank(jobs, p_, cores);
+    const std::vector<std::size_t>& order = ranking.order;
     // What each job can use, as a fraction of the machine.
     std::vector<double> usable(order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const serpt_job& j = jobs[order[i]];
-      usable[i] = static_cast<double>(usable_cores(expected_remaining(j.expected_s, j.done_s), p_, cores)) / cores;
-    }
+    for (std::size_t i = 0; i < order.size(); ++i) usable[i] = static_cast<double>(ranking.usable[i]) / cores;
     const std::vector<double> fractions = capped_split(usable, p_.speedup_exponent);
     std::vector<unsigned> counts = whole_cores(fractions, cores);
     // Ordered pools and their counts; a core keeps its pool while it has

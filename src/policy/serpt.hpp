@@ -65,6 +65,20 @@ struct serpt_params {
   // rounds) it cut p99 flow time by 10-17% against 16 for 1-7% more mean
   // (bench/results/jobs/serpt/README.md); the same trade on ideal jobs.
   double slowdown_cap = 10.0;
+  // The share of the cores that serves the jobs past their slowdown
+  // deadline ("due") in deadline order; at least one core. The other due
+  // jobs come next, least expected remaining work first, ahead of the jobs
+  // not yet due. 1 is earliest-deadline-first for every due job: when the
+  // machine runs near saturation nearly every job is due, and the deadline
+  // order of jobs that all waited far past their deadlines is close to their
+  // arrival order, first come first served. Below 1, that share keeps the
+  // longest-overdue job moving (no due job waits forever) while the rest of
+  // the machine serves the due jobs shortest first. 0.5: in the jobs suite
+  // run live on 2 cores (3 rounds), mean flow time 0.42x drep's at 90% Bing
+  // load where 1 gave 1.42x, and 0.58x at 75% (was 0.63x); in promptly-sim,
+  // where few jobs are due at these loads, means within 0.02x of 1's
+  // (bench/results/jobs/serpt/README.md, "Due jobs by remaining work").
+  double due_core_share = 0.5;
   // A job gets at most one core per this much expected remaining work; the
   // cores it cannot use go down the service order. Moving a core to a job
   // costs a wake-up and the steals that spread the job's work, so a core
@@ -108,7 +122,10 @@ struct serpt_job {
   bool ever_served = false;  // it has been given a core
 };
 
-// Which rule put a job where it is in the service order.
+// Which rule put a job where it is in the service order. tier_of tells the
+// two a job's own state decides; serpt_rank further splits the
+// slowdown_deadline tier into the due jobs within the cores' share
+// (due_core_share) and the rest.
 enum class serpt_tier { start_wait = 0, slowdown_deadline = 1 };
 serpt_tier tier_of(const serpt_job& j, const serpt_params& p) noexcept;
 
@@ -123,10 +140,22 @@ unsigned usable_cores(double remaining_s, const serpt_params& p, unsigned cores)
 // use) - age. The service order of the slowdown_deadline tier, earliest first.
 double slowdown_deadline_s(const serpt_job& j, const serpt_params& p, unsigned cores) noexcept;
 
-// The service order: indices into `jobs`, first served first. Tier by tier
-// (start_wait, then slowdown_deadline); within the first the oldest first,
-// within the second the earliest slowdown deadline first (ties: the older,
-// then the lower index).
+// The service order and what each job in it may use.
+struct serpt_ranking {
+  std::vector<std::size_t> order;  // indices into the jobs, first served first
+  std::vector<unsigned> usable;    // usable[k]: the most cores order[k] is given
+};
+
+// The service order: first the start_wait tier, the oldest first. Then the
+// jobs past their slowdown deadline (due), earliest deadline first, until
+// the cores they can use (usable_cores) fill the due share of `cores`
+// (due_core_share x cores rounded down, at least 1; the job that crosses it
+// is capped at what is left of it). Then the other due jobs, least expected
+// remaining work first; then the jobs not yet due, earliest slowdown
+// deadline first. Ties: the older, then the lower index. usable: each
+// job's usable_cores, or its cap within the due share.
+serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
+// serpt_rank's order alone.
 std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
 
 // heSRPT's split of the machine among m jobs, listed in service order

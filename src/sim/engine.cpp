@@ -132,6 +132,7 @@ class engine {
       policy_impl::serpt_params sp;
       sp.speedup_exponent = c.serpt_speedup_exponent;
       sp.slowdown_cap = c.serpt_slowdown_cap;
+      sp.due_core_share = c.serpt_due_core_share;
       sp.work_per_core = std::chrono::microseconds(static_cast<long long>(c.serpt_work_per_core_us));
       sp.start_wait_bound = std::chrono::microseconds(static_cast<long long>(c.serpt_start_wait_us));
       policy_ = policy_impl::make_serpt_policy(sp, sizes_);

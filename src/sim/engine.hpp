@@ -78,6 +78,7 @@ struct config {
   // The defaults are serpt_params' (the runtime's).
   double serpt_speedup_exponent = policy_impl::serpt_params{}.speedup_exponent;
   double serpt_slowdown_cap = policy_impl::serpt_params{}.slowdown_cap;
+  double serpt_due_core_share = policy_impl::serpt_params{}.due_core_share;
   double serpt_work_per_core_us = static_cast<double>(policy_impl::serpt_params{}.work_per_core.count());
   double serpt_start_wait_us = static_cast<double>(policy_impl::serpt_params{}.start_wait_bound.count());
   double time_limit_us = 3.6e9;   // stops a run that would not end (reported, never silent)

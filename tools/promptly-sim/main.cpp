@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   run->add_flag("--pool-per-request", cfg.pool_per_request, "each request in a pool of its own (the job server)");
   run->add_option("--serpt-speedup-exponent", cfg.serpt_speedup_exponent, "serpt: p of the speedup k^p, in (0, 1]");
   run->add_option("--serpt-slowdown-cap", cfg.serpt_slowdown_cap, "serpt: the slowdown whose deadline orders the jobs");
+  run->add_option("--serpt-due-core-share", cfg.serpt_due_core_share,
+                  "serpt: the share of the cores serving the jobs past their slowdown deadline in deadline order")
+      ->check(CLI::Range(0.0, 1.0));
   run->add_option("--serpt-work-per-core-us", cfg.serpt_work_per_core_us, "serpt: expected work per core a job can use")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--serpt-start-wait-us", cfg.serpt_start_wait_us, "serpt: first-core bound")->check(CLI::PositiveNumber);
