@@ -525,6 +525,44 @@ TEST(Pools, OnePoolsStatisticsMatchItsEntryInTheSnapshot) {
   rt.remove_pool(p);
 }
 
+TEST(Pools, EachPoolsLastQuantumIsItsOwn) {
+  // Three pools busy at once on 4 cores (equi: at least one each): every
+  // quantum tick reads each pool with work, and each pool's entry reports
+  // what the tick read for it, found by its id among the pools the tick read.
+  promptly::runtime rt(config(4, "equi"));
+  std::vector<promptly::pool> pools;
+  for (int i = 0; i < 3; ++i) pools.push_back(rt.create_pool());
+  std::atomic<bool> stop{false};
+  std::vector<promptly::future<void>> busy;
+  for (const promptly::pool& p : pools)
+    busy.push_back(rt.submit(p, [&stop] {
+      promptly::parallel_for(0, 4, 1, [&stop](int) {
+        while (!stop.load()) promptly::yield();
+      });
+    }));
+  const auto every_pool_read = [&] {
+    const promptly::runtime_stats all = rt.stats();
+    int read = 0;
+    for (const auto& s : all.pools)
+      for (const promptly::pool& p : pools)
+        if (s.id == p.id && s.last_work_s + s.last_look_s > 0) ++read;
+    return read == 3;
+  };
+  const bool seen = wait_until(every_pool_read);
+  for (const promptly::pool& p : pools) {  // one pool's entry finds its own reading too
+    const promptly::pool_stats one = rt.stats(p);
+    EXPECT_GT(one.last_work_s + one.last_look_s, 0) << "pool " << p.id;
+  }
+  std::string why;
+  for (const auto& s : rt.stats().pools)
+    why += " pool " + std::to_string(s.id) + ": last work " + std::to_string(s.last_work_s) + " look " +
+           std::to_string(s.last_look_s) + " allotted " + std::to_string(s.allotted) + " work " + std::to_string(s.work_s) + ";";
+  stop.store(true);
+  for (auto& f : busy) f.get();
+  ASSERT_TRUE(seen) << "a quantum tick read every busy pool:" << why;
+  for (const promptly::pool& p : pools) rt.remove_pool(p);
+}
+
 // The mechanism's timings (runtime_stats::mechanism) are recorded by the
 // operations they name. Each scenario forces its operation by events: a
 // stolen branch the owner waits for, a parked task woken by a promise,

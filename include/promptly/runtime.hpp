@@ -150,7 +150,7 @@ class runtime {
   std::size_t pool_count() const noexcept;
 
   // Statistics per level, per pool, per worker; readable at any time.
-  // Costs O(pools + samples) and holds the policy's lock meanwhile: for
+  // Costs O(pools x workers + samples) and holds the policy's lock meanwhile: for
   // monitoring, not for a call per task or job.
   runtime_stats stats() const;
   // One pool's (or level's) entry of stats(), without the walk over every

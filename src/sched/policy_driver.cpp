@@ -209,6 +209,7 @@ std::vector<ext::event> policy_driver::decide_once_locked(const std::vector<ext:
     last_quantum_.clear();
     for (const std::uint32_t id : view_.refreshed())
       if (const ext::pool_view* v = view_.find(id)) last_quantum_.push_back(*v);
+    std::ranges::sort(last_quantum_, {}, &ext::pool_view::id);
   }
   for (const ext::event& ev : events)
     if (ev.kind == ext::event_kind::more_cores_requested)
@@ -423,15 +424,19 @@ void policy_driver::apply_locked(const std::vector<pool_set>& next) {
   }
 }
 
+const ext::pool_view* policy_driver::last_quantum_view(std::uint32_t id) const noexcept {
+  const auto it = std::ranges::lower_bound(last_quantum_, id, {}, &ext::pool_view::id);
+  return it != last_quantum_.end() && it->id == id ? &*it : nullptr;
+}
+
 void policy_driver::trace_locked(std::span<const ext::pool_view> pools) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   if (!trace_.is_open()) return;
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const std::vector<unsigned> cores = cores_by_pool();  // after the decision was applied
   for (const ext::pool_view& v : pools) {
-    double util = 0;
-    for (const ext::pool_view& q : last_quantum_)
-      if (q.id == v.id) util = q.utilization();
+    const ext::pool_view* q = last_quantum_view(v.id);
+    const double util = q != nullptr ? q->utilization() : 0.0;
     trace_ << t << ',' << policy_->name() << ',' << v.id << ',' << policy_->desire(v.id) << ',' << cores[v.id] << ',' << util << ','
            << (pool_at(v.id).has_ready_work() ? 1 : 0) << '\n';
   }

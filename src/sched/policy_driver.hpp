@@ -171,7 +171,11 @@ class policy_driver {
   std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
   std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
-  std::vector<ext::pool_view> last_quantum_;  // the pools the last quantum tick read (stats; the others accrued nothing)
+  // The pools the last quantum tick read (stats; the others accrued nothing),
+  // sorted by id: stats() looks up every pool here, O(pools log k).
+  std::vector<ext::pool_view> last_quantum_;
+  // The last tick's view of pool `id`, or null if the tick did not read it.
+  const ext::pool_view* last_quantum_view(std::uint32_t id) const noexcept;
   kept_view view_;  // the pools' view kept between decisions
   std::vector<std::uint64_t> latency_ns_;  // event posted (or tick due) -> decision applied, the most recent decisions
   // Events the policy threw on, each with its pool's creation_seq (an event

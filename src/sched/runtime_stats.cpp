@@ -24,8 +24,8 @@ double percentile_us(std::vector<std::uint64_t> v, double q) {
 }
 }  // namespace
 
-// One pool's entry: O(workers + the pools the last quantum tick read), no
-// walk over every pool.
+// One pool's entry: O(workers + log of the pools the last quantum tick
+// read), no walk over every pool.
 // The caller holds policy_mutex_ (the policy's accounts) and the pool
 // table's mutex (rank, weight).
 pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted, std::uint64_t now) const {
@@ -43,12 +43,11 @@ pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted,
   ps.credit_s = fa.credit_s;
   ps.allotted = allotted;
   ps.has_ready_work = p.has_ready_work();
-  for (const ext::pool_view& q : last_quantum_)
-    if (q.id == id) {
-      ps.utilization = q.utilization();
-      ps.last_work_s = q.work_s;
-      ps.last_look_s = q.look_s;
-    }
+  if (const ext::pool_view* q = last_quantum_view(id)) {
+    ps.utilization = q->utilization();
+    ps.last_work_s = q->work_s;
+    ps.last_look_s = q->look_s;
+  }
   ps.work_s = seconds_of(p.work_ns.load(std::memory_order_relaxed));
   ps.look_s = seconds_of(p.look_ns.load(std::memory_order_relaxed));
   for (auto& w : workers_)
