@@ -74,8 +74,8 @@ struct serpt_params {
   // arrival order, first come first served. Below 1, that share keeps the
   // longest-overdue job moving (no due job waits forever) while the rest of
   // the machine serves the due jobs shortest first. 0.5: in the jobs suite
-  // run live on 2 cores (3 rounds), mean flow time 0.42x drep's at 90% Bing
-  // load where 1 gave 1.42x, and 0.58x at 75% (was 0.63x); in promptly-sim,
+  // run live on 2 cores (6 rounds), mean flow time 0.44x drep's at 90% Bing
+  // load where 1 gave 1.42x, and 0.56x at 75% (was 0.63x); in promptly-sim,
   // where few jobs are due at these loads, means within 0.02x of 1's
   // (bench/results/jobs/serpt/README.md, "Due jobs by remaining work").
   double due_core_share = 0.5;
