@@ -134,10 +134,11 @@ serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p,
   }
   // The due jobs within the share, earliest deadline first, capped so that
   // together they can use no more than the share.
-  std::stable_sort(due.begin(), due.end(), [&](std::size_t a, std::size_t b) {
+  const auto within_tier = [&](std::size_t a, std::size_t b) {
     if (keys[a].primary != keys[b].primary) return keys[a].primary < keys[b].primary;
     return keys[a].age_s > keys[b].age_s;
-  });
+  };
+  std::stable_sort(due.begin(), due.end(), within_tier);
   const auto share = static_cast<unsigned>(std::max(1.0, std::floor(p.due_core_share * cores + 1e-9)));
   unsigned given = 0;
   for (const std::size_t i : due) {
@@ -153,11 +154,8 @@ serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p,
   out.order.resize(jobs.size());
   std::iota(out.order.begin(), out.order.end(), std::size_t{0});
   std::stable_sort(out.order.begin(), out.order.end(), [&](std::size_t a, std::size_t b) {
-    const key& x = keys[a];
-    const key& y = keys[b];
-    if (x.tier != y.tier) return x.tier < y.tier;
-    if (x.primary != y.primary) return x.primary < y.primary;
-    return x.age_s > y.age_s;
+    if (keys[a].tier != keys[b].tier) return keys[a].tier < keys[b].tier;
+    return within_tier(a, b);
   });
   out.usable.resize(jobs.size());
   for (std::size_t k = 0; k < out.order.size(); ++k) out.usable[k] = usable[out.order[k]];

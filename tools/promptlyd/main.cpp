@@ -201,9 +201,9 @@ int serve(const options& o, const partitioning& parts) {
 
   promptly::runtime_config cfg;
   cfg.workers = o.workers;
-  // equi by default: in the jobs suite's live rounds its flow times stayed within a few times
-  // their median at every load, while serpt, the lowest mean below saturation, fell behind drep
-  // at 90% load (docs/job-policies.md, "Choosing").
+  // equi by default: in the jobs suite's live rounds it had the lowest or near-lowest p99 flow
+  // time of the policies and needs no size estimates; serpt has the lowest mean on Bing but not
+  // on finance, and a higher p99 (docs/job-policies.md, "Choosing").
   cfg.policy = o.policy.empty() ? "equi" : o.policy;
   cfg.os_time_slice = std::chrono::microseconds(o.os_slice_us);
   // Partitions follow cores: worker i stays on the i-th CPU of the mask.
