@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "io_test_support.hpp"
+#include "sched/chaos.hpp"
 
 using namespace io_test;
 
@@ -216,5 +217,60 @@ TEST(IoStress, ConcurrentWritersAndReadersOnOneSocket) {
     ++next_seq[w];
   }
   for (int w = 0; w < writers; ++w) EXPECT_EQ(next_seq[w], per_writer) << "writer " << w;
+  expect_reactor_idle();
+}
+
+// Idle workers poll the epoll set themselves (docs/io.md, "Idle workers
+// poll"). A worker's poll that fetched a descriptor's event and was then
+// preempted must find the descriptor's state alive, even though the
+// descriptor was closed and destroyed meanwhile and the reactor thread,
+// which frees retired states, ran: without the reactor's wait for worker
+// polls in flight, ASan reports a use after free here. The workers spin
+// without sleeping (huge yield bounds), so they poll continuously; a chaos
+// budget (sched/chaos.hpp) stalls the poll that fetched the event, and the
+// test closes the descriptor once that stall has begun.
+TEST(IoStress, IdleWorkerPollOutlivesTheCloseOfItsDescriptor) {
+  namespace chaos = promptly::detail::chaos;
+  io::sleep_for(1ms).get();  // starts the reactor, which chose its backend
+  if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "idle workers poll the epoll backend only";
+  auto cfg = workers(2);
+  cfg.yield_bound = 1'000'000;
+  cfg.idle_yield_bound = 1'000'000;
+  promptly::runtime rt{cfg};
+  struct stalls_off {
+    ~stalls_off() { chaos::stall_worker_polls(0); }
+  } off;
+  const std::uint64_t events_before = io::stats().worker_events;
+  const int rounds = static_cast<int>(scaled(200, 4));
+  int completed = 0, closed = 0, stalled = 0;
+  within(120s, "IdleWorkerPollOutlivesTheCloseOfItsDescriptor", [&] {
+    for (int i = 0; i < rounds; ++i) {
+      auto pair = io::make_socket_pair();
+      io::descriptor a = std::move(pair.first);
+      auto b = std::make_unique<io::descriptor>(std::move(pair.second));
+      char buf[4] = {};
+      const std::uint64_t pending_before = io::stats().pending_operations;
+      auto f = rt.submit([&, d = b.get()] { return io::read(*d, std::span(buf), 30s).get(); });
+      ASSERT_TRUE(wait_until([&] { return io::stats().pending_operations > pending_before; }, 30s)) << "round " << i;
+      chaos::stall_worker_polls(1);
+      io::write(a, "x").get();
+      // The reactor may take the event instead of a worker; then nothing stalls.
+      const auto give_up = clock::now() + 200ms;
+      while (chaos::stalled_worker_polls.load() != 0 && clock::now() < give_up) std::this_thread::yield();
+      if (chaos::stalled_worker_polls.load() == 0) ++stalled;
+      chaos::stall_worker_polls(0);
+      b.reset();  // closes it; the parked read fails with io::closed unless the event came first
+      try {
+        EXPECT_EQ(std::move(f).get(), 1u);
+        ++completed;
+      } catch (const io::closed&) {
+        ++closed;
+      }
+    }
+  });
+  std::fprintf(stderr, "rounds %d: %d stalled worker polls, %d reads completed, %d closed\n", rounds, stalled, completed, closed);
+  EXPECT_EQ(completed + closed, rounds);
+  EXPECT_GT(stalled, 0) << "no worker poll ever fetched the event";
+  EXPECT_GT(io::stats().worker_events, events_before) << "idle workers never handled a readiness event";
   expect_reactor_idle();
 }

@@ -9,7 +9,11 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <sched.h>
+
+#include <cassert>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +25,8 @@
 #include <liburing.h>
 #endif
 
+#include "../sched/chaos.hpp"
+#include "../sched/external_poll.hpp"
 #include "../sched/os_time_slice.hpp"
 #include "backend.hpp"
 #include "promptly/io/error.hpp"
@@ -60,6 +66,36 @@ backend_choice chosen_backend() {
 int checked(int fd, const char* call) {
   if (fd < 0) throw io::error(errno, std::string("reactor start: ") + call, -1);
   return fd;
+}
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// How long the reactor stands by after an idle worker's poll (README.md,
+// "Idle workers poll"): PROMPTLY_IO_WORKER_POLL_US, 0 turns worker polls
+// off. The default bounds what a descriptor that becomes ready just after
+// the workers' last poll can wait for the reactor (Go's sysmon polls the
+// network every 20 us to 10 ms when no thread does).
+constexpr std::int64_t default_worker_poll_us = 200;
+constexpr std::int64_t max_worker_poll_us = 100'000;
+std::int64_t standby_window_ns() {
+  const char* env = std::getenv("PROMPTLY_IO_WORKER_POLL_US");
+  if (env == nullptr || *env == '\0') return default_worker_poll_us * 1000;
+  char* end = nullptr;
+  errno = 0;
+  const long long us = std::strtoll(env, &end, 10);
+  if (errno != 0 || *end != '\0' || us < 0 || us > max_worker_poll_us) {
+    std::fprintf(stderr, "promptly::io: PROMPTLY_IO_WORKER_POLL_US='%s' is not a number of microseconds in 0..%lld; using %lld\n",
+                 env, static_cast<long long>(max_worker_poll_us), static_cast<long long>(default_worker_poll_us));
+    return default_worker_poll_us * 1000;
+  }
+  return us * 1000;
+}
+
+bool poll_for_idle_worker() noexcept {
+  reactor* r = reactor::started();
+  return r != nullptr && r->poll_from_idle_worker();
 }
 
 [[noreturn]] void die(const char* what) {
@@ -187,17 +223,11 @@ reactor::reactor()
   // ring's to submit queued requests.
   wake_fd_ = checked(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
   if (ring_ == nullptr) {
-    ep_ = checked(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1");
-    // The two internal descriptors are told apart from fd_state pointers by
-    // the addresses of these members.
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = &wake_fd_;
-    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
-      throw io::error(errno, "reactor start: epoll_ctl", wake_fd_);
-    ev.data.ptr = &timer_fd_;
-    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0)
-      throw io::error(errno, "reactor start: epoll_ctl", timer_fd_);
+    ep_ = internal_epoll_set();
+    standby_ns_ = standby_window_ns();
+    // The set the reactor waits on while idle workers poll ep_ (README.md,
+    // "Idle workers poll").
+    if (standby_ns_ > 0) standby_ep_ = internal_epoll_set();
   }
 
   // The thread inherits a mask with every signal blocked (reactor.hpp).
@@ -208,6 +238,20 @@ reactor::reactor()
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(thread_.native_handle(), "promptly-io");
   the_reactor.store(this, std::memory_order_release);  // publishes the constructed reactor
+  if (standby_ns_ > 0) promptly::detail::install_external_poll(&poll_for_idle_worker);
+}
+
+// A new epoll set holding the eventfd and the timerfd; events name them by
+// the addresses of these members, which no fd_state pointer can equal.
+int reactor::internal_epoll_set() {
+  const int ep = checked(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1");
+  for (int* internal : {&wake_fd_, &timer_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = internal;
+    if (::epoll_ctl(ep, EPOLL_CTL_ADD, *internal, &ev) != 0) throw io::error(errno, "reactor start: epoll_ctl", *internal);
+  }
+  return ep;
 }
 
 const char* reactor::backend_name() const noexcept { return ring_ != nullptr ? "io_uring" : "epoll"; }
@@ -350,6 +394,14 @@ void reactor::drop_retired() noexcept {
     std::lock_guard lock(retire_mu_);
     gone.swap(retired_);
   }
+  if (gone.empty()) return;
+  // An idle worker's poll may hold events it fetched before these states
+  // left the epoll set: wait until no poll is in flight. One that starts
+  // after this read calls epoll_wait after their EPOLL_CTL_DEL returned, so
+  // it cannot report them. A poll is one non-blocking epoll_wait and the
+  // handling of its events: the wait is short. Seq-cst: pairs with the
+  // worker's exchange and store of the flag (poll_from_idle_worker).
+  while (worker_polling_.load(std::memory_order_seq_cst)) sched_yield();
   for (fd_state* s : gone) s->release();
 }
 
@@ -453,25 +505,101 @@ void reactor::run_epoll() noexcept {
   for (;;) {
     // Safe point: every event fetched so far has been processed (Retiring).
     drop_retired();
-    int n = ::epoll_wait(ep_, events, batch, -1);
+    int n;
+    if (standing_by()) {
+      const std::int64_t window_start = steady_ns();
+      wait_standing_by();
+      // No worker polled during the window: what became ready since their
+      // last poll has waited at most two windows; the reactor takes it now.
+      // Otherwise the workers' next poll takes it, and the reactor does not
+      // compete with them for the events.
+      const std::int64_t polled = worker_polled_ns_.load(std::memory_order_relaxed);  // relaxed: a hint
+      n = polled >= window_start ? 0 : ::epoll_wait(ep_, events, batch, 0);
+    } else {
+      n = ::epoll_wait(ep_, events, batch, -1);
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       die("epoll_wait");
     }
     wakeups_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
-    for (int i = 0; i < n; ++i) {
-      void* tag = events[i].data.ptr;
-      if (tag == &wake_fd_) {
-        std::uint64_t count;
-        while (::read(wake_fd_, &count, sizeof count) < 0 && errno == EINTR) {
-        }
-      } else if (tag == &timer_fd_) {
-        on_timer();
-      } else {
-        on_ready(*static_cast<fd_state*>(tag), events[i].events);
+    handle_epoll_events(events, n);
+  }
+}
+
+void reactor::handle_epoll_events(const epoll_event* events, int n) noexcept {
+  for (int i = 0; i < n; ++i) {
+    void* tag = events[i].data.ptr;
+    if (tag == &wake_fd_) {
+      std::uint64_t count;
+      while (::read(wake_fd_, &count, sizeof count) < 0 && errno == EINTR) {
       }
+    } else if (tag == &timer_fd_) {
+      on_timer();
+    } else {
+      on_ready(*static_cast<fd_state*>(tag), events[i].events);
     }
   }
+}
+
+// Idle workers polled ep_ within the last window: they cover the
+// descriptors, and the reactor waits for its own two only.
+bool reactor::standing_by() const noexcept {
+  if (standby_ns_ == 0) return false;
+  const std::int64_t fruitful = worker_fruitful_ns_.load(std::memory_order_relaxed);  // relaxed: a hint, the window bounds its staleness
+  return fruitful != 0 && steady_ns() - fruitful < standby_ns_;
+}
+
+// One window on the standby set: the wake-up eventfd and the timerfd.
+void reactor::wait_standing_by() noexcept {
+  epoll_event events[2];
+  const timespec window{static_cast<time_t>(standby_ns_ / 1'000'000'000), static_cast<long>(standby_ns_ % 1'000'000'000)};
+  int n = ::epoll_pwait2(standby_ep_, events, 2, &window, nullptr);
+  if (n < 0 && errno == ENOSYS)  // before Linux 5.11: millisecond resolution
+    n = ::epoll_wait(standby_ep_, events, 2, static_cast<int>((standby_ns_ + 999'999) / 1'000'000));
+  if (n < 0) {
+    if (errno == EINTR) return;
+    die("epoll_wait (standby)");
+  }
+  handle_epoll_events(events, n);
+}
+
+bool reactor::poll_from_idle_worker() noexcept {
+  assert(std::this_thread::get_id() != thread_.get_id() && "the reactor thread polls in run_epoll");
+  // One poll at a time; the relaxed read first keeps spinning thieves off
+  // the flag's cache line while another polls.
+  if (worker_polling_.load(std::memory_order_relaxed) || worker_polling_.exchange(true, std::memory_order_seq_cst))
+    return false;
+  constexpr int batch = 64;
+  epoll_event events[batch];
+  const int n = ::epoll_wait(ep_, events, batch, 0);
+  // Events fetched, not yet handled: closes of their descriptors and the
+  // reactor's drop_retired may run now.
+  if (n > 0 && promptly::detail::chaos::worker_poll_stalls()) [[unlikely]]
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  bool completed = false;
+  for (int i = 0; i < n; ++i) {
+    void* tag = events[i].data.ptr;
+    // The eventfd and the timerfd are level-triggered and belong to the
+    // reactor thread (it alone frees retired states and pops timers): left
+    // to it, they stay reported until it reads them.
+    if (tag == &wake_fd_ || tag == &timer_fd_) continue;
+    on_ready(*static_cast<fd_state*>(tag), events[i].events);
+    completed = true;
+    worker_events_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+  }
+  worker_polls_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+  // Seq-cst: pairs with drop_retired's read; every use of a state this poll
+  // fetched happens before it.
+  worker_polling_.store(false, std::memory_order_seq_cst);
+  // Only a fruitful poll makes the reactor stand by: idle workers that find
+  // nothing (the reactor took the event that woke them) go to sleep, and a
+  // reactor standing by for them would only wake once more per event.
+  // Relaxed: hints (standing_by, run_epoll); a window bounds their staleness.
+  const std::int64_t now = steady_ns();
+  worker_polled_ns_.store(now, std::memory_order_relaxed);
+  if (completed) worker_fruitful_ns_.store(now, std::memory_order_relaxed);
+  return completed;
 }
 
 void reactor::on_ready(fd_state& s, std::uint32_t events) noexcept {
@@ -512,6 +640,8 @@ reactor_stats stats() noexcept {
     s.pending_timers = r->timers().size();
     s.watched_descriptors = r->watched();
     s.wakeups = r->wakeups();
+    s.worker_polls = r->worker_polls();
+    s.worker_events = r->worker_events();
     s.backend = r->backend_name();
   }
   return s;

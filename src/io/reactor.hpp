@@ -49,9 +49,20 @@
 // set, so a process that exits mid-removal leaks nothing LeakSanitizer can
 // see (its only other reference is the kernel's).
 //
+// Idle workers poll (epoll backend; src/io/README.md, "Idle workers
+// poll"): a worker with nothing to run may call poll_from_idle_worker, a
+// non-blocking epoll_wait whose events it handles like the reactor. While
+// workers poll, the reactor waits on standby_ep_ (eventfd, timerfd) for at
+// most one window and then polls the set itself.
+//
 // Invariants
-//  * Only the reactor thread calls epoll_wait (or reaps the ring's
-//    completions) and drops the backend's references.
+//  * Only the reactor thread blocks in epoll_wait on ep_ (or reaps the
+//    ring's completions), reads the eventfd and the timerfd, and drops the
+//    backend's references. Idle workers call epoll_wait(ep_, 0), one at a
+//    time (worker_polling_), and skip the two internal descriptors.
+//  * drop_retired frees retired states only after it has read
+//    worker_polling_ false (seq-cst): no worker poll holds an event
+//    fetched before their EPOLL_CTL_DEL.
 //  * io_uring: only the reactor thread submits to the ring and reads its
 //    completion queue; other threads hand states over through the request
 //    queue (guarded by its mutex), which orders the state's construction
@@ -69,6 +80,8 @@
 
 #include "fd_state.hpp"
 #include "timer_queue.hpp"
+
+struct epoll_event;  // <sys/epoll.h>
 
 namespace promptly::io::detail {
 
@@ -96,6 +109,8 @@ class reactor {
   // Statistics (io::stats()): relaxed, nothing is read through them.
   std::uint64_t watched() const noexcept { return watched_.load(std::memory_order_relaxed); }
   std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }
+  std::uint64_t worker_polls() const noexcept { return worker_polls_.load(std::memory_order_relaxed); }
+  std::uint64_t worker_events() const noexcept { return worker_events_.load(std::memory_order_relaxed); }
 
  private:
   reactor();
@@ -105,8 +120,31 @@ class reactor {
   void on_timer() noexcept;
   void drop_retired() noexcept;
   void wake() noexcept;
+  void handle_epoll_events(const ::epoll_event* events, int n) noexcept;
+  bool standing_by() const noexcept;
+  int internal_epoll_set();
+  void wait_standing_by() noexcept;
 
+ public:
+  // An idle worker's poll of the epoll set (sched/external_poll.hpp):
+  // never blocks; true when it completed an operation. See "Idle workers
+  // poll" in src/io/README.md.
+  bool poll_from_idle_worker() noexcept;
+
+ private:
   int ep_ = -1;
+  // epoll backend: the set with only wake_fd_ and timer_fd_, which the
+  // reactor waits on while idle workers poll ep_ ("standing by").
+  int standby_ep_ = -1;
+  // Nanoseconds a standby wait lasts; 0 when workers do not poll.
+  std::int64_t standby_ns_ = 0;
+  // One idle worker polls at a time; the reactor frees retired states only
+  // when no worker poll is in flight (drop_retired).
+  std::atomic<bool> worker_polling_{false};
+  // steady_clock nanoseconds of the latest idle worker's poll, and of the
+  // latest one that handled an event.
+  std::atomic<std::int64_t> worker_polled_ns_{0};
+  std::atomic<std::int64_t> worker_fruitful_ns_{0};
   int wake_fd_ = -1;   // eventfd: wakes the loop (epoll: a retired state to drop; io_uring: requests to submit)
   int timer_fd_ = -1;  // timerfd of timers_
   timer_queue timers_;
@@ -115,6 +153,8 @@ class reactor {
   std::vector<operation*> expired_;  // reactor thread only
   std::atomic<std::uint64_t> watched_{0};
   std::atomic<std::uint64_t> wakeups_{0};
+  std::atomic<std::uint64_t> worker_polls_{0};
+  std::atomic<std::uint64_t> worker_events_{0};
   std::thread thread_;
 
   // The io_uring backend (reactor.cpp); null with epoll.

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "chaos.hpp"
+#include "external_poll.hpp"
 #include "scheduler.hpp"
 #include "scheduling_loop.hpp"
 #include "set_walk.hpp"
@@ -294,6 +295,15 @@ task* worker_loop::explore_task(worker& w, unsigned yield_bound) {
       return t;
     }
     if (++failed >= cfg_.steal_bound) {
+      // Before giving the CPU away, poll the sources of work outside the
+      // runtime (external_poll.hpp: ready connections). What it made ready
+      // for this worker's pool is in its own deque; other pools' work is in
+      // their injection queues, which the next steals look at.
+      if (poll_external_sources()) {
+        if (task* t = w.deque->pop()) return t;
+        failed = 0;
+        continue;
+      }
       const std::uint64_t before = now_ns();
       sched_yield();
       // Another thread kept this CPU for longer than a wake-up takes: a

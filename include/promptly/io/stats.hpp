@@ -12,6 +12,10 @@ struct reactor_stats {
   std::uint64_t pending_timers = 0;      // deadlines and sleeps in the timer heap
   std::uint64_t watched_descriptors = 0; // descriptors registered with the backend
   std::uint64_t wakeups = 0;             // returns of epoll_wait (io_uring: of the wait for completions) so far
+  // Idle workers' polls of the epoll set (docs/io.md, "Idle workers poll"):
+  // polls made, and readiness events they handled (the reactor thread did not).
+  std::uint64_t worker_polls = 0;
+  std::uint64_t worker_events = 0;
   // The readiness backend the reactor runs: "epoll" or "io_uring" (docs/io.md,
   // "Backends"); empty until it started.
   const char* backend = "";
