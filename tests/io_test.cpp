@@ -30,6 +30,7 @@
 #include <tuple>
 
 #include "io_test_support.hpp"
+#include "sched/external_poll.hpp"
 
 using namespace io_test;
 
@@ -507,4 +508,24 @@ TEST_F(Io, PeerResetAfterAShortRead) {
     client.close();
     EXPECT_EQ(server_side.get(), ECONNRESET);
   });
+}
+
+// A child forked without exec shares the parent's epoll set: a worker of a
+// runtime in the child that polled it (docs/io.md, "Idle workers poll")
+// would take the parent's readiness events and read the parent's
+// connections. The child's poll must do nothing.
+TEST_F(Io, AForkedChildDoesNotPollTheParentsEpollSet) {
+  io::sleep_for(1ms).get();  // starts the reactor
+  if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "idle workers poll the epoll backend only";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Only atomics and epoll_wait on the way; no other thread exists here.
+    const std::uint64_t before = io::stats().worker_polls;
+    const bool made_ready = promptly::detail::poll_external_sources();
+    ::_exit(made_ready || io::stats().worker_polls != before ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child polled the parent's epoll set, status " << status;
 }

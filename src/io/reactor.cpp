@@ -93,7 +93,15 @@ std::int64_t standby_window_ns() {
   return us * 1000;
 }
 
+// A child forked without exec shares the parent's epoll set (one open file
+// description): its workers polling it would take the parent's events and
+// read the parent's connections. The child has no reactor thread and must
+// not use io:: (docs/io.md, "Limits"); its workers must not poll either.
+std::atomic<bool> in_forked_child{false};
+void stop_worker_polls_in_child() noexcept { in_forked_child.store(true, std::memory_order_relaxed); }  // relaxed: the child is single-threaded here
+
 bool poll_for_idle_worker() noexcept {
+  if (in_forked_child.load(std::memory_order_relaxed)) return false;  // relaxed: set before the child made any thread
   reactor* r = reactor::started();
   return r != nullptr && r->poll_from_idle_worker();
 }
@@ -238,7 +246,10 @@ reactor::reactor()
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(thread_.native_handle(), "promptly-io");
   the_reactor.store(this, std::memory_order_release);  // publishes the constructed reactor
-  if (standby_ns_ > 0) promptly::detail::install_external_poll(&poll_for_idle_worker);
+  if (standby_ns_ > 0) {
+    ::pthread_atfork(nullptr, nullptr, &stop_worker_polls_in_child);
+    promptly::detail::install_external_poll(&poll_for_idle_worker);
+  }
 }
 
 // A new epoll set holding the eventfd and the timerfd; events name them by
