@@ -364,6 +364,22 @@ TEST_F(Io, BadBackendNamesAreRefused) {
   EXPECT_THROW(promptly::runtime{cfg}, std::invalid_argument);
 }
 
+TEST_F(Io, BadWorkerPollWindowsAreRefused) {
+  for (const int us : {-2, 100'001}) {
+    promptly::runtime_config cfg;
+    cfg.io_worker_poll_us = us;
+    EXPECT_EQ(what_of<std::invalid_argument>([&] { promptly::validate(cfg); }),
+              "promptly::runtime_config: io_worker_poll_us = " + std::to_string(us) +
+                  " must be -1 (the default) or 0..100000");
+    EXPECT_THROW(promptly::runtime{cfg}, std::invalid_argument);
+  }
+  for (const int us : {-1, 0, 200, 100'000}) {
+    promptly::runtime_config cfg;
+    cfg.io_worker_poll_us = us;
+    EXPECT_NO_THROW(promptly::validate(cfg)) << us;
+  }
+}
+
 // A seccomp profile that forbids io_uring (as container runtimes' default
 // profiles do) makes io_uring_setup fail with EPERM: the reactor falls back
 // to epoll and I/O works. Run in a fresh process (the reactor is per process
@@ -528,4 +544,47 @@ TEST_F(Io, AForkedChildDoesNotPollTheParentsEpollSet) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child polled the parent's epoll set, status " << status;
+}
+
+// runtime_config::io_worker_poll_us = 0 reaches the reactor: its workers
+// never poll the network. The reactor is per process and this binary's
+// has long started, so the check runs in a fresh process (this test
+// re-executed with PROMPTLY_TEST_NO_WORKER_POLLS=1).
+TEST(IoWorkerPolls, AWindowOfZeroTurnsThemOff) {
+  if (std::getenv("PROMPTLY_TEST_NO_WORKER_POLLS") != nullptr) {
+    promptly::runtime_config cfg = workers(2);
+    cfg.io_worker_poll_us = 0;
+    cfg.yield_bound = 1'000'000;  // thieves spin, so they would poll if allowed
+    cfg.idle_yield_bound = 1'000'000;
+    promptly::runtime rt{cfg};
+    io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+    std::tie(a, b) = io::make_socket_pair();
+    for (int i = 0; i < 50; ++i) {
+      char byte = 0;
+      auto got = rt.submit([&] { return io::read(b, std::span(&byte, 1), 30s).get(); });
+      ASSERT_TRUE(wait_until([] { return io::stats().pending_operations > 0; }, 30s));
+      io::write(a, "x").get();
+      ASSERT_EQ(std::move(got).get(), 1u);
+    }
+    EXPECT_EQ(std::string_view(io::stats().backend), "epoll");
+    EXPECT_EQ(io::stats().worker_polls, 0u);
+    return;
+  }
+  std::vector<std::string> env_strings{"PROMPTLY_TEST_NO_WORKER_POLLS=1"};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "PROMPTLY_IO_BACKEND=", 20) != 0) env_strings.emplace_back(*e);  // the knob is epoll's
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string filter = "--gtest_filter=IoWorkerPolls.AWindowOfZeroTurnsThemOff";
+  char* argv[] = {const_cast<char*>("io_test"), filter.data(), nullptr};
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
 }

@@ -120,6 +120,13 @@ struct runtime_config {
   // back to epoll when the kernel refuses a ring). io::stats().backend says
   // which one runs.
   std::string io_backend = "auto";
+  // How long, in microseconds, the process's I/O reactor leaves the
+  // descriptors to idle workers after one of their polls found work
+  // (docs/io.md, "Idle workers poll"): 0..100000, 0 = workers do not poll
+  // the network. -1: the environment variable PROMPTLY_IO_WORKER_POLL_US,
+  // else 200. Per process like io_backend: a runtime built before the
+  // reactor started with a value other than -1 decides it.
+  int io_worker_poll_us = -1;
   // Preemption of strands that never reach a boundary (above).
   preemption_params preemption{};
 };

@@ -22,4 +22,9 @@ namespace promptly::io::detail {
 // Throws std::invalid_argument for a name other than auto, epoll, io_uring.
 void request_backend(std::string_view name);
 
+// runtime_config::io_worker_poll_us (validated by the caller): -1 changes
+// nothing; another value decides the reactor's worker-poll window if the
+// reactor has not started yet (the environment variable comes second).
+void request_worker_poll_us(int us) noexcept;
+
 }  // namespace promptly::io::detail

@@ -73,13 +73,18 @@ std::int64_t steady_ns() noexcept {
 }
 
 // How long the reactor stands by after an idle worker's poll (README.md,
-// "Idle workers poll"): PROMPTLY_IO_WORKER_POLL_US, 0 turns worker polls
-// off. The default bounds what a descriptor that becomes ready just after
+// "Idle workers poll"): a runtime's request, else PROMPTLY_IO_WORKER_POLL_US;
+// 0 turns worker polls off. The default bounds what a descriptor that becomes ready just after
 // the workers' last poll can wait for the reactor (Go's sysmon polls the
 // network every 20 us to 10 ms when no thread does).
 constexpr std::int64_t default_worker_poll_us = 200;
 constexpr std::int64_t max_worker_poll_us = 100'000;
+// The latest request of a runtime_config (backend.hpp); -1 if none.
+std::atomic<int> requested_worker_poll_us{-1};
+
 std::int64_t standby_window_ns() {
+  if (const int requested = requested_worker_poll_us.load(std::memory_order_relaxed); requested >= 0)  // relaxed: read once, at the reactor's start
+    return std::int64_t{requested} * 1000;
   const char* env = std::getenv("PROMPTLY_IO_WORKER_POLL_US");
   if (env == nullptr || *env == '\0') return default_worker_poll_us * 1000;
   char* end = nullptr;
@@ -112,6 +117,10 @@ bool poll_for_idle_worker() noexcept {
 }
 
 }  // namespace
+
+void request_worker_poll_us(int us) noexcept {
+  if (us >= 0) requested_worker_poll_us.store(us, std::memory_order_relaxed);  // relaxed: as requested_backend
+}
 
 void request_backend(std::string_view name) {
   const backend_choice c = parse_backend(name);

@@ -79,6 +79,8 @@ void validate(const runtime_config& cfg) {
   }
   if (cfg.io_backend != "auto" && cfg.io_backend != "epoll" && cfg.io_backend != "io_uring")
     fail("io_backend = '" + cfg.io_backend + "' must be auto, epoll or io_uring");
+  if (cfg.io_worker_poll_us < -1 || cfg.io_worker_poll_us > 100'000)
+    fail("io_worker_poll_us = " + std::to_string(cfg.io_worker_poll_us) + " must be -1 (the default) or 0..100000");
   try {
     (void)ext::make_policy(cfg.policy, cfg.aps, cfg.fair);
   } catch (const std::invalid_argument& e) {

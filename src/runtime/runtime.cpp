@@ -20,6 +20,7 @@ runtime::runtime(runtime_config cfg)
     : sched_(std::make_unique<detail::scheduler>(std::move(cfg))),
       detector_(detail::inversion_detector::attach(sched_->config().detect_inversions, sched_.get())) {
   io::detail::request_backend(sched_->config().io_backend);  // validated by the scheduler's constructor
+  io::detail::request_worker_poll_us(sched_->config().io_worker_poll_us);
 }
 
 runtime::~runtime() { sched_->shutdown(); }
