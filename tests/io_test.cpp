@@ -34,6 +34,34 @@
 
 using namespace io_test;
 
+namespace {
+
+// Runs the test `name` again in a fresh process (this binary, execve'd) with
+// `flag` ("NAME=value") added to the environment and PROMPTLY_IO_BACKEND
+// removed if `drop_backend`; the test sees the flag and runs its child part.
+// Returns the child's wait status, or -1 if it could not be started.
+int rerun_in_fresh_process(const char* name, const char* flag, bool drop_backend) {
+  // Built before fork: the child only calls execve (async-signal-safe).
+  std::vector<std::string> env_strings{flag};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!drop_backend || std::strncmp(*e, "PROMPTLY_IO_BACKEND=", 20) != 0) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string filter = std::string("--gtest_filter=") + name;
+  char* argv[] = {const_cast<char*>("io_test"), filter.data(), nullptr};
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  return ::waitpid(child, &status, 0) == child ? status : -1;
+}
+
+}  // namespace
+
 class Io : public ::testing::Test {
  protected:
   void TearDown() override { expect_reactor_idle(); }
@@ -413,22 +441,7 @@ TEST_F(Io, FallsBackToEpollWhenTheRingIsForbidden) {
     EXPECT_EQ(std::string(io::stats().backend), "epoll");
     return;
   }
-  // Built before fork: the child only calls execve (async-signal-safe).
-  std::vector<std::string> env_strings{"PROMPTLY_TEST_FORBID_IO_URING=1"};
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string filter = "--gtest_filter=Io.FallsBackToEpollWhenTheRingIsForbidden";
-  char* argv[] = {const_cast<char*>("io_test"), filter.data(), nullptr};
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::execve("/proc/self/exe", argv, envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  const int status = rerun_in_fresh_process("Io.FallsBackToEpollWhenTheRingIsForbidden", "PROMPTLY_TEST_FORBID_IO_URING=1", false);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
 }
 
@@ -570,21 +583,7 @@ TEST(IoWorkerPolls, AWindowOfZeroTurnsThemOff) {
     EXPECT_EQ(io::stats().worker_polls, 0u);
     return;
   }
-  std::vector<std::string> env_strings{"PROMPTLY_TEST_NO_WORKER_POLLS=1"};
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "PROMPTLY_IO_BACKEND=", 20) != 0) env_strings.emplace_back(*e);  // the knob is epoll's
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string filter = "--gtest_filter=IoWorkerPolls.AWindowOfZeroTurnsThemOff";
-  char* argv[] = {const_cast<char*>("io_test"), filter.data(), nullptr};
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::execve("/proc/self/exe", argv, envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  // Without PROMPTLY_IO_BACKEND: the window is epoll's.
+  const int status = rerun_in_fresh_process("IoWorkerPolls.AWindowOfZeroTurnsThemOff", "PROMPTLY_TEST_NO_WORKER_POLLS=1", true);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
 }
