@@ -74,9 +74,9 @@ std::int64_t steady_ns() noexcept {
 
 // How long the reactor stands by after an idle worker's poll (README.md,
 // "Idle workers poll"): a runtime's request, else PROMPTLY_IO_WORKER_POLL_US;
-// 0 turns worker polls off. The default bounds what a descriptor that becomes ready just after
-// the workers' last poll can wait for the reactor (Go's sysmon polls the
-// network every 20 us to 10 ms when no thread does).
+// 0 turns worker polls off. Two windows bound what a descriptor that
+// becomes ready just after the workers' last poll can wait for the reactor
+// (Go's sysmon polls the network every 20 us to 10 ms when no thread does).
 constexpr std::int64_t default_worker_poll_us = 200;
 constexpr std::int64_t max_worker_poll_us = 100'000;
 // The latest request of a runtime_config (backend.hpp); -1 if none.
@@ -562,8 +562,8 @@ void reactor::handle_epoll_events(const epoll_event* events, int n) noexcept {
   }
 }
 
-// Idle workers polled ep_ within the last window: they cover the
-// descriptors, and the reactor waits for its own two only.
+// An idle worker's poll of ep_ found work within the last window: the
+// workers cover the descriptors, and the reactor waits for its own two only.
 bool reactor::standing_by() const noexcept {
   if (standby_ns_ == 0) return false;
   const std::int64_t fruitful = worker_fruitful_ns_.load(std::memory_order_relaxed);  // relaxed: a hint, the window bounds its staleness
