@@ -231,7 +231,7 @@ TEST(IoStress, ConcurrentWritersAndReadersOnOneSocket) {
 // test closes the descriptor once that stall has begun.
 TEST(IoStress, IdleWorkerPollOutlivesTheCloseOfItsDescriptor) {
   namespace chaos = promptly::detail::chaos;
-  io::sleep_for(1ms).get();  // starts the reactor, which chose its backend
+  start_reactor();  // it chose its backend
   if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "idle workers poll the epoll backend only";
   auto cfg = workers(2);
   cfg.yield_bound = 1'000'000;

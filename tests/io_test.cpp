@@ -544,7 +544,7 @@ TEST_F(Io, PeerResetAfterAShortRead) {
 // would take the parent's readiness events and read the parent's
 // connections. The child's poll must do nothing.
 TEST_F(Io, AForkedChildDoesNotPollTheParentsEpollSet) {
-  io::sleep_for(1ms).get();  // starts the reactor
+  start_reactor();
   if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "idle workers poll the epoll backend only";
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);

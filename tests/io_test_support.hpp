@@ -52,6 +52,17 @@ inline double ms_since(clock::time_point t0) {
 }
 
 // Fails the test unless no operation or timer is left pending (leak check).
+// Starts the process's reactor (it then has chosen its backend): a read of
+// an empty socket must wait, which starts it; the read is then cancelled.
+inline void start_reactor() {
+  auto [a, b] = io::make_socket_pair();
+  char byte = 0;
+  std::stop_source stop;
+  auto pending = io::read(b, std::span(&byte, 1), {}, stop.get_token());
+  stop.request_stop();
+  EXPECT_THROW(std::move(pending).get(), io::cancelled);
+}
+
 inline void expect_reactor_idle() {
   // A completed operation may still sit in the timer heap for a moment
   // (the reactor drops the heap's reference after delivering); wait briefly.
