@@ -161,6 +161,74 @@ TEST(SequentialSort, MatchesStdSortForEveryShapeAndSmallSize) {
   }
 }
 
+// The one-pass check-and-reverse of a descending range, at sizes around its chunks (an odd and
+// an even number of them meet in the middle differently), with the order broken by an equal
+// pair or an ascending pair at every position: only a strictly descending range is reported
+// reversed (and is then ascending); any other is left a permutation of its input. A break where
+// a checked end meets the unchecked middle is found only through the mirror-swapped elements.
+TEST(SequentialSort, ReverseIfDescendingReversesOnlyStrictlyDescendingRanges) {
+  namespace pdq = promptly::detail::pdq;
+  const auto c = static_cast<std::size_t>(pdq::scan_chunk);
+  std::ranges::less less;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, 2 * c - 1, 2 * c, 2 * c + 1, 4 * c, 4 * c + 1, 5 * c + 3, 6 * c}) {
+    std::vector<std::uint32_t> descending(n);
+    for (std::size_t i = 0; i < n; ++i) descending[i] = static_cast<std::uint32_t>(2 * (n - i));
+    auto v = descending;
+    ASSERT_TRUE(pdq::reverse_if_descending<false>(v.begin(), v.end(), less)) << "n " << n;
+    ASSERT_TRUE(std::ranges::is_sorted(v)) << "n " << n;
+    for (std::size_t k = 1; k < n; ++k) {
+      for (std::uint32_t step : {0u, 1u}) {  // the pair (k - 1, k) made equal, or ascending
+        auto broken = descending;
+        broken[k] = broken[k - 1] + step;
+        auto w = broken;
+        ASSERT_FALSE(pdq::reverse_if_descending<false>(w.begin(), w.end(), less)) << "n " << n << ", break at " << k;
+        std::ranges::sort(w);
+        std::ranges::sort(broken);
+        ASSERT_EQ(w, broken) << "n " << n << ", break at " << k;
+      }
+    }
+  }
+}
+
+// The presorted checks forked in pieces: a range of just over two pieces' worth of front
+// positions splits once, and the pairs across the split (front and mirrored back) are checked
+// before either piece swaps. Breaks at the split, the centre, the ends and chunk edges are each
+// found; unbroken ranges are reported sorted or reversed.
+TEST_P(Algorithms, PresortedChecksInPiecesFindABreakAtEverySeam) {
+  namespace pdq = promptly::detail::pdq;
+  const auto piece = static_cast<std::size_t>(pdq::scan_piece);
+  const auto c = static_cast<std::size_t>(pdq::scan_chunk);
+  std::ranges::less less;
+  for (std::size_t n : {4 * piece + 2, 4 * piece + 3}) {
+    const std::size_t m = n / 2;
+    std::vector<std::uint32_t> ascending(n);
+    std::iota(ascending.begin(), ascending.end(), 0u);
+    std::vector<std::uint32_t> descending(ascending.rbegin(), ascending.rend());
+    std::vector<std::size_t> breaks;
+    for (std::size_t at : {std::size_t{1}, c, piece, m, n - piece, n - c, n - 1})
+      for (std::size_t k : {at - 1, at, at + 1})
+        if (k >= 1 && k < n) breaks.push_back(k);
+    rt.run([&] {
+      auto v = descending;
+      EXPECT_TRUE(pdq::reverse_if_descending<true>(v.begin(), v.end(), less)) << "n " << n;
+      EXPECT_EQ(v, ascending) << "n " << n;
+      EXPECT_TRUE(pdq::is_sorted_range<true>(ascending.begin(), ascending.end(), less)) << "n " << n;
+      for (std::size_t k : breaks) {
+        auto broken = descending;
+        broken[k] = broken[k - 1];
+        auto w = broken;
+        EXPECT_FALSE(pdq::reverse_if_descending<true>(w.begin(), w.end(), less)) << "n " << n << ", break at " << k;
+        std::ranges::sort(w);
+        std::ranges::sort(broken);
+        EXPECT_EQ(w, broken) << "n " << n << ", break at " << k;
+        auto unsorted = ascending;
+        std::swap(unsorted[k - 1], unsorted[k]);
+        EXPECT_FALSE(pdq::is_sorted_range<true>(unsorted.begin(), unsorted.end(), less)) << "n " << n << ", break at " << k;
+      }
+    });
+  }
+}
+
 namespace {
 
 // Sizes up to a few blocks of the block partition, and around larger multiples of a block. The
