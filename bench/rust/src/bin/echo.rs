@@ -10,7 +10,6 @@ use std::os::fd::FromRawFd;
 
 use promptly_bench_peers::protocol;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
 
 fn main() {
     let mut args = protocol::Args::parse();
@@ -37,8 +36,15 @@ fn main() {
         .enable_io()
         .build()
         .unwrap_or_else(|e| protocol::fail(&format!("tokio runtime: {e}")));
+    // A backlog of 4096, as the Promptly server and Go (net.core.somaxconn) listen with:
+    // TcpListener::bind's 1024 overflowed while the idle bench opened 19,000 connections, whose
+    // SYNs were then retried seconds later (5000 connections took 28 s to open).
     let listener = rt
-        .block_on(TcpListener::bind("127.0.0.1:0"))
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind("127.0.0.1:0".parse().expect("a literal address"))?;
+            socket.listen(4096)
+        })
         .unwrap_or_else(|e| protocol::fail(&format!("listen: {e}")));
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     rt.spawn(async move {
