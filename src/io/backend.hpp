@@ -22,6 +22,10 @@ namespace promptly::io::detail {
 // Throws std::invalid_argument for a name other than auto, epoll, io_uring.
 void request_backend(std::string_view name);
 
+// The largest worker-poll window, in microseconds, that runtime_config and
+// PROMPTLY_IO_WORKER_POLL_US accept.
+inline constexpr int max_worker_poll_us = 100'000;
+
 // runtime_config::io_worker_poll_us (validated by the caller): -1 changes
 // nothing; another value decides the reactor's worker-poll window if the
 // reactor has not started yet (the environment variable comes second).

@@ -78,7 +78,6 @@ std::int64_t steady_ns() noexcept {
 // becomes ready just after the workers' last poll can wait for the reactor
 // (Go's sysmon polls the network every 20 us to 10 ms when no thread does).
 constexpr std::int64_t default_worker_poll_us = 200;
-constexpr std::int64_t max_worker_poll_us = 100'000;
 // The latest request of a runtime_config (backend.hpp); -1 if none.
 std::atomic<int> requested_worker_poll_us{-1};
 

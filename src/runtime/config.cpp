@@ -1,6 +1,7 @@
 // Defaults and validation of runtime_config.
 #include "promptly/config.hpp"
 #include "promptly/ext/policy.hpp"
+#include "../io/backend.hpp"
 #include "../sched/os_time_slice.hpp"
 
 #include <sched.h>
@@ -79,8 +80,9 @@ void validate(const runtime_config& cfg) {
   }
   if (cfg.io_backend != "auto" && cfg.io_backend != "epoll" && cfg.io_backend != "io_uring")
     fail("io_backend = '" + cfg.io_backend + "' must be auto, epoll or io_uring");
-  if (cfg.io_worker_poll_us < -1 || cfg.io_worker_poll_us > 100'000)
-    fail("io_worker_poll_us = " + std::to_string(cfg.io_worker_poll_us) + " must be -1 (the default) or 0..100000");
+  if (cfg.io_worker_poll_us < -1 || cfg.io_worker_poll_us > io::detail::max_worker_poll_us)
+    fail("io_worker_poll_us = " + std::to_string(cfg.io_worker_poll_us) + " must be -1 (the default) or 0.." +
+         std::to_string(io::detail::max_worker_poll_us));
   try {
     (void)ext::make_policy(cfg.policy, cfg.aps, cfg.fair);
   } catch (const std::invalid_argument& e) {

@@ -363,7 +363,7 @@ void sort_loop(I first, I last, Less& less, int bad_allowed, bool leftmost, canc
 inline constexpr std::ptrdiff_t scan_chunk = 64;
 
 // The presorted checks run in pieces of at least this many elements, forked with join() when
-// parallel: ~10 us of scanning each, against a join's tens of ns.
+// parallel: ~20 us of scanning each (10^7 keys in 5.5 ms), against a join's tens of ns.
 inline constexpr std::ptrdiff_t scan_piece = std::ptrdiff_t{1} << 15;
 
 // Whether in_order(first[k - 1], first[k]) holds for every k in [from, to), from >= 1, for at
