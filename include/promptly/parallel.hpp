@@ -193,6 +193,14 @@ void split_box_adaptive(const index_box<I, N>& box, adaptive_splitter s, bool st
                      [&](bool st) { split_box_adaptive(parts.second, s, st, body, scope); });
 }
 
+// The range-form body of the index forms: body(i) for each i of a piece, in order.
+template <class I, class Body>
+auto each_index_of(Body& body) {
+  return [&body](index_range<I> piece) {
+    for (I i = piece.first(); i != piece.last(); ++i) std::invoke(body, i);
+  };
+}
+
 // Runs run(scope) as a data-parallel call (run_data_parallel) whose pieces share one scope with
 // the caller's token, then rethrows the first exception or reports skipped pieces
 // (cancellation.hpp).
@@ -227,19 +235,14 @@ void parallel_for(cancellation_token stop, index_range<I> r, std::size_t grain, 
   });
 }
 
-// body(i) for every i in [first, last), i of the bounds' common type.
+// body(i) for every i in [first, last), i of the bounds' common type: the range form with a
+// loop over each piece.
 template <loop_index A, loop_index B, class Body>
   requires std::invocable<Body&, detail::common_index_t<A, B>>
 void parallel_for(cancellation_token stop, A first, B last, std::size_t grain, Body&& body) {
   using I = detail::common_index_t<A, B>;
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
-  if (r.empty()) return;
-  auto leaf = [&body](I lo, I hi) {
-    for (I i = lo; i != hi; ++i) std::invoke(body, i);
-  };
-  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
-    detail::split_range(r.first(), r.last(), grain == 0 ? 1 : grain, leaf, sc);
-  });
+  parallel_for(std::move(stop), r, grain, detail::each_index_of<I>(body));
 }
 
 // The combination, in index order, of map(i) for i in [first, last), each piece starting from
@@ -282,13 +285,7 @@ template <loop_index A, loop_index B, class Body>
 void parallel_for(cancellation_token stop, A first, B last, Body&& body) {
   using I = detail::common_index_t<A, B>;
   const index_range<I> r(detail::to_index<I>(first, "first"), detail::to_index<I>(last, "last"));
-  if (r.empty()) return;
-  auto leaf = [&body](I lo, I hi) {
-    for (I i = lo; i != hi; ++i) std::invoke(body, i);
-  };
-  detail::run_pieces(std::move(stop), "parallel_for", [&](detail::cancel_scope& sc) {
-    detail::split_range_adaptive(r.first(), r.last(), detail::adaptive_splitter::initial(), false, leaf, sc);
-  });
+  parallel_for(std::move(stop), r, detail::each_index_of<I>(body));
 }
 
 template <loop_index I, std::size_t N, class Body>
