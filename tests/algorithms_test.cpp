@@ -365,6 +365,129 @@ TEST_P(Algorithms, SortsTakeComparatorsProjectionsAndRanges) {
   EXPECT_EQ(s, expected);
 }
 
+// ---- strings by key prefixes (detail/key_prefix_sort.hpp) ----
+
+// Strings that make keys lie if they are built wrong: bytes above 0x7f (char is signed here,
+// char_traits<char> orders bytes unsigned), embedded NULs against the keys' zero padding,
+// prefixes of each other, empty strings, short (inside the object) and long ones.
+std::vector<std::string> tricky_strings(std::size_t n, const std::string& shared, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  const std::string alphabet("ab\0\x7f\x80\xff", 6);
+  std::vector<std::string> v(n);
+  for (auto& s : v) {
+    s = shared;
+    const std::size_t len = gen() % 4 == 0 ? gen() % 40 : gen() % 12;
+    for (std::size_t j = 0; j < len; ++j) s.push_back(alphabet[gen() % alphabet.size()]);
+  }
+  return v;
+}
+
+std::vector<std::string> letter_strings(std::size_t n, const std::string& shared, std::size_t distinct, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::string> pool(distinct);
+  for (auto& s : pool) {
+    s = shared;
+    for (std::size_t j = 0, len = 1 + gen() % 24; j < len; ++j) s.push_back(static_cast<char>('a' + gen() % 26));
+  }
+  std::vector<std::string> v(n);
+  for (auto& s : v) s = pool[gen() % distinct];
+  return v;
+}
+
+TEST(KeyPrefixSort, KeyOrderImpliesStringOrder) {
+  using promptly::detail::key_prefix_at;
+  const std::vector<std::string> cases = {"",         std::string("\0", 1), std::string("ab\0", 3), "ab",       "abcdefgh",
+                                          "abcdefghi", "abcdefgh\x80",        "\x80",                   "\xff\xff", "b"};
+  for (std::size_t skip : {0u, 1u, 2u, 8u}) {
+    for (const auto& a : cases) {
+      for (const auto& b : cases) {
+        if (key_prefix_at(a, skip) < key_prefix_at(b, skip) && a.compare(0, skip, b, 0, skip) == 0)
+          EXPECT_LT(a, b) << "skip " << skip << ": a key order the strings contradict";
+      }
+    }
+  }
+  EXPECT_LT(key_prefix_at("\x80", 0), key_prefix_at("\xff", 0)) << "bytes compare unsigned";
+  EXPECT_EQ(key_prefix_at("ab", 0), key_prefix_at(std::string("ab\0", 3), 0)) << "padding ties, the strings decide";
+  EXPECT_EQ(key_prefix_at("abc", 5), 0u);
+}
+
+// Only std::string in the standard order, without a projection, takes the path.
+TEST(KeyPrefixSort, AppliesOnlyToTheStandardOrderOfStrings) {
+  using S = std::vector<std::string>::iterator;
+  using promptly::detail::key_prefix_direction;
+  static_assert(key_prefix_direction<S, std::ranges::less, std::identity> == 1);
+  static_assert(key_prefix_direction<S, std::less<std::string>, std::identity> == 1);
+  static_assert(key_prefix_direction<S, std::greater<>, std::identity> == -1);
+  static_assert(key_prefix_direction<S, std::ranges::less, std::negate<>> == 0, "a projection");
+  auto by_length = [](const std::string& a, const std::string& b) { return a.size() < b.size(); };
+  static_assert(key_prefix_direction<S, decltype(by_length), std::identity> == 0, "a user comparator");
+  static_assert(key_prefix_direction<std::vector<std::wstring>::iterator, std::ranges::less, std::identity> == 0);
+  static_assert(key_prefix_direction<std::vector<std::uint32_t>::iterator, std::ranges::less, std::identity> == 0);
+}
+
+// Few distinct prefixes: the path declines and leaves the range as it was (the in-place sort
+// then runs); distinct ones, shared prefixes included, take it.
+TEST_P(Algorithms, KeyPrefixSortDeclinesWhenKeysRarelyTellStringsApart) {
+  const std::size_t n = 4 * static_cast<std::size_t>(promptly::detail::key_prefix_min_size);
+  promptly::detail::cancel_scope scope;
+  rt.run([&] {
+  auto few = letter_strings(n, "", 20, 1);
+  const auto before = few;
+  EXPECT_FALSE((promptly::detail::key_prefix_sort<1, false>(few.begin(), few.end(), scope)));
+  EXPECT_EQ(few, before);
+  auto small = letter_strings(static_cast<std::size_t>(promptly::detail::key_prefix_min_size) - 1, "", 100000, 2);
+  EXPECT_FALSE((promptly::detail::key_prefix_sort<1, false>(small.begin(), small.end(), scope)));
+  auto urls = letter_strings(n, "https://www.example.org/", 100000, 3);
+  auto expected = urls;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_TRUE((promptly::detail::key_prefix_sort<1, false>(urls.begin(), urls.end(), scope)));
+  EXPECT_EQ(urls, expected);
+  });
+}
+
+// A stop seen by the record sort: the path reports the strings handled, the range is as it
+// was (it is only written after an unstopped record sort), and the scope reports the skip.
+TEST_P(Algorithms, ACancelledKeyPrefixSortLeavesTheRangeUntouched) {
+  auto v = letter_strings(4 * static_cast<std::size_t>(promptly::detail::key_prefix_min_size), "", 1'000'000, 9);
+  const auto before = v;
+  for (bool stable : {false, true}) {
+    std::stop_source stop;
+    stop.request_stop();
+    promptly::detail::cancel_scope scope(stop.get_token());
+    rt.run([&] {
+      if (stable)
+        EXPECT_TRUE((promptly::detail::key_prefix_sort<-1, true>(v.begin(), v.end(), scope)));
+      else
+        EXPECT_TRUE((promptly::detail::key_prefix_sort<1, false>(v.begin(), v.end(), scope)));
+    });
+    EXPECT_EQ(v, before);
+    EXPECT_THROW(scope.finish("parallel_sort"), promptly::cancelled);
+  }
+}
+
+TEST_P(Algorithms, StringSortsMatchStdSortAtEverySize) {
+  const auto min = static_cast<std::size_t>(promptly::detail::key_prefix_min_size);
+  for (std::size_t n : {min - 1, min, min + 1, 3 * min + 7, big(100'000)}) {
+    for (const std::string shared : {"", "xy", "https://www.example.org/"}) {
+      for (auto v : {tricky_strings(n, shared, static_cast<std::uint32_t>(n)), letter_strings(n, shared, n, 5),
+                     letter_strings(n, shared, 3, 6)}) {
+        auto up = v, down = v, stable = v;
+        auto expected = v;
+        std::sort(expected.begin(), expected.end());
+        rt.run([&] {
+          promptly::parallel_sort(up);
+          promptly::parallel_sort(down, std::greater<std::string>{});
+          promptly::parallel_stable_sort(stable, std::less<>{});
+        });
+        ASSERT_EQ(up, expected) << "n " << n << ", shared prefix '" << shared << "'";
+        ASSERT_EQ(stable, expected) << "n " << n << ", shared prefix '" << shared << "'";
+        std::ranges::reverse(expected);
+        ASSERT_EQ(down, expected) << "n " << n << ", shared prefix '" << shared << "'";
+      }
+    }
+  }
+}
+
 // Sorted input with k random pairs swapped, and sorted input with k keys moved far (the
 // partial insertion sorts and the run checks meet a few misplaced keys), at sizes around a block,
 // a leaf and many leaves.

@@ -462,20 +462,27 @@ void pdq_sort(I first, I last, Less& less) {
   pdq::sort_loop<false>(first, last, less, pdq::log2_floor(last - first), true, nullptr);
 }
 
-// The same, forking at every partition of a piece above sort_leaf, after an O(n) check for a
-// range that is already sorted or strictly descending (then reversed), which the recursion
-// would otherwise only find piece by piece after a full partition. Both scans stop within a
-// chunk of the first element out of order, so on other inputs they cost a few comparisons.
+// Whether [first, last) is already sorted or strictly descending (then reversed): an O(n) check
+// that the recursion would otherwise only make piece by piece after a full partition. Both
+// scans stop within a chunk of the first element out of order, so on other inputs they cost a
+// few comparisons.
+template <class I, class Less>
+bool parallel_presorted(I first, I last, Less& less) {
+  if (last - first < 2) return true;
+  if (!less(*(first + 1), *first)) return pdq::is_sorted_range<true>(first, last, less);
+  return pdq::reverse_if_descending<true>(first, last, less);
+}
+
+// The sequential sort, forking at every partition of a piece above sort_leaf.
+template <class I, class Less>
+void parallel_pdq_sort_unchecked(I first, I last, Less less, cancel_scope& scope) {
+  pdq::sort_loop<true>(first, last, less, pdq::log2_floor(last - first), true, &scope);
+}
+
+// Both: the check, then the sort.
 template <class I, class Less>
 void parallel_pdq_sort(I first, I last, Less less, cancel_scope& scope) {
-  const auto n = last - first;
-  if (n < 2) return;
-  if (!less(*(first + 1), *first)) {
-    if (pdq::is_sorted_range<true>(first, last, less)) return;
-  } else if (pdq::reverse_if_descending<true>(first, last, less)) {
-    return;
-  }
-  pdq::sort_loop<true>(first, last, less, pdq::log2_floor(last - first), true, &scope);
+  if (!parallel_presorted(first, last, less)) parallel_pdq_sort_unchecked(first, last, less, scope);
 }
 
 }  // namespace promptly::detail

@@ -2,7 +2,8 @@
 //
 // Unstable: a pattern-defeating quicksort (detail/pdq_sort.hpp) whose partitions of pieces
 // above sort_leaf elements fork both sides with join() (the structure of oneTBB's
-// parallel_sort), after an O(n) check for sorted or descending input.
+// parallel_sort), after an O(n) check for sorted or descending input. Strings in their standard
+// order are sorted by cached key prefixes instead (detail/key_prefix_sort.hpp), stably or not.
 //
 // Stable: parallel merge sort over a buffer of n elements, the two arrays swapping roles at each
 // level (ping-pong), with a parallel merge that splits the longer input at its middle and the
@@ -43,7 +44,10 @@
 
 #include "promptly/cancellation.hpp"
 #include "promptly/fork_join.hpp"
+#include "promptly/detail/key_prefix_sort.hpp"
 #include "promptly/detail/pdq_sort.hpp"
+#include "promptly/detail/sort_buffer.hpp"
+#include "promptly/detail/sort_compare.hpp"
 #include "promptly/parallel.hpp"
 
 namespace promptly::detail {
@@ -51,54 +55,17 @@ namespace promptly::detail {
 // Merges of at most this many elements run sequentially.
 inline constexpr std::ptrdiff_t merge_leaf = 8192;
 
-// comp(proj(a), proj(b)) on lvalues: an element is never handed to the user as an rvalue (a
-// comparator taking its arguments by value must not move from the elements being sorted).
-template <class Comp, class Proj>
-struct projected_less {
-  Comp* comp;
-  Proj* proj;
-  template <class A, class B>
-  bool operator()(A&& a, B&& b) const {
-    return static_cast<bool>(std::invoke(*comp, std::invoke(*proj, a), std::invoke(*proj, b)));
-  }
-};
+// ---- unstable: pattern-defeating quicksort (detail/pdq_sort.hpp) ----
 
-// Whether comparing two elements is declared noexcept (then no guard is needed).
-template <class I, class Comp, class Proj>
-inline constexpr bool nothrow_compare = requires(Comp& c, Proj& p, std::iter_value_t<I>& x) {
-  { std::invoke(c, std::invoke(p, x), std::invoke(p, x)) } noexcept;
-};
-
-// See the invariants at the top of this file. A comparison made once the scope is stopped (an
-// exception, or a stop request) notes that work was skipped.
-template <class Less>
-struct guarded_less {
-  Less less;
-  cancel_scope* scope;
-  template <class A, class B>
-  bool operator()(A&& a, B&& b) const noexcept {
-    if (!scope->enter()) return false;
-    try {
-      return less(a, b);
-    } catch (...) {
-      scope->record(std::current_exception());
-      return false;
-    }
-  }
-};
-
-// Calls run(less) with the comparison to sort with: the user's, or, when it may throw or the
-// sort may be cancelled, the guarded one.
-template <class I, class Comp, class Proj, class Run>
-void with_sort_compare(Comp& comp, Proj& proj, cancel_scope& scope, Run&& run) {
-  projected_less<Comp, Proj> less{&comp, &proj};
-  if (nothrow_compare<I, Comp, Proj> && !scope.cancellable())
-    run(less);
-  else
-    run(guarded_less<projected_less<Comp, Proj>>{less, &scope});
+// Strings in their standard order go by key prefixes (detail/key_prefix_sort.hpp) unless that
+// path declines.
+template <class Comp, class Proj, class I, class Less>
+void sort_unstable(I first, I last, Less less, cancel_scope& scope) {
+  if (parallel_presorted(first, last, less)) return;
+  if constexpr (constexpr int dir = key_prefix_direction<I, Comp, Proj>; dir != 0)
+    if (key_prefix_sort<dir, false>(first, last, scope)) return;
+  parallel_pdq_sort_unchecked(first, last, less, scope);
 }
-
-// The unstable sort is in detail/pdq_sort.hpp.
 
 // ---- stable: parallel merge sort ----
 
@@ -160,26 +127,6 @@ void merge_sort(X src, Y dst, std::ptrdiff_t n, bool into_dst, Less& less) {
     parallel_merge(dst, h, dst + h, n - h, src, less);  // the halves are at dst
 }
 
-// n elements of raw storage, destroyed (if constructed) and freed on every path.
-template <class T>
-class sort_buffer {
- public:
-  explicit sort_buffer(std::size_t n) : n_(n), p_(std::allocator<T>().allocate(n)) {}
-  ~sort_buffer() {
-    if (constructed_) std::destroy(p_, p_ + n_);
-    std::allocator<T>().deallocate(p_, n_);
-  }
-  sort_buffer(const sort_buffer&) = delete;
-  sort_buffer& operator=(const sort_buffer&) = delete;
-  T* data() const noexcept { return p_; }
-  void mark_constructed() noexcept { constructed_ = true; }
-
- private:
-  std::size_t n_;
-  T* p_;
-  bool constructed_ = false;
-};
-
 template <class I, class Less>
 void parallel_merge_sort(I first, I last, Less less) {
   using T = std::iter_value_t<I>;
@@ -209,6 +156,15 @@ void parallel_merge_sort(I first, I last, Less less) {
       merge_sort(b, first, n, true, less);
     }
   }
+}
+
+// Strings in their standard order go by key prefixes, ties broken by position
+// (detail/key_prefix_sort.hpp), unless that path declines.
+template <class Comp, class Proj, class I, class Less>
+void sort_stable(I first, I last, Less less, cancel_scope& scope) {
+  if constexpr (constexpr int dir = key_prefix_direction<I, Comp, Proj>; dir != 0)
+    if (key_prefix_sort<dir, true>(first, last, scope)) return;
+  parallel_merge_sort(first, last, less);
 }
 
 }  // namespace promptly::detail
