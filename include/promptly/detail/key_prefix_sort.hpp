@@ -107,12 +107,22 @@ struct key_prefix_less {
   }
 };
 
-// Whether more than 1 in key_prefix_max_tie_share of neighbours in a sorted sample of the keys
-// are equal.
-inline bool key_prefix_keys_tie_often(const key_prefix_record* recs, std::size_t n) {
+// Whether more than 1 in key_prefix_max_tie_share of neighbours are equal in a sorted sample
+// of keys, each taken after the prefix the sampled strings share (the whole range may share
+// less; the sample only estimates how often keys will decide). Before anything is allocated,
+// so declining costs a sample.
+template <class I>
+bool key_prefix_keys_tie_often(I first, std::size_t n) {
   const std::size_t m = std::min(n, key_prefix_sample);
+  const auto sampled = [&](std::size_t j) { return std::string_view(first[static_cast<std::ptrdiff_t>(j * (n / m))]); };
+  std::size_t shared = sampled(0).size();
+  for (std::size_t j = 1; j < m; ++j) {
+    const std::string_view s = sampled(j);
+    const auto mismatch = std::ranges::mismatch(s.substr(0, std::min(shared, s.size())), sampled(0));
+    shared = static_cast<std::size_t>(mismatch.in1 - s.begin());
+  }
   std::vector<std::uint64_t> keys(m);
-  for (std::size_t j = 0; j < m; ++j) keys[j] = recs[j * (n / m)].key;
+  for (std::size_t j = 0; j < m; ++j) keys[j] = key_prefix_at(sampled(j), shared);
   std::ranges::sort(keys);
   std::size_t ties = 0;
   for (std::size_t j = 1; j < m; ++j) ties += keys[j] == keys[j - 1];
@@ -128,14 +138,16 @@ bool key_prefix_sort(I first, I last, cancel_scope& scope) {
   const std::ptrdiff_t n = last - first;
   if (n < key_prefix_min_size) return false;
   const auto un = static_cast<std::size_t>(n);
-  std::unique_ptr<key_prefix_record[]> recs;
+  if (key_prefix_keys_tie_often(first, un)) return false;
+  std::unique_ptr<sort_buffer<key_prefix_record>> records;
   std::unique_ptr<sort_buffer<T>> moved;
   try {
-    recs.reset(new key_prefix_record[un]);
+    records = std::make_unique<sort_buffer<key_prefix_record>>(un);
     moved = std::make_unique<sort_buffer<T>>(un);
   } catch (const std::bad_alloc&) {
     return false;
   }
+  key_prefix_record* const recs = records->data();  // trivial type: written below, never destroyed
   const std::size_t grain = static_cast<std::size_t>(sort_leaf) * 4;
   cancel_scope every_piece;  // never stopped: a piece skipped here would leave records unset
 
@@ -146,7 +158,7 @@ bool key_prefix_sort(I first, I last, cancel_scope& scope) {
     std::size_t piece_shared = first_text.size();
     for (std::ptrdiff_t i = lo; i < hi; ++i) {
       const std::string_view s(first[i]);
-      recs[i] = {key_prefix_at(s, 0), s, static_cast<std::size_t>(i)};
+      std::construct_at(recs + i, key_prefix_record{key_prefix_at(s, 0), s, static_cast<std::size_t>(i)});
       const std::size_t limit = std::min(piece_shared, s.size());
       std::size_t l = 0;
       while (l < limit && s[l] == first_text[l]) ++l;
@@ -165,12 +177,11 @@ bool key_prefix_sort(I first, I last, cancel_scope& scope) {
     };
     split_range(std::ptrdiff_t{0}, n, grain, rekey, every_piece);
   }
-  if (key_prefix_keys_tie_often(recs.get(), un)) return false;
 
   key_prefix_less<(Direction > 0), Stable> less;
   std::identity id;
   with_sort_compare<key_prefix_record*>(less, id, scope, [&](auto l) {
-    parallel_pdq_sort_unchecked(recs.get(), recs.get() + n, l, scope);
+    parallel_pdq_sort_unchecked(recs, recs + n, l, scope);
   });
   if (!scope.enter()) return true;  // cancelled: the range is untouched, the skip is noted
 #ifndef NDEBUG
