@@ -431,17 +431,17 @@ TEST_P(Algorithms, KeyPrefixSortDeclinesWhenKeysRarelyTellStringsApart) {
   const std::size_t n = 4 * static_cast<std::size_t>(promptly::detail::key_prefix_min_size);
   promptly::detail::cancel_scope scope;
   rt.run([&] {
-  auto few = letter_strings(n, "", 20, 1);
-  const auto before = few;
-  EXPECT_FALSE((promptly::detail::key_prefix_sort<1, false>(few.begin(), few.end(), scope)));
-  EXPECT_EQ(few, before);
-  auto small = letter_strings(static_cast<std::size_t>(promptly::detail::key_prefix_min_size) - 1, "", 100000, 2);
-  EXPECT_FALSE((promptly::detail::key_prefix_sort<1, false>(small.begin(), small.end(), scope)));
-  auto urls = letter_strings(n, "https://www.example.org/", 100000, 3);
-  auto expected = urls;
-  std::sort(expected.begin(), expected.end());
-  EXPECT_TRUE((promptly::detail::key_prefix_sort<1, false>(urls.begin(), urls.end(), scope)));
-  EXPECT_EQ(urls, expected);
+    auto few = letter_strings(n, "", 20, 1);
+    const auto before = few;
+    EXPECT_FALSE((promptly::detail::key_prefix_sort<1, false>(few.begin(), few.end(), scope)));
+    EXPECT_EQ(few, before);
+    auto small = letter_strings(static_cast<std::size_t>(promptly::detail::key_prefix_min_size) - 1, "", 100000, 2);
+    EXPECT_FALSE((promptly::detail::key_prefix_sort<1, false>(small.begin(), small.end(), scope)));
+    auto urls = letter_strings(n, "https://www.example.org/", 100000, 3);
+    auto expected = urls;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_TRUE((promptly::detail::key_prefix_sort<1, false>(urls.begin(), urls.end(), scope)));
+    EXPECT_EQ(urls, expected);
   });
 }
 

@@ -58,12 +58,7 @@ template <std::random_access_iterator I, std::sentinel_for<I> S, class Comp = st
 void parallel_stable_sort(cancellation_token stop, I first, S last, Comp comp = {}, Proj proj = {}) {
   const I end = std::ranges::next(first, last);
   detail::run_pieces(std::move(stop), "parallel_stable_sort", [&](detail::cancel_scope& sc) {
-    detail::with_sort_compare<I>(comp, proj, sc, [&](auto less) {
-      if constexpr (detail::stability_unobservable<I, Comp, Proj>)
-        detail::parallel_pdq_sort(first, end, less, sc);  // equal integers are indistinguishable
-      else
-        detail::sort_stable<Comp, Proj>(first, end, less, sc);
-    });
+    detail::with_sort_compare<I>(comp, proj, sc, [&](auto less) { detail::sort_stable<Comp, Proj>(first, end, less, sc); });
   });
 }
 

@@ -59,19 +59,7 @@ inline constexpr bool is_char_string<std::basic_string<char, std::char_traits<ch
 // +1: ascending, -1: descending, 0: this path does not apply (another element type, a
 // projection, or a comparator that may order strings differently).
 template <class I, class Comp, class Proj>
-inline constexpr int key_prefix_direction = [] {
-  using T = std::iter_value_t<I>;
-  if constexpr (!is_char_string<T> || !std::same_as<Proj, std::identity> || !std::same_as<std::iter_reference_t<I>, T&>)
-    return 0;
-  else if constexpr (std::same_as<Comp, std::ranges::less> || std::same_as<Comp, std::less<>> ||
-                     std::same_as<Comp, std::less<T>>)
-    return 1;
-  else if constexpr (std::same_as<Comp, std::ranges::greater> || std::same_as<Comp, std::greater<>> ||
-                     std::same_as<Comp, std::greater<T>>)
-    return -1;
-  else
-    return 0;
-}();
+inline constexpr int key_prefix_direction = is_char_string<std::iter_value_t<I>> ? standard_order<I, Comp, Proj> : 0;
 
 // Below this many strings the records are not worth their set-up.
 inline constexpr std::ptrdiff_t key_prefix_min_size = 2 * sort_leaf;
@@ -95,6 +83,12 @@ inline std::uint64_t key_prefix_at(std::string_view s, std::size_t skip) noexcep
   return k;
 }
 
+// The length of the prefix a shares with b, at most `limit`.
+inline std::size_t shared_prefix_length(std::string_view a, std::string_view b, std::size_t limit) noexcept {
+  const std::size_t m = std::min({limit, a.size(), b.size()});
+  return static_cast<std::size_t>(std::ranges::mismatch(a.substr(0, m), b.substr(0, m)).in1 - a.begin());
+}
+
 template <bool Ascending, bool Stable>
 struct key_prefix_less {
   bool operator()(const key_prefix_record& x, const key_prefix_record& y) const noexcept {
@@ -116,11 +110,7 @@ bool key_prefix_keys_tie_often(I first, std::size_t n) {
   const std::size_t m = std::min(n, key_prefix_sample);
   const auto sampled = [&](std::size_t j) { return std::string_view(first[static_cast<std::ptrdiff_t>(j * (n / m))]); };
   std::size_t shared = sampled(0).size();
-  for (std::size_t j = 1; j < m; ++j) {
-    const std::string_view s = sampled(j);
-    const auto mismatch = std::ranges::mismatch(s.substr(0, std::min(shared, s.size())), sampled(0));
-    shared = static_cast<std::size_t>(mismatch.in1 - s.begin());
-  }
+  for (std::size_t j = 1; j < m; ++j) shared = shared_prefix_length(sampled(j), sampled(0), shared);
   std::vector<std::uint64_t> keys(m);
   for (std::size_t j = 0; j < m; ++j) keys[j] = key_prefix_at(sampled(j), shared);
   std::ranges::sort(keys);
@@ -159,10 +149,7 @@ bool key_prefix_sort(I first, I last, cancel_scope& scope) {
     for (std::ptrdiff_t i = lo; i < hi; ++i) {
       const std::string_view s(first[i]);
       std::construct_at(recs + i, key_prefix_record{key_prefix_at(s, 0), s, static_cast<std::size_t>(i)});
-      const std::size_t limit = std::min(piece_shared, s.size());
-      std::size_t l = 0;
-      while (l < limit && s[l] == first_text[l]) ++l;
-      piece_shared = l;
+      piece_shared = shared_prefix_length(s, first_text, piece_shared);
     }
     // Relaxed: join() orders these updates before the read below.
     std::size_t cur = shared.load(std::memory_order_relaxed);

@@ -479,10 +479,4 @@ void parallel_pdq_sort_unchecked(I first, I last, Less less, cancel_scope& scope
   pdq::sort_loop<true>(first, last, less, pdq::log2_floor(last - first), true, &scope);
 }
 
-// Both: the check, then the sort.
-template <class I, class Less>
-void parallel_pdq_sort(I first, I last, Less less, cancel_scope& scope) {
-  if (!parallel_presorted(first, last, less)) parallel_pdq_sort_unchecked(first, last, less, scope);
-}
-
 }  // namespace promptly::detail

@@ -25,8 +25,8 @@ class sort_buffer {
   static_assert(alignof(T) <= 4096, "a mapping is page-aligned");
 
  public:
-  explicit sort_buffer(std::size_t n) : n_(n), mapped_(n >= sort_buffer_map_bytes / sizeof(T)) {
-    if (!mapped_) {
+  explicit sort_buffer(std::size_t n) : n_(n) {
+    if (!mapped()) {
       p_ = std::allocator<T>().allocate(n);
       return;
     }
@@ -36,7 +36,7 @@ class sort_buffer {
   }
   ~sort_buffer() {
     if (constructed_) std::destroy(p_, p_ + n_);
-    if (mapped_)
+    if (mapped())
       ::munmap(p_, n_ * sizeof(T));
     else
       std::allocator<T>().deallocate(p_, n_);
@@ -47,8 +47,9 @@ class sort_buffer {
   void mark_constructed() noexcept { constructed_ = true; }
 
  private:
+  bool mapped() const noexcept { return n_ >= sort_buffer_map_bytes / sizeof(T); }
+
   std::size_t n_;
-  bool mapped_;
   T* p_ = nullptr;
   bool constructed_ = false;
 };

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <functional>
+#include <concepts>
 #include <iterator>
 
 #include "promptly/cancellation.hpp"
@@ -45,6 +46,25 @@ struct guarded_less {
     }
   }
 };
+
+// +1 if comparing I's elements with Comp (through Proj) is their own operator< (the standard
+// less, ranges::less or less<T>), -1 if it is their operator>, 0 otherwise (a projection, a
+// user comparator, or iterators that do not yield the elements themselves). The sorts'
+// shortcuts (an unobservable stability, key prefixes) apply only to these orders.
+template <class I, class Comp, class Proj>
+inline constexpr int standard_order = [] {
+  using T = std::iter_value_t<I>;
+  if constexpr (!std::same_as<Proj, std::identity> || !std::same_as<std::iter_reference_t<I>, T&>)
+    return 0;
+  else if constexpr (std::same_as<Comp, std::ranges::less> || std::same_as<Comp, std::less<>> ||
+                     std::same_as<Comp, std::less<T>>)
+    return 1;
+  else if constexpr (std::same_as<Comp, std::ranges::greater> || std::same_as<Comp, std::greater<>> ||
+                     std::same_as<Comp, std::greater<T>>)
+    return -1;
+  else
+    return 0;
+}();
 
 // Calls run(less) with the comparison to sort with: the user's, or, when it may throw or the
 // sort may be cancelled, the guarded one.

@@ -75,16 +75,7 @@ void sort_unstable(I first, I last, Less less, cancel_scope& scope) {
 // with the same bits, so no order among equals can be told apart. Not floating point (-0.0 and
 // +0.0 compare equal but differ) and not a user comparator (it may compare by a key).
 template <class I, class Comp, class Proj>
-inline constexpr bool stability_unobservable = [] {
-  using T = std::iter_value_t<I>;
-  if constexpr (!std::integral<T> || !std::same_as<Proj, std::identity> ||
-                !std::same_as<std::iter_reference_t<I>, T&>)
-    return false;
-  else
-    return std::same_as<Comp, std::ranges::less> || std::same_as<Comp, std::ranges::greater> ||
-           std::same_as<Comp, std::less<>> || std::same_as<Comp, std::greater<>> ||
-           std::same_as<Comp, std::less<T>> || std::same_as<Comp, std::greater<T>>;
-}();
+inline constexpr bool stability_unobservable = std::integral<std::iter_value_t<I>> && standard_order<I, Comp, Proj> != 0;
 
 // Moves the merge of sorted [a, a + na) and [b, b + nb) (a's elements first among equals)
 // to out.
@@ -158,13 +149,18 @@ void parallel_merge_sort(I first, I last, Less less) {
   }
 }
 
-// Strings in their standard order go by key prefixes, ties broken by position
-// (detail/key_prefix_sort.hpp), unless that path declines.
+// Integers in their standard order go to the unstable sort (equal ones are indistinguishable),
+// strings in their standard order by key prefixes with ties broken by position
+// (detail/key_prefix_sort.hpp) unless that path declines, the rest to the merge sort.
 template <class Comp, class Proj, class I, class Less>
 void sort_stable(I first, I last, Less less, cancel_scope& scope) {
-  if constexpr (constexpr int dir = key_prefix_direction<I, Comp, Proj>; dir != 0)
-    if (key_prefix_sort<dir, true>(first, last, scope)) return;
-  parallel_merge_sort(first, last, less);
+  if constexpr (stability_unobservable<I, Comp, Proj>) {
+    sort_unstable<Comp, Proj>(first, last, less, scope);
+  } else {
+    if constexpr (constexpr int dir = key_prefix_direction<I, Comp, Proj>; dir != 0)
+      if (key_prefix_sort<dir, true>(first, last, scope)) return;
+    parallel_merge_sort(first, last, less);
+  }
 }
 
 }  // namespace promptly::detail
