@@ -15,7 +15,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -1026,19 +1029,99 @@ struct pieces {
 }  // namespace
 
 // With nothing stolen (one worker), a range splits into 8 pieces per worker: a budget of 4
-// splits halved at each level gives 2^3 leaves; small ranges stop at pieces of one index.
-TEST(AlgorithmsAdaptive, OneWorkerCutsARangeIntoEightPieces) {
+// splits halved at each level gives 2^3 pieces, each run in chunks of a sixteenth of it (the lazy
+// split offers halves of the rest, which the one worker takes back, at the same chunk size);
+// small ranges stop at pieces of one index.
+TEST(AlgorithmsAdaptive, OneWorkerCutsARangeIntoEightPiecesOfSixteenChunks) {
   promptly::runtime_config cfg;
   cfg.workers = 1;
   promptly::runtime rt(cfg);
   pieces p;
   rt.run([&] { promptly::parallel_for(promptly::index_range(0L, 1'000'000L), [&](promptly::index_range<long> r) { p.add(r.first(), r.last()); }); });
-  EXPECT_EQ(p.seen.size(), 8u);
   EXPECT_TRUE(p.tile(0, 1'000'000));
+  EXPECT_GE(p.seen.size(), 8u * 16u);
+  EXPECT_LE(p.seen.size(), 8u * 17u);
+  for (auto [a, b] : p.seen) EXPECT_LE(b - a, (125'000 + 15) / 16) << a;
   pieces small;
   rt.run([&] { promptly::parallel_for(promptly::index_range(0L, 3L), [&](promptly::index_range<long> r) { small.add(r.first(), r.last()); }); });
   EXPECT_EQ(small.seen.size(), 3u);
   EXPECT_TRUE(small.tile(0, 3));
+}
+
+// Lazy splitting: a piece the budget no longer divides, whose worker has nothing in its deque,
+// offers half of its rest before each chunk, so an idle worker gets work while the piece's first
+// chunk still runs. Before it, the piece ran as one call and nobody could help.
+namespace {
+
+// Index 0's chunk waits until a chunk of [800, 1600) ran on another thread. The wait's bound
+// only turns a regression into a failure instead of a hang.
+struct first_chunk_waits_for_help {
+  std::mutex m;
+  std::condition_variable cv;
+  std::set<std::thread::id> rest_threads;
+  bool at_first() {
+    std::unique_lock lock(m);
+    const auto me = std::this_thread::get_id();
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] {
+      return std::any_of(rest_threads.begin(), rest_threads.end(), [&](std::thread::id t) { return t != me; });
+    });
+  }
+  void at_rest() {
+    std::lock_guard lock(m);
+    rest_threads.insert(std::this_thread::get_id());
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+TEST(AlgorithmsAdaptive, AnUnsplittablePieceOffersHalfItsRestToAnIdleWorker) {
+  promptly::runtime_config cfg;
+  cfg.workers = 2;
+  promptly::runtime rt(cfg);
+  first_chunk_waits_for_help sync;
+  pieces seen;
+  bool helped = false;
+  auto leaf = [&](long a, long b) {
+    seen.add(a, b);
+    if (a == 0) {
+      ASSERT_LT(b, 1600) << "the piece ran as one call";
+      helped = sync.at_first();
+    } else if (a >= 800) {
+      sync.at_rest();
+    }
+  };
+  promptly::detail::cancel_scope scope;
+  rt.run([&] { promptly::detail::split_range_adaptive(0L, 1600L, promptly::detail::adaptive_splitter{0, 2}, false, leaf, scope); });
+  scope.finish("test");
+  EXPECT_TRUE(helped) << "no other worker took the offered half";
+  for (auto [a, b] : seen.seen) EXPECT_LE(b - a, 100) << a;  // chunks of 1600 / 16
+  EXPECT_TRUE(seen.tile(0, 1600));
+}
+
+// The same for a reduction: the halves fold separately and combine in index order.
+TEST(AlgorithmsAdaptive, AnUnsplittableReductionOffersHalfItsRestToAnIdleWorker) {
+  promptly::runtime_config cfg;
+  cfg.workers = 2;
+  promptly::runtime rt(cfg);
+  first_chunk_waits_for_help sync;
+  bool helped = false;
+  auto map = [&](long i) {
+    if (i == 0) helped = sync.at_first();
+    else if (i >= 800) sync.at_rest();
+    return std::to_string(i % 10);
+  };
+  auto combine = std::plus<>{};
+  promptly::detail::cancel_scope scope;
+  const std::string digits = rt.run([&] {
+    return promptly::detail::reduce_range_adaptive(0L, 1600L, promptly::detail::adaptive_splitter{0, 2}, false, std::string(),
+                                                   map, combine, scope);
+  });
+  scope.finish("test");
+  EXPECT_TRUE(helped) << "no other worker took the offered half";
+  std::string expected;
+  for (long i = 0; i < 1600; ++i) expected += std::to_string(i % 10);
+  EXPECT_EQ(digits, expected);
 }
 
 TEST_P(Algorithms, LoopsWithoutAGrainCoverTheirRangeOnce) {

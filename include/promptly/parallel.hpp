@@ -19,7 +19,9 @@
 // oneTBB's auto_partitioner: a range is cut into about 8 pieces per worker (a split budget of
 // 4 * workers, halved at each level), and a piece that was stolen (it runs on another worker
 // than the one that split it) gets a new budget of `workers` splits, so work spreads further
-// only where idle workers took it. A piece is never cut below one index.
+// only where idle workers took it. A 1D piece the budget no longer divides runs in chunks of a
+// sixteenth of it and offers half of its rest to idle workers (lazy binary splitting, below).
+// A piece is never cut below one index.
 //
 // A box (2D, 3D) is halved across its longest dimension until a tile holds at most `grain`
 // indices in all, so tiles stay close to square (cubic), which keeps a stencil's reads of
@@ -33,9 +35,9 @@
 // or sequentially on the caller in a sequential_region.
 //
 // Cancellation and exceptions (cancellation.hpp): every form also takes a cancellation token
-// (a std::stop_token) as its first argument. Each piece checks the token, and whether another
-// piece threw, before it starts: once either happened, pieces not yet started are skipped;
-// pieces that started finish. Then the first exception thrown (in time) propagates, the
+// (a std::stop_token) as its first argument. Each piece (of a grain-less 1D loop, each chunk)
+// checks the token, and whether another piece threw, before it starts: once either happened,
+// pieces not yet started are skipped; pieces that started finish. Then the first exception thrown (in time) propagates, the
 // others are discarded; with no exception, a call that skipped pieces because of a stop request
 // throws promptly::cancelled. A stop request that comes after every piece started changes
 // nothing.
@@ -124,12 +126,18 @@ T combine_unless_stopped(T a, T b, Combine& combine, cancel_scope& scope) {
 
 // A piece of a reduction: the fold of [first, last) from a copy of identity; identity itself
 // when the piece is skipped or throws (the scope then holds the outcome).
+// Folds map(i) of [first, last) into acc, unless the scope is stopped.
 template <class T, loop_index I, class Map, class Combine>
-T reduce_leaf(I first, I last, const T& identity, Map& map, Combine& combine, cancel_scope& scope) {
-  T acc = identity;
+void fold_into(T& acc, I first, I last, Map& map, Combine& combine, cancel_scope& scope) {
   scope.run([&] {
     for (I i = first; i != last; ++i) acc = std::invoke(combine, std::move(acc), std::invoke(map, i));
   });
+}
+
+template <class T, loop_index I, class Map, class Combine>
+T reduce_leaf(I first, I last, const T& identity, Map& map, Combine& combine, cancel_scope& scope) {
+  T acc = identity;
+  fold_into(acc, first, last, map, combine, scope);
   return acc;
 }
 
@@ -156,11 +164,62 @@ void split_box(const index_box<I, N>& box, std::size_t grain, Body& body, cancel
   join([&] { split_box(parts.first, grain, body, scope); }, [&] { split_box(parts.second, grain, body, scope); });
 }
 
+// Lazy binary splitting (Tzannes, Caragea, Barua and Vishkin, "Lazy Binary Splitting",
+// PPoPP 2010), for the pieces the budget no longer divides: such a piece runs in chunks of a
+// sixteenth of its length, and before each chunk, when the worker's deque is empty (nothing of
+// this worker's is there for an idle one to take), the rest is halved and its second half
+// offered like any join branch. While every worker has work the deques are rarely empty and a
+// piece runs whole but for a check per chunk; when one runs dry, the others have work to give
+// at once, a chunk from the end, instead of finishing pieces of up to 1/16 of the range alone
+// (bench/results/algorithms/lazy-split/). A half a thief took starts over with a fresh budget.
+inline bool nothing_to_steal_here() noexcept {
+  // Reloaded: the piece's body may have parked, and this fiber resumed on another worker.
+  const worker_view* w = reload_current_worker();
+  return w != nullptr && w->deque != nullptr && w->deque->empty();
+}
+
+template <loop_index I>
+std::size_t lazy_chunk(I first, I last) noexcept {
+  return (static_cast<std::size_t>(index_distance(first, last)) + 15) / 16;  // >= 1: called on 2 or more indices
+}
+
+template <loop_index I, class Leaf>
+void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Leaf& leaf, cancel_scope& scope);
+
+template <loop_index I, class Leaf>
+void run_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, Leaf& leaf, cancel_scope& scope) {
+  for (;;) {
+    const auto n = static_cast<std::size_t>(index_distance(first, last));
+    if (n <= chunk) {
+      scope.run([&] { leaf(first, last); });
+      return;
+    }
+    if (n >= 2 * chunk && nothing_to_steal_here()) {
+      if (!scope.enter()) return;
+      const I mid = index_advance(first, static_cast<decltype(index_distance(first, last))>(n / 2));
+      join_noting_steals([&](bool) { run_piece_lazily(first, mid, chunk, workers, leaf, scope); },
+                         [&](bool st) {
+                           if (st) split_range_adaptive(mid, last, adaptive_splitter{workers, workers}, true, leaf, scope);
+                           else run_piece_lazily(mid, last, chunk, workers, leaf, scope);
+                         });
+      return;
+    }
+    const I next = index_advance(first, static_cast<decltype(index_distance(first, last))>(chunk));
+    scope.run([&] { leaf(first, next); });
+    if (scope.stopped()) return;  // the rest is skipped, as a piece not yet started
+    first = next;
+  }
+}
+
 template <loop_index I, class Leaf>
 void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Leaf& leaf, cancel_scope& scope) {
   const auto n = index_distance(first, last);
-  if (n < 2 || !s.try_split(stolen)) {
+  if (n < 2) {
     scope.run([&] { leaf(first, last); });
+    return;
+  }
+  if (!s.try_split(stolen)) {
+    run_piece_lazily(first, last, lazy_chunk(first, last), s.workers, leaf, scope);
     return;
   }
   if (!scope.enter()) return;
@@ -171,9 +230,46 @@ void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Lea
 
 template <class T, loop_index I, class Map, class Combine>
 T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const T& identity, Map& map,
+                        Combine& combine, cancel_scope& scope);
+
+// run_piece_lazily for a reduction: the chunks fold into one accumulator; a split combines it
+// with the halves' results in index order.
+template <class T, loop_index I, class Map, class Combine>
+T reduce_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, const T& identity, Map& map,
+                      Combine& combine, cancel_scope& scope) {
+  T acc = identity;
+  for (;;) {
+    const auto n = static_cast<std::size_t>(index_distance(first, last));
+    if (n <= chunk) {
+      fold_into(acc, first, last, map, combine, scope);
+      return acc;
+    }
+    if (n >= 2 * chunk && nothing_to_steal_here()) {
+      if (!scope.enter()) return acc;
+      const I mid = index_advance(first, static_cast<decltype(index_distance(first, last))>(n / 2));
+      auto [a, b] = join_noting_steals(
+          [&](bool) { return reduce_piece_lazily(first, mid, chunk, workers, identity, map, combine, scope); },
+          [&](bool st) {
+            return st ? reduce_range_adaptive(mid, last, adaptive_splitter{workers, workers}, true, identity, map, combine, scope)
+                      : reduce_piece_lazily(mid, last, chunk, workers, identity, map, combine, scope);
+          });
+      T left = combine_unless_stopped(std::move(acc), std::move(a), combine, scope);
+      return combine_unless_stopped(std::move(left), std::move(b), combine, scope);
+    }
+    const I next = index_advance(first, static_cast<decltype(index_distance(first, last))>(chunk));
+    fold_into(acc, first, next, map, combine, scope);
+    if (scope.stopped()) return acc;
+    first = next;
+  }
+}
+
+template <class T, loop_index I, class Map, class Combine>
+T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const T& identity, Map& map,
                         Combine& combine, cancel_scope& scope) {
   const auto n = index_distance(first, last);
-  if (n < 2 || !s.try_split(stolen) || !scope.enter()) return reduce_leaf(first, last, identity, map, combine, scope);
+  if (n < 2) return reduce_leaf(first, last, identity, map, combine, scope);
+  if (!s.try_split(stolen)) return reduce_piece_lazily(first, last, lazy_chunk(first, last), s.workers, identity, map, combine, scope);
+  if (!scope.enter()) return reduce_leaf(first, last, identity, map, combine, scope);
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
   auto [a, b] = join_noting_steals(
       [&](bool st) { return reduce_range_adaptive(first, mid, s, st, identity, map, combine, scope); },
