@@ -10,19 +10,20 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
-#include <set>
-#include <thread>
 #include <numeric>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -489,6 +490,130 @@ TEST_P(Algorithms, StringSortsMatchStdSortAtEverySize) {
       }
     }
   }
+}
+
+// ---- integers with few distinct values: counted (detail/few_values_sort.hpp) ----
+
+TEST(FewValuesSort, AppliesOnlyToIntegersInTheirStandardOrder) {
+  using promptly::detail::few_values_direction;
+  using U = std::vector<std::uint32_t>::iterator;
+  static_assert(few_values_direction<U, std::ranges::less, std::identity> == 1);
+  static_assert(few_values_direction<U, std::greater<>, std::identity> == -1);
+  static_assert(few_values_direction<std::int8_t*, std::less<std::int8_t>, std::identity> == 1);
+  static_assert(few_values_direction<U, std::ranges::less, std::negate<>> == 0, "a projection");
+  auto by_low_bit = [](std::uint32_t a, std::uint32_t b) { return (a & 1) < (b & 1); };
+  static_assert(few_values_direction<U, decltype(by_low_bit), std::identity> == 0, "a user comparator");
+  static_assert(few_values_direction<std::vector<double>::iterator, std::ranges::less, std::identity> == 0, "-0.0 == +0.0");
+  static_assert(few_values_direction<std::deque<int>::iterator, std::ranges::less, std::identity> == 0, "not contiguous");
+}
+
+namespace {
+
+// n keys drawn from `values`, in random order.
+template <class T>
+std::vector<T> drawn_from(std::size_t n, const std::vector<T>& values, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) x = values[gen() % values.size()];
+  return v;
+}
+
+}  // namespace
+
+// Both index kinds (values within 4096 of each other; spread over the type), signed keys,
+// both directions, sizes around the cutoff; the result is std::sort's.
+TEST_P(Algorithms, FewValuesSortMatchesStdSort) {
+  const auto min = static_cast<std::size_t>(promptly::detail::few_values_min_size);
+  const std::vector<std::int64_t> spread = {std::numeric_limits<std::int64_t>::min(), -1, 0, 7, 1LL << 40,
+                                            std::numeric_limits<std::int64_t>::max()};
+  const std::vector<std::int64_t> close = {-2000, -3, 0, 5, 2000, 2047};
+  for (std::size_t n : {min - 1, min, 3 * min + 5}) {
+    for (const auto& values : {spread, close}) {
+      auto v = drawn_from(n, values, static_cast<std::uint32_t>(n));
+      auto up = v, down = v, stable = v, counted_up = v, counted_down = v;
+      promptly::detail::cancel_scope scope;
+      rt.run([&] {
+        promptly::parallel_sort(up);
+        promptly::parallel_sort(down, std::greater<>{});
+        promptly::parallel_stable_sort(stable);
+        // The path itself, which the calls above take from the cutoff on.
+        EXPECT_EQ(promptly::detail::few_values_sort<1>(counted_up.begin(), counted_up.end(), scope), n >= min);
+        EXPECT_EQ(promptly::detail::few_values_sort<-1>(counted_down.begin(), counted_down.end(), scope), n >= min);
+      });
+      std::sort(v.begin(), v.end());
+      ASSERT_EQ(up, v) << "n " << n;
+      ASSERT_EQ(stable, v) << "n " << n;
+      if (n >= min) ASSERT_EQ(counted_up, v) << "n " << n;
+      std::ranges::reverse(v);
+      ASSERT_EQ(down, v) << "n " << n;
+      if (n >= min) ASSERT_EQ(counted_down, v) << "n " << n;
+    }
+  }
+  auto bytes = drawn_from<std::int8_t>(2 * min, {-128, -1, 0, 1, 127}, 3);
+  auto shorts = drawn_from<std::uint16_t>(2 * min, {0, 1, 65535}, 4);
+  auto chars = drawn_from<char>(2 * min, {'a', 'b', static_cast<char>(0xff)}, 5);
+  auto expected_bytes = bytes;
+  auto expected_shorts = shorts;
+  auto expected_chars = chars;
+  promptly::detail::cancel_scope scope;
+  rt.run([&] {
+    EXPECT_TRUE(promptly::detail::few_values_sort<1>(bytes.begin(), bytes.end(), scope));
+    promptly::parallel_sort(shorts);
+    promptly::parallel_sort(chars);
+  });
+  std::sort(expected_bytes.begin(), expected_bytes.end());
+  std::sort(expected_shorts.begin(), expected_shorts.end());
+  std::sort(expected_chars.begin(), expected_chars.end());
+  EXPECT_EQ(bytes, expected_bytes);
+  EXPECT_EQ(shorts, expected_shorts);
+  EXPECT_EQ(chars, expected_chars);
+}
+
+// Keys the sample missed: a few (here rare ones, the last key among them) are counted apart and
+// sorted with the rest; more than few_values_max of them stop the count, and the path declines
+// with the range untouched (the quicksort then sorts it). Many values: it declines at once.
+TEST_P(Algorithms, FewValuesSortCountsRareKeysTheSampleMissedOrDeclines) {
+  const std::size_t n = 4 * static_cast<std::size_t>(promptly::detail::few_values_min_size);
+  const std::size_t too_many = promptly::detail::few_values_max + 1;
+  promptly::detail::cancel_scope scope;
+  auto rare = drawn_from<std::uint32_t>(n, {1, 2, 3}, 7);
+  for (std::uint32_t j = 0; j < 5; ++j) rare[n - 1 - j * 1000] = 1000 + j;  // odd places: never sampled (every n / 512-th)
+  auto expected = rare;
+  std::sort(expected.begin(), expected.end());
+  auto spread = drawn_from<std::uint32_t>(n, {1, 2, 3}, 8);
+  for (std::uint32_t j = 0; j < too_many; ++j) spread[n - 1 - j * 1000] = 5000 + j;  // near the end, never sampled
+  const auto spread_before = spread;
+  std::vector<std::uint32_t> thousand(1000);
+  std::iota(thousand.begin(), thousand.end(), 0u);
+  auto many = drawn_from<std::uint32_t>(n, thousand, 9);
+  const auto many_before = many;
+  rt.run([&] {
+    EXPECT_TRUE(promptly::detail::few_values_sort<1>(rare.begin(), rare.end(), scope));
+    EXPECT_FALSE(promptly::detail::few_values_sort<1>(spread.begin(), spread.end(), scope));
+    EXPECT_FALSE(promptly::detail::few_values_sort<1>(many.begin(), many.end(), scope));
+  });
+  EXPECT_EQ(rare, expected);
+  EXPECT_EQ(spread, spread_before);
+  EXPECT_EQ(many, many_before);
+  auto spread_sorted = spread_before;
+  std::sort(spread_sorted.begin(), spread_sorted.end());
+  rt.run([&] { promptly::parallel_sort(spread); });
+  EXPECT_EQ(spread, spread_sorted);
+}
+
+// A stop seen by the count: the path reports the keys handled, the range is as it was, and the
+// scope reports the skip (parallel_sort then throws cancelled).
+TEST_P(Algorithms, ACancelledFewValuesSortLeavesTheRangeUntouched) {
+  auto v = drawn_from<std::uint32_t>(4 * static_cast<std::size_t>(promptly::detail::few_values_min_size), {5, 6, 7, 8}, 9);
+  const auto before = v;
+  std::stop_source stop;
+  stop.request_stop();
+  promptly::detail::cancel_scope scope(stop.get_token());
+  rt.run([&] { EXPECT_TRUE(promptly::detail::few_values_sort<1>(v.begin(), v.end(), scope)); });
+  EXPECT_EQ(v, before);
+  EXPECT_THROW(scope.finish("parallel_sort"), promptly::cancelled);
+  rt.run([&] { EXPECT_THROW(promptly::parallel_sort(stop.get_token(), v), promptly::cancelled); });
+  EXPECT_EQ(v, before);
 }
 
 // Sorted input with k random pairs swapped, and sorted input with k keys moved far (the

@@ -2,8 +2,10 @@
 //
 // Unstable: a pattern-defeating quicksort (detail/pdq_sort.hpp) whose partitions of pieces
 // above sort_leaf elements fork both sides with join() (the structure of oneTBB's
-// parallel_sort), after an O(n) check for sorted or descending input. Strings in their standard
-// order are sorted by cached key prefixes instead (detail/key_prefix_sort.hpp), stably or not.
+// parallel_sort), after an O(n) check for sorted or descending input. Integers in their standard
+// order that a sample shows to take few values are counted instead (detail/few_values_sort.hpp);
+// strings in their standard order are sorted by cached key prefixes (detail/key_prefix_sort.hpp),
+// stably or not.
 //
 // Stable: parallel merge sort over a buffer of n elements, the two arrays swapping roles at each
 // level (ping-pong), with a parallel merge that splits the longer input at its middle and the
@@ -44,6 +46,7 @@
 
 #include "promptly/cancellation.hpp"
 #include "promptly/fork_join.hpp"
+#include "promptly/detail/few_values_sort.hpp"
 #include "promptly/detail/key_prefix_sort.hpp"
 #include "promptly/detail/pdq_sort.hpp"
 #include "promptly/detail/sort_buffer.hpp"
@@ -57,11 +60,13 @@ inline constexpr std::ptrdiff_t merge_leaf = 8192;
 
 // ---- unstable: pattern-defeating quicksort (detail/pdq_sort.hpp) ----
 
-// Strings in their standard order go by key prefixes (detail/key_prefix_sort.hpp) unless that
-// path declines.
+// Integers with few distinct values are counted (detail/few_values_sort.hpp), strings in their
+// standard order go by key prefixes (detail/key_prefix_sort.hpp), unless that path declines.
 template <class Comp, class Proj, class I, class Less>
 void sort_unstable(I first, I last, Less less, cancel_scope& scope) {
   if (parallel_presorted(first, last, less)) return;
+  if constexpr (constexpr int dir = few_values_direction<I, Comp, Proj>; dir != 0)
+    if (few_values_sort<dir>(first, last, scope)) return;
   if constexpr (constexpr int dir = key_prefix_direction<I, Comp, Proj>; dir != 0)
     if (key_prefix_sort<dir, false>(first, last, scope)) return;
   parallel_pdq_sort_unchecked(first, last, less, scope);
