@@ -1281,6 +1281,50 @@ TEST_P(Algorithms, LoopsWithoutAGrainCoverTheirRangeOnce) {
 
 // A piece that a thief took gets a fresh budget of `workers` splits, however deep it is; an
 // undisturbed one halves its budget and stops at zero (Rayon's Splitter::try_split).
+// A stop request that comes while a piece runs its chunks one after another skips the chunks
+// left and says so: the loop throws cancelled, never returns with indices not run. The deque
+// holds unrelated work, so the piece runs its chunks in turn (no lazy split), and no later
+// piece of the loop would note the skip.
+TEST(AlgorithmsAdaptive, AStopBetweenChunksIsReportedNotSilent) {
+  promptly::runtime_config cfg;
+  cfg.workers = 1;
+  promptly::runtime rt(cfg);
+  std::stop_source stop;
+  promptly::detail::cancel_scope scope(stop.get_token());
+  pieces seen;
+  auto leaf = [&](long a, long b) {
+    seen.add(a, b);
+    if (a == 500) stop.request_stop();
+  };
+  rt.run([&] {
+    promptly::task_group unrelated;
+    unrelated.spawn([] {});  // stays in this worker's deque: nobody else runs
+    promptly::detail::split_range_adaptive(0L, 1600L, promptly::detail::adaptive_splitter{0, 1}, false, leaf, scope);
+    unrelated.wait();
+  });
+  ASSERT_FALSE(seen.tile(0, 1600)) << "the stop came before the end";
+  EXPECT_THROW(scope.finish("parallel_for"), promptly::cancelled) << "chunks were skipped without a word";
+  // The same for a reduction.
+  std::stop_source stop_reduce;
+  promptly::detail::cancel_scope reduce_scope(stop_reduce.get_token());
+  long folded = 0;
+  auto map = [&](long i) {
+    if (i == 500) stop_reduce.request_stop();
+    ++folded;
+    return i;
+  };
+  auto plus = std::plus<>{};
+  rt.run([&] {
+    promptly::task_group unrelated;
+    unrelated.spawn([] {});
+    (void)promptly::detail::reduce_range_adaptive(0L, 1600L, promptly::detail::adaptive_splitter{0, 1}, false, 0L, map, plus,
+                                                  reduce_scope);
+    unrelated.wait();
+  });
+  ASSERT_LT(folded, 1600);
+  EXPECT_THROW(reduce_scope.finish("parallel_reduce"), promptly::cancelled) << "chunks were skipped without a word";
+}
+
 TEST(AlgorithmsAdaptive, AStolenPieceGetsAFreshSplitBudget) {
   promptly::detail::adaptive_splitter deep{0, 4};
   EXPECT_FALSE(deep.try_split(false));

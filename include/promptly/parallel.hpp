@@ -205,8 +205,7 @@ void run_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, L
       return;
     }
     const I next = index_advance(first, static_cast<decltype(index_distance(first, last))>(chunk));
-    scope.run([&] { leaf(first, next); });
-    if (scope.stopped()) return;  // the rest is skipped, as a piece not yet started
+    scope.run([&] { leaf(first, next); });  // once the scope stops, each chunk left is skipped and noted
     first = next;
   }
 }
@@ -257,8 +256,7 @@ T reduce_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, c
       return combine_unless_stopped(std::move(left), std::move(b), combine, scope);
     }
     const I next = index_advance(first, static_cast<decltype(index_distance(first, last))>(chunk));
-    fold_into(acc, first, next, map, combine, scope);
-    if (scope.stopped()) return acc;
+    fold_into(acc, first, next, map, combine, scope);  // as in run_piece_lazily
     first = next;
   }
 }
