@@ -15,11 +15,24 @@
 // runs).
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace promptly::io::detail {
 
-// Throws std::invalid_argument for a name other than auto, epoll, io_uring.
+enum class backend_choice : int { automatic, epoll, io_uring };
+
+// The backend a name (runtime_config::io_backend, PROMPTLY_IO_BACKEND) asks for. Throws
+// std::invalid_argument for a name other than auto, epoll, io_uring.
+inline backend_choice parse_backend(std::string_view name) {
+  if (name == "auto") return backend_choice::automatic;
+  if (name == "epoll") return backend_choice::epoll;
+  if (name == "io_uring") return backend_choice::io_uring;
+  throw std::invalid_argument("unknown I/O backend '" + std::string(name) + "' (expected auto, epoll or io_uring)");
+}
+
+// Throws what parse_backend throws.
 void request_backend(std::string_view name);
 
 // The largest worker-poll window, in microseconds, that runtime_config and

@@ -37,17 +37,8 @@ namespace {
 
 std::atomic<reactor*> the_reactor{nullptr};
 
-enum class backend_choice : int { automatic, epoll, io_uring };
-
 // The latest request of a runtime_config (backend.hpp); automatic if none.
 std::atomic<int> requested_backend{static_cast<int>(backend_choice::automatic)};
-
-backend_choice parse_backend(std::string_view name) {
-  if (name == "auto") return backend_choice::automatic;
-  if (name == "epoll") return backend_choice::epoll;
-  if (name == "io_uring") return backend_choice::io_uring;
-  throw std::invalid_argument("unknown I/O backend '" + std::string(name) + "' (expected auto, epoll or io_uring)");
-}
 
 // What the reactor starts with: a runtime's request, else the environment.
 backend_choice chosen_backend() {

@@ -78,8 +78,11 @@ void validate(const runtime_config& cfg) {
   } catch (const std::invalid_argument& e) {
     fail(std::string("fair.weights: ") + e.what());
   }
-  if (cfg.io_backend != "auto" && cfg.io_backend != "epoll" && cfg.io_backend != "io_uring")
+  try {
+    (void)io::detail::parse_backend(cfg.io_backend);
+  } catch (const std::invalid_argument&) {
     fail("io_backend = '" + cfg.io_backend + "' must be auto, epoll or io_uring");
+  }
   if (cfg.io_worker_poll_us < -1 || cfg.io_worker_poll_us > io::detail::max_worker_poll_us)
     fail("io_worker_poll_us = " + std::to_string(cfg.io_worker_poll_us) + " must be -1 (the default) or 0.." +
          std::to_string(io::detail::max_worker_poll_us));
