@@ -37,10 +37,10 @@
 // Cancellation and exceptions (cancellation.hpp): every form also takes a cancellation token
 // (a std::stop_token) as its first argument. Each piece (of a grain-less 1D loop, each chunk)
 // checks the token, and whether another piece threw, before it starts: once either happened,
-// pieces not yet started are skipped; pieces that started finish. Then the first exception thrown (in time) propagates, the
-// others are discarded; with no exception, a call that skipped pieces because of a stop request
-// throws promptly::cancelled. A stop request that comes after every piece started changes
-// nothing.
+// pieces not yet started are skipped; pieces that started finish. Then the first exception
+// thrown (in time) propagates, the others are discarded; with no exception, a call that skipped
+// pieces because of a stop request throws promptly::cancelled. A stop request that comes after
+// every piece started changes nothing.
 //
 // parallel_reduce: `combine` must be associative and `identity` its neutral element; neither
 // needs to be commutative, since pieces are combined in index order: the result is
@@ -124,8 +124,6 @@ T combine_unless_stopped(T a, T b, Combine& combine, cancel_scope& scope) {
   }
 }
 
-// A piece of a reduction: the fold of [first, last) from a copy of identity; identity itself
-// when the piece is skipped or throws (the scope then holds the outcome).
 // Folds map(i) of [first, last) into acc, unless the scope is stopped.
 template <class T, loop_index I, class Map, class Combine>
 void fold_into(T& acc, I first, I last, Map& map, Combine& combine, cancel_scope& scope) {
@@ -134,6 +132,8 @@ void fold_into(T& acc, I first, I last, Map& map, Combine& combine, cancel_scope
   });
 }
 
+// A piece of a reduction: the fold of [first, last) from a copy of identity; identity itself
+// when the piece is skipped or throws (the scope then holds the outcome).
 template <class T, loop_index I, class Map, class Combine>
 T reduce_leaf(I first, I last, const T& identity, Map& map, Combine& combine, cancel_scope& scope) {
   T acc = identity;
