@@ -249,8 +249,10 @@ T reduce_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, c
       auto [a, b] = join_noting_steals(
           [&](bool) { return reduce_piece_lazily(first, mid, chunk, workers, identity, map, combine, scope); },
           [&](bool st) {
-            return st ? reduce_range_adaptive(mid, last, adaptive_splitter{workers, workers}, true, identity, map, combine, scope)
-                      : reduce_piece_lazily(mid, last, chunk, workers, identity, map, combine, scope);
+            if (st)
+              return reduce_range_adaptive(mid, last, adaptive_splitter{workers, workers}, true, identity, map, combine,
+                                           scope);
+            return reduce_piece_lazily(mid, last, chunk, workers, identity, map, combine, scope);
           });
       T left = combine_unless_stopped(std::move(acc), std::move(a), combine, scope);
       return combine_unless_stopped(std::move(left), std::move(b), combine, scope);
@@ -266,7 +268,8 @@ T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const
                         Combine& combine, cancel_scope& scope) {
   const auto n = index_distance(first, last);
   if (n < 2) return reduce_leaf(first, last, identity, map, combine, scope);
-  if (!s.try_split(stolen)) return reduce_piece_lazily(first, last, lazy_chunk(first, last), s.workers, identity, map, combine, scope);
+  if (!s.try_split(stolen))
+    return reduce_piece_lazily(first, last, lazy_chunk(first, last), s.workers, identity, map, combine, scope);
   if (!scope.enter()) return reduce_leaf(first, last, identity, map, combine, scope);
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
   auto [a, b] = join_noting_steals(

@@ -111,7 +111,8 @@ class few_values_index {
 // few_values_max.
 template <class I, class T = std::iter_value_t<I>>
 std::size_t sample_few_values(I first, std::size_t n, std::array<T, few_values_sample>& sample) {
-  for (std::size_t j = 0; j < few_values_sample; ++j) sample[j] = first[static_cast<std::ptrdiff_t>(j * (n / few_values_sample))];
+  for (std::size_t j = 0; j < few_values_sample; ++j)
+    sample[j] = first[static_cast<std::ptrdiff_t>(j * (n / few_values_sample))];
   std::sort(sample.begin(), sample.end());
   const auto count = static_cast<std::size_t>(std::unique(sample.begin(), sample.end()) - sample.begin());
   return count <= few_values_max ? count : 0;
@@ -190,7 +191,8 @@ bool few_values_sort(I first, I last, cancel_scope& scope) {
         return;
       }
     // Relaxed: join() orders these additions before the reads below.
-    for (std::size_t j = 0; j < k; ++j) counts[j].fetch_add(rows[0][j] + rows[1][j] + rows[2][j] + rows[3][j], std::memory_order_relaxed);
+    for (std::size_t j = 0; j < k; ++j)
+      counts[j].fetch_add(rows[0][j] + rows[1][j] + rows[2][j] + rows[3][j], std::memory_order_relaxed);
     if (extras.size == 0) return;
     std::lock_guard hold(missed_lock);
     for (std::size_t j = 0; j < extras.size; ++j)
@@ -220,8 +222,8 @@ bool few_values_sort(I first, I last, cancel_scope& scope) {
   // Write: each piece fills the parts of the values' runs that fall inside it.
   cancel_scope every_piece;  // never stopped: a piece skipped here would leave the range half written
   auto write_piece = [&](std::ptrdiff_t lo, std::ptrdiff_t hi) {
-    auto r = static_cast<std::size_t>(std::upper_bound(start.begin() + 1, start.begin() + static_cast<std::ptrdiff_t>(m) + 1, lo) -
-                                      start.begin() - 1);
+    const auto ends = start.begin() + 1;  // run r ends at ends[r]
+    auto r = static_cast<std::size_t>(std::upper_bound(ends, ends + static_cast<std::ptrdiff_t>(m), lo) - ends);
     for (std::ptrdiff_t at = lo; at < hi; ++r) {
       const std::ptrdiff_t end = std::min(hi, start[r + 1]);
       std::fill(first + at, first + end, runs[r].first);
