@@ -62,6 +62,7 @@
 #include "promptly/default_runtime.hpp"
 #include "promptly/fork_join.hpp"
 #include "promptly/index_range.hpp"
+#include "promptly/nothing.hpp"
 
 namespace promptly {
 
@@ -183,29 +184,36 @@ std::size_t lazy_chunk(I first, I last) noexcept {
   return (static_cast<std::size_t>(index_distance(first, last)) + 15) / 16;  // >= 1: called on 2 or more indices
 }
 
-template <loop_index I, class Leaf>
-void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Leaf& leaf, cancel_scope& scope);
-
-template <loop_index I, class Leaf>
-void run_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, Leaf& leaf, cancel_scope& scope) {
+// The loop of a piece split lazily, for the 1D loops (T = nothing) and the reductions alike:
+// fold(acc, a, b) adds the chunk [a, b) to acc (through the scope, which skips it once stopped
+// and notes the skip); fresh(a, b) runs a half a thief took, with a fresh budget; combine joins
+// the results of two adjacent halves in index order. The left half goes on from acc, the
+// right one starts from identity.
+template <class T, loop_index I, class Fold, class Fresh, class Combine>
+T run_piece_lazily(I first, I last, std::size_t chunk, T acc, const T& identity, Fold& fold, Fresh& fresh,
+                   Combine& combine, cancel_scope& scope) {
+  using distance = decltype(index_distance(first, last));
   for (;;) {
     const auto n = static_cast<std::size_t>(index_distance(first, last));
     if (n <= chunk) {
-      scope.run([&] { leaf(first, last); });
-      return;
+      fold(acc, first, last);
+      return acc;
     }
     if (n >= 2 * chunk && nothing_to_steal_here()) {
-      if (!scope.enter()) return;
-      const I mid = index_advance(first, static_cast<decltype(index_distance(first, last))>(n / 2));
-      join_noting_steals([&](bool) { run_piece_lazily(first, mid, chunk, workers, leaf, scope); },
-                         [&](bool st) {
-                           if (st) split_range_adaptive(mid, last, adaptive_splitter{workers, workers}, true, leaf, scope);
-                           else run_piece_lazily(mid, last, chunk, workers, leaf, scope);
-                         });
-      return;
+      if (!scope.enter()) return acc;
+      const I mid = index_advance(first, static_cast<distance>(n / 2));
+      auto [left, right] = join_noting_steals(
+          [&](bool) {
+            return run_piece_lazily(first, mid, chunk, std::move(acc), identity, fold, fresh, combine, scope);
+          },
+          [&](bool stolen) {
+            if (stolen) return fresh(mid, last);
+            return run_piece_lazily(mid, last, chunk, identity, identity, fold, fresh, combine, scope);
+          });
+      return combine_unless_stopped(std::move(left), std::move(right), combine, scope);
     }
-    const I next = index_advance(first, static_cast<decltype(index_distance(first, last))>(chunk));
-    scope.run([&] { leaf(first, next); });  // once the scope stops, each chunk left is skipped and noted
+    const I next = index_advance(first, static_cast<distance>(chunk));
+    fold(acc, first, next);
     first = next;
   }
 }
@@ -218,7 +226,13 @@ void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Lea
     return;
   }
   if (!s.try_split(stolen)) {
-    run_piece_lazily(first, last, lazy_chunk(first, last), s.workers, leaf, scope);
+    auto fold = [&](nothing&, I a, I b) { scope.run([&] { leaf(a, b); }); };
+    auto fresh = [&](I a, I b) {
+      split_range_adaptive(a, b, adaptive_splitter{s.workers, s.workers}, true, leaf, scope);
+      return nothing{};
+    };
+    auto neither = [](nothing, nothing) { return nothing{}; };
+    (void)run_piece_lazily(first, last, lazy_chunk(first, last), nothing{}, nothing{}, fold, fresh, neither, scope);
     return;
   }
   if (!scope.enter()) return;
@@ -229,47 +243,16 @@ void split_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, Lea
 
 template <class T, loop_index I, class Map, class Combine>
 T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const T& identity, Map& map,
-                        Combine& combine, cancel_scope& scope);
-
-// run_piece_lazily for a reduction: the chunks fold into one accumulator; a split combines it
-// with the halves' results in index order.
-template <class T, loop_index I, class Map, class Combine>
-T reduce_piece_lazily(I first, I last, std::size_t chunk, std::size_t workers, const T& identity, Map& map,
-                      Combine& combine, cancel_scope& scope) {
-  T acc = identity;
-  for (;;) {
-    const auto n = static_cast<std::size_t>(index_distance(first, last));
-    if (n <= chunk) {
-      fold_into(acc, first, last, map, combine, scope);
-      return acc;
-    }
-    if (n >= 2 * chunk && nothing_to_steal_here()) {
-      if (!scope.enter()) return acc;
-      const I mid = index_advance(first, static_cast<decltype(index_distance(first, last))>(n / 2));
-      auto [a, b] = join_noting_steals(
-          [&](bool) { return reduce_piece_lazily(first, mid, chunk, workers, identity, map, combine, scope); },
-          [&](bool st) {
-            if (st)
-              return reduce_range_adaptive(mid, last, adaptive_splitter{workers, workers}, true, identity, map, combine,
-                                           scope);
-            return reduce_piece_lazily(mid, last, chunk, workers, identity, map, combine, scope);
-          });
-      T left = combine_unless_stopped(std::move(acc), std::move(a), combine, scope);
-      return combine_unless_stopped(std::move(left), std::move(b), combine, scope);
-    }
-    const I next = index_advance(first, static_cast<decltype(index_distance(first, last))>(chunk));
-    fold_into(acc, first, next, map, combine, scope);  // as in run_piece_lazily
-    first = next;
-  }
-}
-
-template <class T, loop_index I, class Map, class Combine>
-T reduce_range_adaptive(I first, I last, adaptive_splitter s, bool stolen, const T& identity, Map& map,
                         Combine& combine, cancel_scope& scope) {
   const auto n = index_distance(first, last);
   if (n < 2) return reduce_leaf(first, last, identity, map, combine, scope);
-  if (!s.try_split(stolen))
-    return reduce_piece_lazily(first, last, lazy_chunk(first, last), s.workers, identity, map, combine, scope);
+  if (!s.try_split(stolen)) {
+    auto fold = [&](T& acc, I a, I b) { fold_into(acc, a, b, map, combine, scope); };
+    auto fresh = [&](I a, I b) {
+      return reduce_range_adaptive(a, b, adaptive_splitter{s.workers, s.workers}, true, identity, map, combine, scope);
+    };
+    return run_piece_lazily(first, last, lazy_chunk(first, last), identity, identity, fold, fresh, combine, scope);
+  }
   if (!scope.enter()) return reduce_leaf(first, last, identity, map, combine, scope);
   const I mid = index_advance(first, static_cast<decltype(n)>(n / 2));
   auto [a, b] = join_noting_steals(

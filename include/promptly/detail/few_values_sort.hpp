@@ -66,7 +66,7 @@ class few_values_index {
   static constexpr std::uint8_t none = 0xff;
 
   // `values`: sorted, distinct, at most few_values_max.
-  few_values_index(const T* values, std::size_t count) noexcept : values_(values), count_(count) {
+  few_values_index(const T* values, std::size_t count) noexcept : values_(values) {
     const auto span = static_cast<std::uint64_t>(values[count - 1]) - static_cast<std::uint64_t>(values[0]);
     direct_ = span < direct_size;
     lowest_ = values[0];
@@ -101,7 +101,6 @@ class few_values_index {
   }
 
   const T* values_;
-  std::size_t count_;
   bool direct_ = false;
   T lowest_{};
   std::array<std::uint8_t, direct_size> table_{};
@@ -158,18 +157,15 @@ bool few_values_sort(I first, I last, cancel_scope& scope) {
   few_values_extras<T> missed;  // the keys the sample missed, over all pieces (under missed_lock)
   std::atomic<bool> too_many{false};
   constexpr std::ptrdiff_t grain = std::ptrdiff_t{1} << 16;
-  auto count_piece = [&](std::ptrdiff_t lo, std::ptrdiff_t hi) {
-    // Relaxed: a hint that the path declines; the result is read after join().
-    if (too_many.load(std::memory_order_relaxed)) return;
+  // Counts [lo, hi) into counts and missed; false when there are too many missed values.
+  auto count_keys = [&](std::ptrdiff_t lo, std::ptrdiff_t hi) {
     std::array<std::array<std::uint64_t, few_values_max>, 4> rows{};
     few_values_extras<T> extras;
     auto count_one = [&](std::size_t row, T key) {
       const std::uint8_t j = index.slot_of(key);
-      if (j != few_values_index<T>::none) {
-        ++rows[row][j];
-        return true;
-      }
-      return extras.add(key);
+      if (j == few_values_index<T>::none) return extras.add(key);
+      ++rows[row][j];
+      return true;
     };
     std::ptrdiff_t i = lo;
     for (; i + 4 <= hi; i += 4) {
@@ -180,26 +176,23 @@ bool few_values_sort(I first, I last, cancel_scope& scope) {
         continue;
       }
       for (std::ptrdiff_t q = 0; q < 4; ++q)
-        if (!count_one(static_cast<std::size_t>(q), keys[i + q])) {
-          too_many.store(true, std::memory_order_relaxed);
-          return;
-        }
+        if (!count_one(static_cast<std::size_t>(q), keys[i + q])) return false;
     }
     for (; i < hi; ++i)
-      if (!count_one(0, keys[i])) {
-        too_many.store(true, std::memory_order_relaxed);
-        return;
-      }
+      if (!count_one(0, keys[i])) return false;
     // Relaxed: join() orders these additions before the reads below.
     for (std::size_t j = 0; j < k; ++j)
       counts[j].fetch_add(rows[0][j] + rows[1][j] + rows[2][j] + rows[3][j], std::memory_order_relaxed);
-    if (extras.size == 0) return;
+    if (extras.size == 0) return true;
     std::lock_guard hold(missed_lock);
     for (std::size_t j = 0; j < extras.size; ++j)
-      if (!missed.add(extras.values[j], extras.counts[j])) {
-        too_many.store(true, std::memory_order_relaxed);
-        return;
-      }
+      if (!missed.add(extras.values[j], extras.counts[j])) return false;
+    return true;
+  };
+  auto count_piece = [&](std::ptrdiff_t lo, std::ptrdiff_t hi) {
+    // Relaxed both: a hint to the other pieces; the result is read after join().
+    if (!too_many.load(std::memory_order_relaxed) && !count_keys(lo, hi))
+      too_many.store(true, std::memory_order_relaxed);
   };
   split_range(std::ptrdiff_t{0}, n, static_cast<std::size_t>(grain), count_piece, scope);
   // Declined: the quicksort runs. A piece this sort's cancellation skipped is noted in the
