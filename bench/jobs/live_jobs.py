@@ -23,6 +23,14 @@ VARIANTS = [("serpt", ["--policy", "serpt", "--hints", "exact"]),
             ("equi", ["--policy", "equi"])]
 
 
+def run_program(exe, trace, rho, jobs, args):
+    """One run of the job program on a trace of bench/jobs/traces at load rho, 2 workers: its metrics."""
+    out = subprocess.run([exe, "--trace", str(TRACES / f"{trace}.trace"), "--rho", str(rho), "--jobs", str(jobs),
+                          "--workers", "2"] + args, check=True, capture_output=True, text=True).stdout
+    line = [x for x in out.splitlines() if x.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])["metrics"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
@@ -36,11 +44,7 @@ def main():
         for spec in a.loads.split(","):
             trace, load = spec.split(":")
             for label, args in VARIANTS:
-                out = subprocess.run([a.exe, "--trace", str(TRACES / f"{trace}.trace"), "--rho", str(int(load) / 100),
-                                      "--jobs", str(a.jobs), "--workers", "2"] + args,
-                                     check=True, capture_output=True, text=True).stdout
-                line = [x for x in out.splitlines() if x.startswith("RESULT ")][-1]
-                m = json.loads(line[len("RESULT "):])["metrics"]
+                m = run_program(a.exe, trace, int(load) / 100, a.jobs, args)
                 row = {"bench": f"{trace}-{load}", "round": rnd, "runtime": label, "workers": 2, "jobs": a.jobs,
                        "flow_ms_mean": m["flow_ms_mean"], "flow_ms_p50": m["flow_ms_p50"],
                        "flow_ms_p99": m["flow_ms_p99"], "start_wait_ms_p99": m["start_us_p99"] / 1e3,

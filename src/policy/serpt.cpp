@@ -139,7 +139,11 @@ serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p,
     return keys[a].age_s > keys[b].age_s;
   };
   std::stable_sort(due.begin(), due.end(), within_tier);
-  const auto share = static_cast<unsigned>(std::max(1.0, std::floor(p.due_core_share * cores + 1e-9)));
+  // A lone due job may use every core: the share keeps deadline order among
+  // many due jobs from becoming arrival order, and one due job has no such
+  // order. Served at full speed it finishes instead of lingering at the tail.
+  const unsigned share = due.size() == 1 ? cores
+                                         : static_cast<unsigned>(std::max(1.0, std::floor(p.due_core_share * cores + 1e-9)));
   unsigned given = 0;
   for (const std::size_t i : due) {
     if (given < share) {

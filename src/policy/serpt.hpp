@@ -61,10 +61,11 @@ struct serpt_params {
   // age has reached slowdown_cap times its expected remaining time alone is
   // ahead of every job that arrives after that, so its slowdown against its
   // estimate stays about the cap plus the work of the jobs already ahead.
-  // 10: in promptly-sim's replays of the jobs suite's traces (2 cores, 3
-  // rounds) it cut p99 flow time by 10-17% against 16 for 1-7% more mean
-  // (bench/results/jobs/serpt/README.md); the same trade on ideal jobs.
-  double slowdown_cap = 10.0;
+  // 6: in promptly-sim's replays of the jobs suite's traces (2 cores, 1200
+  // jobs, 3 rounds) p99 flow time 0.77x drep's on Bing at 75% load where 10
+  // gave 0.79x (finance 0.69x against 0.76x), for 0.03x more of drep's mean
+  // (bench/results/jobs/serpt/README.md, "A lone due job").
+  double slowdown_cap = 6.0;
   // The share of the cores that serves the jobs past their slowdown
   // deadline ("due") in deadline order; at least one core. The other due
   // jobs come next, least expected remaining work first, ahead of the jobs
@@ -73,9 +74,12 @@ struct serpt_params {
   // order of jobs that all waited far past their deadlines is close to their
   // arrival order, first come first served. Below 1, that share keeps the
   // longest-overdue job moving (no due job waits forever) while the rest of
-  // the machine serves the due jobs shortest first. 0.5: in the jobs suite
-  // run live on 2 cores (6 rounds), mean flow time 0.44x drep's at 90% Bing
-  // load where 1 gave 1.42x, and 0.56x at 75% (was 0.63x); in promptly-sim,
+  // the machine serves the due jobs shortest first. A lone due job has no
+  // order to degrade and may use every core: held to the share, the largest
+  // jobs, the last to become due, lingered at the tail (promptly-sim, Bing
+  // 75%: p99 0.85x drep's against 0.79x). 0.5: in the jobs suite run live
+  // on 2 cores (6 rounds), mean flow time 0.44x drep's at 90% Bing load
+  // where 1 gave 1.42x, and 0.56x at 75% (was 0.63x); in promptly-sim,
   // where few jobs are due at these loads, means within 0.02x of 1's
   // (bench/results/jobs/serpt/README.md, "Due jobs by remaining work").
   double due_core_share = 0.5;
@@ -149,10 +153,10 @@ struct serpt_ranking {
 // The service order: first the start_wait tier, the oldest first. Then the
 // jobs past their slowdown deadline (due), earliest deadline first, until
 // the cores they can use (usable_cores) fill the due share of `cores`
-// (due_core_share x cores rounded down, at least 1; the job that crosses it
-// is capped at what is left of it). Then the other due jobs, least expected
-// remaining work first; then the jobs not yet due, earliest slowdown
-// deadline first. Ties: the older, then the lower index. usable: each
+// (due_core_share x cores rounded down, at least 1; every core when only
+// one job is due; the job that crosses it is capped at what is left of
+// it). Then the other due jobs, least expected remaining work first; then
+// the jobs not yet due, earliest slowdown deadline first. Ties: the older, then the lower index. usable: each
 // job's usable_cores, or its cap within the due share.
 serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
 // serpt_rank's order alone.
