@@ -7,7 +7,7 @@
 //    the task gives it back after its handler returned (connection_limit::slot).
 //  * Every connection the loop started is closed when the loop ends, however
 //    it ends (stop token, close(), destruction, a fatal accept error): each
-//    connection task holds a close_on_stop bound to the loop's stop source.
+//    connection task holds a connection_stop bound to the loop's stop source.
 //    So a handler parked in an operation on its connection is released even
 //    if it ignores the stop token, and the runtime's shutdown, which waits
 //    for every task, returns.
@@ -18,7 +18,7 @@
 //    its exception as theirs. Handlers below only record what happened; the
 //    waits (the retry pause, on_error, waking connections) come after.
 //  * A coroutine handler's connection (run_coroutine_connection) keeps the
-//    same slot, close_on_stop and report as a plain handler's task, for the
+//    same slot, connection_stop and report as a plain handler's task, for the
 //    coroutine's whole life (its frame holds them).
 #include "promptly/io/listener.hpp"
 
@@ -106,32 +106,45 @@ void report(const std::function<void(std::exception_ptr)>& on_error, std::except
   }
 }
 
-// Closes a connection when the listener's loop stops: the handler may not
-// pass the token on (or take none), and its pending operations on the
-// connection must end anyway (they fail with io::closed). Holds a reference
-// on the descriptor's state, so the callback may run after the handler
-// destroyed its descriptor (closing is idempotent then).
-class close_on_stop {
+// A connection's stop: closes the connection when the listener's loop stops
+// (the handler may not pass the token on, or take none, and its pending
+// operations on the connection must end anyway: they fail with io::closed),
+// and gives the handler a stop token of the connection's own that the
+// loop's stop requests too. Its own, because every operation given a token
+// registers a std::stop_callback on the token's shared state and copies of
+// the token count owners there, each under that state's lock or an atomic
+// read-modify-write: with one token shared by every connection, workers
+// serving different connections contended on one cache line per operation.
+// Holds a reference on the descriptor's state, so the callback may run after
+// the handler destroyed its descriptor (closing is idempotent then).
+class connection_stop {
  public:
-  close_on_stop(const descriptor& c, std::stop_token stop) : s_(c.state()) {
+  connection_stop(const descriptor& c, std::stop_token loop) : s_(c.state()) {
     s_->add_ref();
     // Runs at once if the loop has already stopped.
-    on_stop_.emplace(std::move(stop), closer{s_});
+    on_loop_stop_.emplace(std::move(loop), closer{s_, &own_});
   }
-  ~close_on_stop() {
-    on_stop_.reset();  // waits for a callback running on another thread
+  ~connection_stop() {
+    on_loop_stop_.reset();  // waits for a callback running on another thread
     s_->release();
   }
-  close_on_stop(const close_on_stop&) = delete;
-  close_on_stop& operator=(const close_on_stop&) = delete;
+  connection_stop(const connection_stop&) = delete;
+  connection_stop& operator=(const connection_stop&) = delete;
+
+  std::stop_token token() const noexcept { return own_.get_token(); }
 
  private:
   struct closer {
     detail::fd_state* s;
-    void operator()() const noexcept { detail::close_state(*s); }
+    std::stop_source* own;
+    void operator()() const noexcept {
+      own->request_stop();
+      detail::close_state(*s);
+    }
   };
   detail::fd_state* s_;
-  std::optional<std::stop_callback<closer>> on_stop_;
+  std::stop_source own_;  // before on_loop_stop_, whose callback uses it
+  std::optional<std::stop_callback<closer>> on_loop_stop_;
 };
 
 // Waits the retry pause after a transient accept failure; false if `stop`
@@ -147,7 +160,7 @@ bool pause_before_retry(const std::stop_token& stop) {
 }
 
 // A connection of a coroutine handler: the same life as the connection task
-// of a plain handler below (slot, close_on_stop, the report after the
+// of a plain handler below (slot, connection_stop, the report after the
 // handler), as a coroutine, so the connection holds no fiber while it
 // waits. Nothing is awaited inside the catch handler.
 co::task<void> run_coroutine_connection(std::shared_ptr<listener::connection_handler> handler, descriptor c,
@@ -156,9 +169,9 @@ co::task<void> run_coroutine_connection(std::shared_ptr<listener::connection_han
   const connection_limit::slot held{limit.get()};
   std::exception_ptr ended;
   {
-    close_on_stop guard(c, token);
+    const connection_stop stop(c, std::move(token));
     try {
-      co_await handler->coroutine(std::move(c), token);
+      co_await handler->coroutine(std::move(c), stop.token());
     } catch (...) {
       ended = std::current_exception();
     }
@@ -204,7 +217,7 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
   const level at{options.level};  // std::out_of_range here if the runtime has no such level
   return rt.submit(at, [&rt, at, sock, tcp = tcp_, handler, options = std::move(options)] {
     // Stopped when this loop ends, however it ends: every connection it
-    // started is closed (close_on_stop). Operations given the token end with
+    // started is closed (connection_stop). Operations given the token end with
     // io::cancelled or io::closed, whichever stop callback runs first.
     std::stop_source connections;
     // Shared with the connection tasks, which may outlive the loop.
@@ -258,9 +271,9 @@ future<void> listener::serve_erased(runtime& rt, std::shared_ptr<connection_hand
           const connection_limit::slot held{limit.get()};
           std::exception_ptr ended;
           {
-            close_on_stop guard(c, token);
+            const connection_stop stop(c, token);
             try {
-              (*handler)(std::move(c), token);
+              (*handler)(std::move(c), stop.token());
             } catch (...) {
               ended = std::current_exception();
             }

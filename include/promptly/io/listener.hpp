@@ -32,10 +32,10 @@
 //
 // Stopping the listener (serve_options::stop, close(), or destroying it)
 // ends the loop, and then every connection the loop started: the handler's
-// token is stopped (operations given it fail with io::cancelled) and the
-// connection's descriptor is closed (pending and later operations on it
-// fail with io::closed). So a handler waiting on its connection is released
-// whether or not it takes the token. A handler ending with
+// token (one per connection) is stopped (operations given it fail with
+// io::cancelled) and the connection's descriptor is closed (pending and
+// later operations on it fail with io::closed). So a handler waiting on its
+// connection is released whether or not it takes the token. A handler ending with
 // io::end_of_file, connection_reset, timed_out, cancelled or closed is a
 // normal end of a connection; other exceptions go to
 // serve_options::on_error.
