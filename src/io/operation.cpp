@@ -54,7 +54,7 @@ void start_fd_operation(operation* op) noexcept {
       op->error = err_cancelled;  // the stop callback ran before we linked
     } else if (q.empty() && op->attempt()) {
       // Completed at once (the common case when data is already there).
-    } else if (op->has_deadline() && op->deadline <= clock::now()) {
+    } else if (deadline_passed(op->deadline)) {
       op->error = err_deadline;
     } else if (int e = ensure_watched(s); e != 0) {
       op->error = e;

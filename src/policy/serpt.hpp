@@ -63,7 +63,7 @@ struct serpt_params {
   // estimate stays about the cap plus the work of the jobs already ahead.
   // 6: in promptly-sim's replays of the jobs suite's traces (2 cores, 1200
   // jobs, 3 rounds) p99 flow time 0.77x drep's on Bing at 75% load where 10
-  // gave 0.79x (finance 0.69x against 0.76x), for 0.03x more of drep's mean
+  // gave 0.79x (finance 0.68x against 0.76x), for 0.03x more of drep's mean
   // (bench/results/jobs/serpt/README.md, "A lone due job").
   double slowdown_cap = 6.0;
   // The share of the cores that serves the jobs past their slowdown
@@ -156,8 +156,9 @@ struct serpt_ranking {
 // (due_core_share x cores rounded down, at least 1; every core when only
 // one job is due; the job that crosses it is capped at what is left of
 // it). Then the other due jobs, least expected remaining work first; then
-// the jobs not yet due, earliest slowdown deadline first. Ties: the older, then the lower index. usable: each
-// job's usable_cores, or its cap within the due share.
+// the jobs not yet due, earliest slowdown deadline first. Ties: the older,
+// then the lower index. usable: each job's usable_cores, or its cap within
+// the due share.
 serpt_ranking serpt_rank(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
 // serpt_rank's order alone.
 std::vector<std::size_t> serpt_order(std::span<const serpt_job> jobs, const serpt_params& p, unsigned cores);
