@@ -6,7 +6,7 @@ per run and, at the end, per-round ratios to the same round's `drep` (from the f
 median and range.
 
 Usage: ab_live.py --old EXE --new EXE --rounds N [--loads bing:75,finance:75] [--jobs 1200]
-                  [--policy serpt] [--hints exact,wrong]
+                  [--hints exact,wrong]
 """
 import argparse
 import statistics
