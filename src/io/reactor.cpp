@@ -101,6 +101,17 @@ bool poll_for_idle_worker() noexcept {
   return r != nullptr && r->poll_from_idle_worker();
 }
 
+promptly::detail::external_wait_result wait_for_sleeping_worker(const std::atomic<std::uint32_t>& state, std::uint32_t asleep) noexcept {
+  if (in_forked_child.load(std::memory_order_relaxed))  // relaxed: as poll_for_idle_worker
+    return promptly::detail::external_wait_result::unavailable;
+  reactor* r = reactor::started();
+  return r != nullptr ? r->wait_from_sleeping_worker(state, asleep) : promptly::detail::external_wait_result::unavailable;
+}
+
+void ring_for_sleeping_worker() noexcept {
+  if (reactor* r = reactor::started()) r->ring_doorbell();
+}
+
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "promptly::io reactor: %s failed: %s\n", what, std::strerror(errno));
   std::abort();
@@ -234,7 +245,17 @@ reactor::reactor()
     standby_ns_ = standby_window_ns();
     // The set the reactor waits on while idle workers poll ep_ (README.md,
     // "Idle workers poll").
-    if (standby_ns_ > 0) standby_ep_ = internal_epoll_set();
+    if (standby_ns_ > 0) {
+      standby_ep_ = internal_epoll_set();
+      // The sleeping worker's doorbell: edge-triggered, so a ring wakes one
+      // waiter once and nobody spins on it (README.md, "A sleeping worker
+      // waits in epoll"). Its counter is never read: every write is an edge.
+      doorbell_fd_ = checked(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLET;
+      ev.data.ptr = &doorbell_fd_;
+      if (::epoll_ctl(ep_, EPOLL_CTL_ADD, doorbell_fd_, &ev) != 0) throw io::error(errno, "reactor start: epoll_ctl", doorbell_fd_);
+    }
   }
 
   // The thread inherits a mask with every signal blocked (reactor.hpp).
@@ -248,6 +269,7 @@ reactor::reactor()
   if (standby_ns_ > 0) {
     ::pthread_atfork(nullptr, nullptr, &stop_worker_polls_in_child);
     promptly::detail::install_external_poll(&poll_for_idle_worker);
+    promptly::detail::install_external_wait(&wait_for_sleeping_worker, &ring_for_sleeping_worker);
   }
 }
 
@@ -316,6 +338,7 @@ void reactor::unwatch(fd_state& s) noexcept {
       return;
     }
   }
+  retiring_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
   if (first) wake();
 }
 
@@ -412,7 +435,18 @@ void reactor::drop_retired() noexcept {
   // handling of its events: the wait is short. Seq-cst: pairs with the
   // worker's exchange and store of the flag (poll_from_idle_worker).
   while (worker_polling_.load(std::memory_order_seq_cst)) sched_yield();
+  // The same for a worker sleeping in ep_, whose epoll_wait may have started
+  // before the EPOLL_CTL_DELs and may block for good: ring it awake and wait
+  // until it finished a round (handled what it fetched; its next epoll_wait
+  // starts after this read) or left. Seq-cst: pairs with its stores.
+  if (external_waiting_.load(std::memory_order_seq_cst)) {
+    const std::uint64_t round = external_rounds_.load(std::memory_order_seq_cst);
+    ring_doorbell();
+    while (external_waiting_.load(std::memory_order_seq_cst) && external_rounds_.load(std::memory_order_seq_cst) == round)
+      sched_yield();
+  }
   for (fd_state* s : gone) s->release();
+  retiring_.fetch_sub(gone.size(), std::memory_order_relaxed);  // a statistic: relaxed
 }
 
 void reactor::run() noexcept {
@@ -546,6 +580,8 @@ void reactor::handle_epoll_events(const epoll_event* events, int n) noexcept {
       }
     } else if (tag == &timer_fd_) {
       on_timer();
+    } else if (tag == &doorbell_fd_) {
+      pass_on_doorbell();
     } else {
       on_ready(*static_cast<fd_state*>(tag), events[i].events);
     }
@@ -594,6 +630,10 @@ bool reactor::poll_from_idle_worker() noexcept {
     // reactor thread (it alone frees retired states and pops timers): left
     // to it, they stay reported until it reads them.
     if (tag == &wake_fd_ || tag == &timer_fd_) continue;
+    if (tag == &doorbell_fd_) {
+      pass_on_doorbell();
+      continue;
+    }
     on_ready(*static_cast<fd_state*>(tag), events[i].events);
     completed = true;
     worker_events_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
@@ -610,6 +650,77 @@ bool reactor::poll_from_idle_worker() noexcept {
   worker_polled_ns_.store(now, std::memory_order_relaxed);
   if (completed) worker_fruitful_ns_.store(now, std::memory_order_relaxed);
   return completed;
+}
+
+void reactor::ring_doorbell() noexcept {
+  if (doorbell_fd_ < 0) return;
+  std::uint64_t one = 1;
+  while (::write(doorbell_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+// The doorbell was fetched by a thread that is not the sleeping worker (it
+// was not blocked in ep_ at that moment): ring it again if a worker sleeps
+// there, so its wait ends. The caller is not blocked in ep_ now, so the
+// kernel gives the new edge to the sleeping worker, or keeps it for its next
+// epoll_wait. The reactor then stands by for a window instead of fetching
+// the edge again itself while the worker is on its way into epoll_wait.
+void reactor::pass_on_doorbell() noexcept {
+  if (!external_waiting_.load(std::memory_order_seq_cst)) return;  // seq-cst: the notifier's state change precedes its ring
+  ring_doorbell();
+  worker_fruitful_ns_.store(steady_ns(), std::memory_order_relaxed);  // relaxed: a hint (standing_by)
+}
+
+promptly::detail::external_wait_result reactor::wait_from_sleeping_worker(const std::atomic<std::uint32_t>& state,
+                                                                          std::uint32_t asleep) noexcept {
+  using promptly::detail::external_wait_result;
+  assert(std::this_thread::get_id() != thread_.get_id() && "the reactor thread waits in run_epoll");
+  // One sleeping worker at a time; the relaxed read first keeps sleepers off
+  // the flag's cache line while another sleeps.
+  if (external_waiting_.load(std::memory_order_relaxed) || external_waiting_.exchange(true, std::memory_order_seq_cst))
+    return external_wait_result::unavailable;
+  worker_sleeps_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+  bool made_ready = false;
+  bool give_up = false;
+  constexpr int batch = 64;
+  epoll_event events[batch];
+  // The state is re-read before every block: a notifier changes it before
+  // it rings, so a ring that ends no block finds the loop leaving.
+  while (!made_ready && !give_up && state.load(std::memory_order_seq_cst) == asleep) {
+    if (promptly::detail::chaos::worker_sleep_stalls()) [[unlikely]]
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const int n = ::epoll_wait(ep_, events, batch, -1);
+    // Events fetched, not yet handled (as in poll_from_idle_worker).
+    if (n > 0 && promptly::detail::chaos::worker_poll_stalls()) [[unlikely]]
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (int i = 0; i < n; ++i) {
+      void* tag = events[i].data.ptr;
+      if (tag == &doorbell_fd_) continue;  // for this wait: the state is re-read
+      if (tag == &wake_fd_ || tag == &timer_fd_) {
+        // The reactor's work: retired states to free, timers to pop (the
+        // reactor injects the woken tasks in firing order; this worker's
+        // deque would run a batch of them last first). Both descriptors are
+        // level-triggered, so the kernel wakes the reactor next; this worker
+        // sleeps on its futex meanwhile instead of fetching them again.
+        give_up = true;
+      } else {
+        on_ready(*static_cast<fd_state*>(tag), events[i].events);
+        made_ready = true;
+        worker_events_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+      }
+    }
+    // Seq-cst: after this round's events were handled; pairs with drop_retired.
+    external_rounds_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  external_waiting_.store(false, std::memory_order_seq_cst);  // pairs with drop_retired and pass_on_doorbell
+  // Relaxed: hints, as in poll_from_idle_worker.
+  const std::int64_t now = steady_ns();
+  worker_polled_ns_.store(now, std::memory_order_relaxed);
+  if (made_ready) {
+    worker_fruitful_ns_.store(now, std::memory_order_relaxed);
+    return external_wait_result::made_ready;
+  }
+  return give_up ? external_wait_result::unavailable : external_wait_result::woken;
 }
 
 void reactor::on_ready(fd_state& s, std::uint32_t events) noexcept {
@@ -652,6 +763,9 @@ reactor_stats stats() noexcept {
     s.wakeups = r->wakeups();
     s.worker_polls = r->worker_polls();
     s.worker_events = r->worker_events();
+    s.worker_sleeps = r->worker_sleeps();
+    s.worker_sleeping = r->worker_sleeping();
+    s.retiring_descriptors = r->retiring();
     s.backend = r->backend_name();
   }
   return s;

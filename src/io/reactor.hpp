@@ -55,14 +55,27 @@
 // workers poll, the reactor waits on standby_ep_ (eventfd, timerfd) for at
 // most one window and then polls the set itself.
 //
+// A sleeping worker waits in epoll (epoll backend; src/io/README.md): a
+// worker about to sleep may block in epoll_wait on ep_ itself, one at a
+// time (external_waiting_). Linux wakes the newest waiter of an epoll set
+// first, so while it sleeps there readiness wakes it, not the reactor
+// thread. The scheduler wakes it by writing doorbell_fd_ (edge-triggered in
+// ep_); whoever else fetches the doorbell passes it on.
+//
 // Invariants
-//  * Only the reactor thread blocks in epoll_wait on ep_ (or reaps the
-//    ring's completions), reads the eventfd and the timerfd, and drops the
-//    backend's references. Idle workers call epoll_wait(ep_, 0), one at a
-//    time (worker_polling_), and skip the two internal descriptors.
+//  * Only the reactor thread reaps the ring's completions, reads the
+//    eventfd and the timerfd, and drops the backend's references. It and
+//    the sleeping worker block in epoll_wait on ep_; the sleeping worker
+//    gives its wait up when it fetches one of the two internal descriptors
+//    (level-triggered, they wake the reactor next). Idle workers call
+//    epoll_wait(ep_, 0), one at a time (worker_polling_), and skip them.
 //  * drop_retired frees retired states only after it has read
-//    worker_polling_ false (seq-cst): no worker poll holds an event
-//    fetched before their EPOLL_CTL_DEL.
+//    worker_polling_ false (seq-cst) and seen the sleeping worker, if any,
+//    finish a round of its wait (external_rounds_, after it rang the
+//    doorbell) or leave: no worker holds an event fetched before their
+//    EPOLL_CTL_DEL.
+//  * A doorbell fetched by anyone but the sleeping worker is rung again
+//    while a worker sleeps in ep_: a notification is never swallowed.
 //  * io_uring: only the reactor thread submits to the ring and reads its
 //    completion queue; other threads hand states over through the request
 //    queue (guarded by its mutex), which orders the state's construction
@@ -78,6 +91,7 @@
 #include <thread>
 #include <vector>
 
+#include "../sched/external_poll.hpp"
 #include "fd_state.hpp"
 #include "timer_queue.hpp"
 
@@ -130,6 +144,17 @@ class reactor {
   // never blocks; true when it completed an operation. See "Idle workers
   // poll" in src/io/README.md.
   bool poll_from_idle_worker() noexcept;
+  // A sleeping worker's wait in ep_ (sched/external_poll.hpp): blocks until
+  // `state` no longer holds `asleep` (its notifier then rings the doorbell),
+  // or it completed operations, or it gives the wait up to the reactor.
+  // `unavailable` at once when another worker sleeps here.
+  promptly::detail::external_wait_result wait_from_sleeping_worker(const std::atomic<std::uint32_t>& state,
+                                                                   std::uint32_t asleep) noexcept;
+  // Wakes the worker sleeping in ep_, if any.
+  void ring_doorbell() noexcept;
+  std::uint64_t worker_sleeps() const noexcept { return worker_sleeps_.load(std::memory_order_relaxed); }
+  bool worker_sleeping() const noexcept { return external_waiting_.load(std::memory_order_relaxed); }
+  std::uint64_t retiring() const noexcept { return retiring_.load(std::memory_order_relaxed); }
 
  private:
   int ep_ = -1;
@@ -145,6 +170,12 @@ class reactor {
   // latest one that handled an event.
   std::atomic<std::int64_t> worker_polled_ns_{0};
   std::atomic<std::int64_t> worker_fruitful_ns_{0};
+  // A worker sleeps in (or is entering, or leaving) epoll_wait on ep_; the
+  // rounds of its wait completed, each after its events were handled.
+  std::atomic<bool> external_waiting_{false};
+  std::atomic<std::uint64_t> external_rounds_{0};
+  int doorbell_fd_ = -1;  // eventfd, edge-triggered in ep_: wakes the worker sleeping there
+  void pass_on_doorbell() noexcept;
   int wake_fd_ = -1;   // eventfd: wakes the loop (epoll: a retired state to drop; io_uring: requests to submit)
   int timer_fd_ = -1;  // timerfd of timers_
   timer_queue timers_;
@@ -155,6 +186,8 @@ class reactor {
   std::atomic<std::uint64_t> wakeups_{0};
   std::atomic<std::uint64_t> worker_polls_{0};
   std::atomic<std::uint64_t> worker_events_{0};
+  std::atomic<std::uint64_t> worker_sleeps_{0};
+  std::atomic<std::uint64_t> retiring_{0};  // epoll: closed states not yet freed
   std::thread thread_;
 
   // The io_uring backend (reactor.cpp); null with epoll.

@@ -15,6 +15,7 @@ std::atomic<int> fiber_failures{0};
 std::atomic<int> stale_steals{0};
 std::atomic<int> costly_yields{0};
 std::atomic<int> stalled_worker_polls{0};
+std::atomic<int> stalled_worker_sleeps{0};
 std::atomic<int> late_removal_checks{0};
 
 namespace {

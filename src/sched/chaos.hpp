@@ -78,6 +78,15 @@ extern std::atomic<int> stalled_worker_polls;
 inline void stall_worker_polls(int n) noexcept { stalled_worker_polls.store(n, std::memory_order_relaxed); }
 inline bool worker_poll_stalls() noexcept { return take_from_budget(stalled_worker_polls); }
 
+// Fault injection: while the budget is non-zero, a worker going to sleep in
+// the I/O reactor's epoll set waits 2 ms between its last check of its
+// state and its epoll_wait, as a worker preempted there would: a doorbell
+// rung meanwhile reaches no blocked waiter, and the reactor may fetch it
+// (src/io/reactor.cpp, wait_from_sleeping_worker and pass_on_doorbell).
+extern std::atomic<int> stalled_worker_sleeps;
+inline void stall_worker_sleeps(int n) noexcept { stalled_worker_sleeps.store(n, std::memory_order_relaxed); }
+inline bool worker_sleep_stalls() noexcept { return take_from_budget(stalled_worker_sleeps); }
+
 inline void point() noexcept {
   // Relaxed: a stale read only delays when perturbations start or stop.
   if (seed.load(std::memory_order_relaxed) != 0) [[unlikely]]

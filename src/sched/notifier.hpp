@@ -15,6 +15,12 @@
 // (the waiter's commit then returns at once, or the futex wakes it), or the
 // waiter's re-check sees the condition. A slot leaves `notified` only by its
 // own waiter.
+//
+// A slot may also sleep inside an external wait (external_poll.hpp: the I/O
+// reactor's epoll set) in state `sleeping_external`. Its notifier then
+// rings the external source's doorbell instead of the futex, after its CAS
+// to `notified`, so the rule above is unchanged: the waiter's wait returns
+// once the doorbell rings, and it re-reads its state before every block.
 #pragma once
 
 #include <atomic>
@@ -24,7 +30,7 @@
 namespace promptly::detail {
 
 struct sleep_slot {
-  enum : std::uint32_t { awake = 0, preparing = 1, sleeping = 2, notified = 3 };
+  enum : std::uint32_t { awake = 0, preparing = 1, sleeping = 2, notified = 3, sleeping_external = 4 };
   alignas(64) std::atomic<std::uint32_t> state{awake};
   // When a notifier woke the slot from `sleeping` (steady clock, ns), for
   // the wake-up's latency. Relaxed: a statistic; written before the futex
@@ -40,13 +46,23 @@ class notifier {
   // how long the wake-up took (notify to running again, ns) when a notifier
   // woke the slot from a real sleep, else 0.
   static std::uint64_t commit_wait(sleep_slot& s, std::chrono::nanoseconds timeout = std::chrono::nanoseconds{0}) noexcept;
+  // As commit_wait without a timeout, but asleep in the external wait when
+  // one is installed and free (else on the futex). It may also return
+  // without a notification, having made tasks ready (`made_ready`) or given
+  // the wait up: the caller re-checks its work as after any wake-up.
+  static std::uint64_t commit_wait_polling(sleep_slot& s, bool& made_ready) noexcept;
   // Wakes the slot if it is preparing or sleeping. Returns true if it did.
   // The caller must have made its condition visible (fence_before_notify).
   static bool notify(sleep_slot& s) noexcept;
   static void fence_before_notify() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
   static bool is_waiting(const sleep_slot& s) noexcept {
     const auto v = s.state.load(std::memory_order_seq_cst);
-    return v == sleep_slot::preparing || v == sleep_slot::sleeping;
+    return v == sleep_slot::preparing || v == sleep_slot::sleeping || v == sleep_slot::sleeping_external;
+  }
+  // Asleep (on the futex or in the external wait), for statistics: relaxed.
+  static bool is_asleep(const sleep_slot& s) noexcept {
+    const auto v = s.state.load(std::memory_order_relaxed);
+    return v == sleep_slot::sleeping || v == sleep_slot::sleeping_external;
   }
 };
 

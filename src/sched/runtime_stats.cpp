@@ -53,7 +53,7 @@ pool_stats policy_driver::pool_stats_locked(std::uint32_t id, unsigned allotted,
   for (auto& w : workers_)
     if (const open_interval open = open_interval_of(*w, now); open.pool == id) {
       (open.working ? ps.work_s : ps.look_s) += seconds_of(open.ns);
-      if (w->slot.state.load(std::memory_order_relaxed) != sleep_slot::sleeping) ++ps.serving;  // relaxed: a snapshot
+      if (!notifier::is_asleep(w->slot)) ++ps.serving;  // a snapshot
     }
   ps.tasks_run = p.tasks.load(std::memory_order_relaxed);
   ps.switches_in = p.switches_in.load(std::memory_order_relaxed);
@@ -121,7 +121,7 @@ runtime_stats policy_driver::stats(std::size_t fibers, std::uint64_t blocked_wai
     ws.assigned = a.asleep() ? -1 : a.every() ? static_cast<int>(ws.serving) : static_cast<int>(a.first());
     for (const std::uint32_t id : a.ranked_ids()) ws.pools.push_back(static_cast<int>(id));
     ws.every_pool = a.every();
-    const bool asleep = w->slot.state.load(std::memory_order_relaxed) == sleep_slot::sleeping;
+    const bool asleep = notifier::is_asleep(w->slot);
     ws.state = asleep ? "sleeping" : w->phase.load(std::memory_order_relaxed) == worker_phase::working ? "working" : "looking";
     ws.cpu = w->cpu;
     ws.os_time_slice_us = w->os_time_slice_us.load(std::memory_order_relaxed);  // relaxed: a statistic

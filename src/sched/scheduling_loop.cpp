@@ -410,11 +410,15 @@ task* worker_loop::wait_for_task(worker& w) {
     const bool beside_active = std::any_of(mine.begin(), mine.end(), [](const domain& d) { return d.actives->load(std::memory_order_relaxed) > 0; });
     return beside_active ? cfg_.yield_bound : idle_bound;
   };
+  // The last sleep was in the external wait and it made tasks ready: the
+  // ones of this worker's pool are in its own deque, which no steal reads.
+  bool own_work = false;
   for (;;) {
     for (const domain& d : mine) d.thieves->fetch_add(1, std::memory_order_seq_cst);  // line 2
     chaos::point();
-    task* found = nullptr;
-    for (;;) {
+    task* found = own_work ? w.deque->pop() : nullptr;
+    own_work = false;
+    while (found == nullptr) {
       found = explore_task(w, yield_bound());  // lines 4-8
       if (found != nullptr || moved(w)) break;
       notifier::prepare_wait(w.slot);  // line 10
@@ -485,7 +489,10 @@ task* worker_loop::wait_for_task(worker& w) {
       return nullptr;
     }
     trace(w, trace_kind::sleep, w.pool);
-    record_wake(w, notifier::commit_wait(w.slot));  // line 33
+    // Line 33. Asleep in the I/O reactor's epoll set if it is free
+    // (external_poll.hpp): ready connections then wake this worker, not the
+    // reactor thread.
+    record_wake(w, notifier::commit_wait_polling(w.slot, own_work));
     trace(w, trace_kind::wake, w.pool);
   }
 }

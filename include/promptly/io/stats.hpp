@@ -16,6 +16,13 @@ struct reactor_stats {
   // polls made, and readiness events they handled (the reactor thread did not).
   std::uint64_t worker_polls = 0;
   std::uint64_t worker_events = 0;
+  // Times a worker went to sleep in the epoll set itself, and whether one
+  // sleeps there now (docs/io.md, "A sleeping worker waits in epoll").
+  std::uint64_t worker_sleeps = 0;
+  bool worker_sleeping = false;
+  // Closed descriptors whose state the epoll reactor has not freed yet: it
+  // frees them once no poll can hold an event for them (0 when idle).
+  std::uint64_t retiring_descriptors = 0;
   // The readiness backend the reactor runs: "epoll" or "io_uring" (docs/io.md,
   // "Backends"); empty until it started.
   const char* backend = "";
