@@ -639,8 +639,10 @@ TEST(Pools, MechanismTimingsAreReported) {
     // come back to its own strand, so the count of bursts is not fixed.
     for (int burst = 0; burst < 500 && !(stats().realloc.samples > 0 && stats().mug.samples > 0); ++burst)
       for (int i = 0; i < 20; ++i) EXPECT_EQ(rt.submit(promptly::level{0}, [] { return fib(12); }).get(), 144);
-    EXPECT_TRUE(stats().realloc.samples > 0 && stats().mug.samples > 0)
-        << "realloc " << stats().realloc.samples << ", mug " << stats().mug.samples;
+    // A mug may not come here on a loaded machine (realloc stays at the
+    // earlier sections' count and no moved core left a deque with work):
+    // the core limit below leaves one for certain.
+    EXPECT_GT(stats().realloc.samples, 0u);
   }
   // sleep: a core limit leaves one core without a pool. Both cores are busy
   // when it falls, so the second one leaves at a strand boundary and goes to
@@ -651,6 +653,11 @@ TEST(Pools, MechanismTimingsAreReported) {
     rt.set_core_limit(1);
     ASSERT_TRUE(wait_until([&] { return stats().sleep.samples > 0; }));
     rt.set_core_limit(0);
+    // The core given no pool handed its deque (its parked strand at least)
+    // to the pool; back, it mugs that deque, since the other core never
+    // runs out of its own strand.
+    ASSERT_TRUE(wait_until([&] { return stats().mug.samples > 0; }))
+        << "realloc " << stats().realloc.samples << ", mug " << stats().mug.samples;
   }
   const promptly::mechanism_stats m = stats();
   for (const promptly::overhead_stats* o : {&m.realloc, &m.sleep, &m.wake, &m.resume, &m.mug, &m.steal}) {
