@@ -559,6 +559,56 @@ TEST_F(Io, AForkedChildDoesNotPollTheParentsEpollSet) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child polled the parent's epoll set, status " << status;
 }
 
+// While the workers' polls keep finding work the reactor's standby windows
+// stretch (up to five base windows: src/io/README.md, "Idle workers
+// poll"). Once every worker runs a strand that never polls, the reactor must
+// take readiness over again: a read from this (plain) thread completes while
+// both workers spin. A window that kept stretching would hang here.
+TEST(IoWorkerPolls, TheReactorTakesOverWhenEveryWorkerSpinsAfterBusyPolls) {
+  start_reactor();
+  if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "workers poll the epoll backend only";
+  promptly::runtime_config cfg = workers(2);
+  cfg.yield_bound = 1'000'000;  // idle workers spin and poll: the spell below keeps their polls fruitful
+  cfg.idle_yield_bound = 1'000'000;
+  promptly::runtime rt{cfg};
+  io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+  std::tie(a, b) = io::make_socket_pair();
+  within(120s, "TheReactorTakesOverWhenEveryWorkerSpinsAfterBusyPolls", [&] {
+    const std::uint64_t events_before = io::stats().worker_events;
+    for (int i = 0; i < static_cast<int>(scaled(500, 4)); ++i) {
+      char byte = 0;
+      const std::uint64_t pending_before = io::stats().pending_operations;
+      auto got = rt.submit([&] { return io::read(b, std::span(&byte, 1), 30s).get(); });
+      ASSERT_TRUE(wait_until([&] { return io::stats().pending_operations > pending_before; }, 30s));
+      io::write(a, "x").get();
+      ASSERT_EQ(std::move(got).get(), 1u);
+    }
+    // Who takes an event is a race with the reactor (in the sanitizer builds
+    // it may take them all); the spell stretches the windows only when the
+    // workers' polls win some. Reported, not required: the liveness below is.
+    std::fprintf(stderr, "events taken by workers' polls in the spell: %llu\n",
+                 static_cast<unsigned long long>(io::stats().worker_events - events_before));
+    std::atomic<bool> release{false};
+    std::atomic<int> spinning{0};
+    auto spin = [&] {
+      spinning.fetch_add(1);
+      while (!release.load(std::memory_order_relaxed)) {  // no strand boundary: no poll
+      }
+    };
+    auto s1 = rt.submit(spin);
+    auto s2 = rt.submit(spin);
+    ASSERT_TRUE(wait_until([&] { return spinning.load() == 2; }, 30s));
+    char byte = 0;
+    auto pending = io::read(b, std::span(&byte, 1), {});  // waits: nothing to read yet
+    io::write(a, "y").get();
+    EXPECT_EQ(std::move(pending).get(), 1u);
+    EXPECT_EQ(byte, 'y');
+    release = true;
+    s1.get();
+    s2.get();
+  });
+}
+
 // runtime_config::io_worker_poll_us = 0 reaches the reactor: its workers
 // never poll the network. The reactor is per process and this binary's
 // has long started, so the check runs in a fresh process (this test
