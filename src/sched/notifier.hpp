@@ -51,7 +51,8 @@ class notifier {
   // without a notification, having made tasks ready (`made_ready`) or given
   // the wait up: the caller re-checks its work as after any wake-up.
   static std::uint64_t commit_wait_polling(sleep_slot& s, bool& made_ready) noexcept;
-  // Wakes the slot if it is preparing or sleeping. Returns true if it did.
+  // Wakes the slot if it is preparing or sleeping (on the futex or in the
+  // external wait). Returns true if it did.
   // The caller must have made its condition visible (fence_before_notify).
   static bool notify(sleep_slot& s) noexcept;
   static void fence_before_notify() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -411,7 +411,8 @@ task* worker_loop::wait_for_task(worker& w) {
     return beside_active ? cfg_.yield_bound : idle_bound;
   };
   // The last sleep was in the external wait and it made tasks ready: the
-  // ones of this worker's pool are in its own deque, which no steal reads.
+  // ones of this worker's pool are in its own deque, where its own steals
+  // never look.
   bool own_work = false;
   for (;;) {
     for (const domain& d : mine) d.thieves->fetch_add(1, std::memory_order_seq_cst);  // line 2
