@@ -52,8 +52,9 @@
 // Idle workers poll (epoll backend; src/io/README.md, "Idle workers
 // poll"): a worker with nothing to run may call poll_from_idle_worker, a
 // non-blocking epoll_wait whose events it handles like the reactor. While
-// workers poll, the reactor waits on standby_ep_ (eventfd, timerfd) for at
-// most one window and then polls the set itself.
+// workers poll, the reactor waits on standby_ep_ (eventfd, timerfd) for a
+// window (doubling, up to max_window_factor base windows, while their polls
+// keep finding work) and then polls the set itself if no worker did.
 //
 // A sleeping worker waits in epoll (epoll backend; src/io/README.md): a
 // worker about to sleep may block in epoll_wait on ep_ itself, one at a
