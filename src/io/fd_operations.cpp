@@ -15,6 +15,7 @@
 #include "address.hpp"
 #include "fd_operations.hpp"
 #include "fd_state.hpp"
+#include "socket_calls.hpp"
 #include "promptly/io/error.hpp"
 #include "promptly/io/operations.hpp"
 
@@ -63,7 +64,7 @@ class read_operation final : public basic_operation<std::size_t> {
     // readiness"). A zero-byte read completes at once, as read(2) does.
     if (len_ != 0 && !fd->read_may_succeed(deadline)) return false;
     for (;;) {
-      ssize_t n = recv_ ? ::recv(fd->fd, buf_, len_, flags_) : ::read(fd->fd, buf_, len_);
+      ssize_t n = recv_ ? recv_socket(fd->fd, buf_, len_, flags_) : ::read(fd->fd, buf_, len_);
       if (n > 0 || (n == 0 && len_ == 0)) {
         if (flags_ == 0 && n > 0) fd->read_returned(static_cast<std::size_t>(n), len_);
         result_ = static_cast<std::size_t>(n);
@@ -92,29 +93,36 @@ class read_operation final : public basic_operation<std::size_t> {
   std::size_t result_ = 0;
 };
 
-// write / send of the whole buffer, continued across partial writes.
-class write_operation final : public basic_operation<std::size_t> {
- public:
-  write_operation(const char* name, fd_state* s, const void* data, std::size_t len, int flags, bool use_send,
-                  clock::time_point until) noexcept
-      : basic_operation(name, s, direction::out, until),
-        data_(static_cast<const char*>(data)), len_(len), flags_(flags), send_(use_send) {}
-
-  bool attempt() noexcept override {
-    while (done_ < len_) {
-      ssize_t n = send_ ? ::send(fd->fd, data_ + done_, len_ - done_, flags_ | MSG_NOSIGNAL)
-                        : write_without_sigpipe(fd->fd, data_ + done_, len_ - done_);
-      if (n > 0) {
-        done_ += static_cast<std::size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0 || would_block(errno)) return false;
-      error = errno;
-      return true;
+// write / send of the whole buffer from `done` on, continued across partial
+// writes: true when finished (all written, or `error` set), false when the
+// kernel would block. The attempt of a write operation, and of io::write's
+// try at once.
+bool write_some(int fd, bool use_send, const char* data, std::size_t len, int flags, std::size_t& done,
+                int& error) noexcept {
+  while (done < len) {
+    ssize_t n = use_send ? send_socket(fd, data + done, len - done, flags | MSG_NOSIGNAL)
+                         : write_without_sigpipe(fd, data + done, len - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
     }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0 || would_block(errno)) return false;
+    error = errno;
     return true;
   }
+  return true;
+}
+
+class write_operation final : public basic_operation<std::size_t> {
+ public:
+  // `done`: bytes already written (by a try at once).
+  write_operation(const char* name, fd_state* s, const void* data, std::size_t len, int flags, bool use_send,
+                  clock::time_point until, std::size_t done) noexcept
+      : basic_operation(name, s, direction::out, until),
+        data_(static_cast<const char*>(data)), len_(len), flags_(flags), send_(use_send), done_(done) {}
+
+  bool attempt() noexcept override { return write_some(fd->fd, send_, data_, len_, flags_, done_, error); }
 
  private:
   std::size_t take_result() override { return done_; }
@@ -122,8 +130,23 @@ class write_operation final : public basic_operation<std::size_t> {
   std::size_t len_;
   int flags_;
   bool send_;
-  std::size_t done_ = 0;
+  std::size_t done_;
 };
+
+// io::write and io::send: the whole buffer at once when the kernel takes it
+// (no heap record), else an operation for the rest.
+future<std::size_t> start_write(const char* name, fd_state* s, std::string_view data, int flags, bool use_send,
+                                deadline until, const std::stop_token& stop) {
+  std::size_t done = 0;
+  int error = 0;
+  if (try_at_once(*s, direction::out, stop,
+                  [&] { return write_some(s->fd, use_send, data.data(), data.size(), flags, done, error); }))
+    return ready_outcome<std::size_t>(error, name, s->fd, std::size_t{done});
+  auto* op = new write_operation(name, s, data.data(), data.size(), flags, use_send, until.at(), done);
+  auto f = op->get_future();
+  start_after_miss(op, stop);
+  return f;
+}
 
 class accept_operation final : public basic_operation<descriptor> {
  public:
@@ -261,10 +284,7 @@ future<std::size_t> recv(descriptor& d, std::span<char> buf, int flags, deadline
 future<std::size_t> write(descriptor& d, std::string_view data, deadline until, std::stop_token stop) {
   detail::fd_state* s = detail::state_of(d, "write");
   // Sockets: send(MSG_NOSIGNAL), the same bytes without SIGPIPE.
-  auto* op = new detail::write_operation("write", s, data.data(), data.size(), 0, s->is_socket, until.at());
-  auto f = op->get_future();
-  detail::start(op, stop);
-  return f;
+  return detail::start_write("write", s, data, 0, s->is_socket, until, stop);
 }
 
 future<std::size_t> write(descriptor& d, std::span<const std::byte> data, deadline until, std::stop_token stop) {
@@ -272,11 +292,7 @@ future<std::size_t> write(descriptor& d, std::span<const std::byte> data, deadli
 }
 
 future<std::size_t> send(descriptor& d, std::string_view data, int flags, deadline until, std::stop_token stop) {
-  auto* op = new detail::write_operation("send", detail::state_of(d, "send"), data.data(), data.size(), flags, true,
-                                         until.at());
-  auto f = op->get_future();
-  detail::start(op, stop);
-  return f;
+  return detail::start_write("send", detail::state_of(d, "send"), data, flags, true, until, stop);
 }
 
 future<descriptor> accept(descriptor& listening, deadline until, std::stop_token stop) {

@@ -36,6 +36,7 @@
 #include <mutex>
 
 #include "operation.hpp"
+#include "promptly/detail/worker_view.hpp"
 #include "promptly/io/descriptor.hpp"
 
 namespace promptly::io::detail {
@@ -154,6 +155,25 @@ struct fd_state {
   op_queue writers;
   std::atomic<std::uint32_t> refs{1};
 };
+
+// The common case without a heap record (README.md, "Completing at once"):
+// takes the strand boundary that start() takes, then, unless `stop` is
+// requested, `s` is closed or an operation of `dir` is queued (they go
+// first), runs `attempt` under s.mu: the system calls that the operation's
+// attempt() would make, with the same result. True: `attempt` finished and
+// its outcome (a result or an error) is the caller's, to put in a ready
+// future. False: nothing was decided; the caller creates the operation and
+// passes it to start_after_miss, which tries it again under the lock (an
+// edge may have come in between, and the reactor found no operation to give
+// it to).
+template <class Attempt>
+bool try_at_once(fd_state& s, direction dir, const std::stop_token& stop, Attempt&& attempt) {
+  promptly::detail::at_strand_boundary(promptly::detail::current_worker());
+  if (stop.stop_requested()) return false;
+  std::lock_guard lock(s.mu);
+  if (s.closed || !s.queue(dir).empty()) return false;
+  return attempt();
+}
 
 // Closes `s` once (descriptor.cpp): pending operations fail with io::closed,
 // no system call starts afterwards, the reactor forgets it, the fd number is

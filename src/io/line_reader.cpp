@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "fd_state.hpp"
+#include "socket_calls.hpp"
 #include "promptly/io/error.hpp"
 
 namespace promptly::io {
@@ -40,91 +41,107 @@ struct line_reader::state {
 namespace detail {
 namespace {
 
+// Reads until `st` holds a line (or the stream ended): true when finished,
+// with the line's end in `line_end` or `error` set; false when the kernel
+// would block. Caller holds s.mu. The attempt of a read_line operation, and
+// of read_line's try at once.
+bool read_line_step(fd_state& s, line_reader::state& st, clock::time_point deadline, std::size_t& line_end,
+                    int& error) noexcept {
+  constexpr std::size_t chunk = 4096;
+  std::string& buf = st.buf;
+  for (;;) {
+    if (st.discarding) {
+      const std::size_t nl = buf.find('\n');
+      buf.erase(0, nl == std::string::npos ? buf.size() : nl + 1);
+      st.scanned = 0;
+      st.discarding = nl == std::string::npos;
+    }
+    if (!st.discarding) {
+      const std::size_t nl = buf.find('\n', st.scanned);
+      if (nl != std::string::npos && nl > st.max_line) {
+        buf.erase(0, nl + 1);  // the whole oversized line is here: drop it now
+        st.scanned = 0;
+        error = EMSGSIZE;
+        return true;
+      }
+      if (nl != std::string::npos) {
+        line_end = nl;
+        return true;
+      }
+      st.scanned = buf.size();
+      if (buf.size() > st.max_line) {
+        buf.clear();  // too long already; the rest follows
+        st.scanned = 0;
+        st.discarding = true;
+        error = EMSGSIZE;
+        return true;
+      }
+    }
+    if (st.eof) {
+      if (buf.empty()) error = err_eof;
+      line_end = buf.size();  // the final, unterminated line
+      return true;
+    }
+    // Nothing to read until the reactor's next event (fd_state.hpp, "Read readiness").
+    if (!s.read_may_succeed(deadline)) return false;
+    // Received on the stack and appended: growing the string by a chunk
+    // first would zero the whole chunk on every call.
+    char in[chunk];
+    const ssize_t n = s.is_socket ? recv_socket(s.fd, in, chunk, 0) : ::read(s.fd, in, chunk);
+    if (n > 0) {
+      try {
+        buf.append(in, static_cast<std::size_t>(n));
+      } catch (...) {
+        error = ENOMEM;
+        return true;
+      }
+      s.read_returned(static_cast<std::size_t>(n), chunk);
+      continue;
+    }
+    if (n == 0) {
+      st.eof = true;
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      s.read_would_block();
+      return false;
+    }
+    error = errno;
+    return true;
+  }
+}
+
+// The line read_line_step found (error == 0), taken out of the buffer; a
+// failure to copy it becomes ENOMEM. Then the reader may start the next
+// read_line. Release: these writes to the state reach the next read_line,
+// whose exchange acquires.
+std::string take_line(line_reader::state& st, std::size_t line_end, int& error) noexcept {
+  std::string line;
+  if (error == 0) {
+    try {
+      std::string& buf = st.buf;
+      line.assign(buf, 0, line_end);
+      buf.erase(0, line_end < buf.size() ? line_end + 1 : line_end);
+      st.scanned = 0;
+    } catch (...) {
+      error = ENOMEM;
+    }
+  }
+  st.pending.store(false, std::memory_order_release);
+  return line;
+}
+
 class read_line_operation final : public basic_operation<std::string> {
  public:
   read_line_operation(fd_state* s, std::shared_ptr<line_reader::state> st, clock::time_point until) noexcept
       : basic_operation("read_line", s, direction::in, until), st_(std::move(st)) {}
 
-  bool attempt() noexcept override {
-    constexpr std::size_t chunk = 4096;
-    std::string& buf = st_->buf;
-    for (;;) {
-      if (st_->discarding) {
-        const std::size_t nl = buf.find('\n');
-        buf.erase(0, nl == std::string::npos ? buf.size() : nl + 1);
-        st_->scanned = 0;
-        st_->discarding = nl == std::string::npos;
-      }
-      if (!st_->discarding) {
-        const std::size_t nl = buf.find('\n', st_->scanned);
-        if (nl != std::string::npos && nl > st_->max_line) {
-          buf.erase(0, nl + 1);  // the whole oversized line is here: drop it now
-          st_->scanned = 0;
-          error = EMSGSIZE;
-          return true;
-        }
-        if (nl != std::string::npos) {
-          line_end_ = nl;
-          return true;
-        }
-        st_->scanned = buf.size();
-        if (buf.size() > st_->max_line) {
-          buf.clear();  // too long already; the rest follows
-          st_->scanned = 0;
-          st_->discarding = true;
-          error = EMSGSIZE;
-          return true;
-        }
-      }
-      if (st_->eof) {
-        if (buf.empty()) error = err_eof;
-        line_end_ = buf.size();  // the final, unterminated line
-        return true;
-      }
-      // Nothing to read until the reactor's next event (fd_state.hpp, "Read readiness").
-      if (!fd->read_may_succeed(deadline)) return false;
-      const std::size_t old = buf.size();
-      try {
-        buf.resize(old + chunk);
-      } catch (...) {
-        error = ENOMEM;
-        return true;
-      }
-      ssize_t n = fd->is_socket ? ::recv(fd->fd, buf.data() + old, chunk, 0) : ::read(fd->fd, buf.data() + old, chunk);
-      buf.resize(n > 0 ? old + static_cast<std::size_t>(n) : old);
-      if (n > 0) {
-        fd->read_returned(static_cast<std::size_t>(n), chunk);
-        continue;
-      }
-      if (n == 0) {
-        st_->eof = true;
-        continue;
-      }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        fd->read_would_block();
-        return false;
-      }
-      error = errno;
-      return true;
-    }
-  }
+  bool attempt() noexcept override { return read_line_step(*fd, *st_, deadline, line_end_, error); }
 
   void deliver() noexcept override {
-    if (error == 0) {
-      try {
-        std::string& buf = st_->buf;
-        line_.assign(buf, 0, line_end_);
-        buf.erase(0, line_end_ < buf.size() ? line_end_ + 1 : line_end_);
-        st_->scanned = 0;
-      } catch (...) {
-        error = ENOMEM;
-      }
-    }
     // Before the future is ready, so a read_line right after get() is allowed.
-    // Release: this operation's writes to the state reach the next read_line,
-    // whose exchange acquires.
-    st_->pending.store(false, std::memory_order_release);
+    line_ = take_line(*st_, line_end_, error);
     basic_operation::deliver();
   }
 
@@ -151,9 +168,17 @@ future<std::string> line_reader::read_line(deadline until, std::stop_token stop)
   // operation reaches the reactor through fd_state::mu.)
   if (state_->pending.exchange(true, std::memory_order_acq_rel))
     throw std::logic_error("promptly::io::line_reader::read_line: the previous read_line is still pending");
+  // A line already buffered or received at once: no heap record.
+  std::size_t line_end = 0;
+  int error = 0;
+  if (detail::try_at_once(*s, detail::direction::in, stop,
+                          [&] { return detail::read_line_step(*s, *state_, until.at(), line_end, error); })) {
+    std::string line = detail::take_line(*state_, line_end, error);
+    return detail::ready_outcome<std::string>(error, "read_line", s->fd, std::move(line));
+  }
   auto* op = new detail::read_line_operation(s, state_, until.at());
   auto f = op->get_future();
-  detail::start(op, stop);
+  detail::start_after_miss(op, stop);
   return f;
 }
 

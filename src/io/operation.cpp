@@ -9,6 +9,7 @@
 #include "promptly/detail/worker_view.hpp"
 #include "promptly/io/error.hpp"
 #include "reactor.hpp"
+#include "../sched/chaos.hpp"
 
 namespace promptly::io::detail {
 
@@ -124,11 +125,9 @@ void finish_claimed(operation* op) noexcept {
   release(op);  // the claim
 }
 
-void start(operation* op, const std::stop_token& stop) {
-  // An I/O call is a strand boundary (DESIGN.md): if the policy moved this
-  // worker to another level, the calling task parks here as a ready
-  // continuation of its own level. Nothing is visible to others yet.
-  promptly::detail::at_strand_boundary(promptly::detail::current_worker());
+namespace {
+
+void start_checked(operation* op, const std::stop_token& stop) {
   if (stop.stop_requested()) {
     op->error = err_cancelled;
     finish_claimed(op);
@@ -143,6 +142,21 @@ void start(operation* op, const std::stop_token& stop) {
     start_fd_operation(op);
   else
     start_timer_operation(op);
+}
+
+}  // namespace
+
+void start(operation* op, const std::stop_token& stop) {
+  // An I/O call is a strand boundary (DESIGN.md): if the policy moved this
+  // worker to another level, the calling task parks here as a ready
+  // continuation of its own level. Nothing is visible to others yet.
+  promptly::detail::at_strand_boundary(promptly::detail::current_worker());
+  start_checked(op, stop);
+}
+
+void start_after_miss(operation* op, const std::stop_token& stop) {
+  promptly::detail::chaos::at_once_miss_gate.pass();
+  start_checked(op, stop);
 }
 
 void cancel_on_stop::operator()() noexcept {

@@ -144,6 +144,21 @@ class basic_operation : public operation {
 // Ownership passes to the protocol; the caller must not touch `op` after
 // this call (take its future first).
 void start(operation* op, const std::stop_token& stop);
+// The same, for a caller whose try_at_once (fd_state.hpp) returned false:
+// it took the strand boundary already.
+void start_after_miss(operation* op, const std::stop_token& stop);
+
+// A ready future for an outcome of try_at_once: `value`, or the error
+// `error` (an errno value or an err_* code) of `operation` on `fd`.
+template <class T>
+future<T> ready_outcome(int error, const char* operation, int fd, T&& value) {
+  promise<T> p;
+  if (error != 0)
+    p.set_exception(make_error(error, operation, fd));
+  else
+    p.set_value(std::forward<T>(value));
+  return p.get_future();
+}
 
 void release(operation* op) noexcept;
 

@@ -514,7 +514,10 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
   }
   fd_state& s = *reinterpret_cast<fd_state*>(tag);
   if (more) {
-    if (res > 0) on_ready(s, static_cast<std::uint32_t>(res));
+    if (res > 0) {
+      on_ready(s, static_cast<std::uint32_t>(res));
+      counted_reactor_event();
+    }
     return;
   }
   // The poll ended. Open: arm a new one (under s.mu, so that a close's
@@ -526,10 +529,12 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
     closed = s.closed;
     if (!closed && ring_->arm_poll(tag, s.fd) != 0) die("io_uring poll re-arm");
   }
-  if (closed)
+  if (closed) {
     retire_uring_end(s);
-  else
+  } else {
     on_ready(s, EPOLLIN | EPOLLOUT);
+    counted_reactor_event();
+  }
 }
 
 void reactor::retire_uring_end(fd_state& s) noexcept {
@@ -595,6 +600,7 @@ void reactor::handle_epoll_events(const epoll_event* events, int n) noexcept {
       pass_on_doorbell();
     } else {
       on_ready(*static_cast<fd_state*>(tag), events[i].events);
+      counted_reactor_event();
     }
   }
 }
@@ -738,6 +744,7 @@ promptly::detail::external_wait_result reactor::wait_from_sleeping_worker(const 
 }
 
 void reactor::on_ready(fd_state& s, std::uint32_t events) noexcept {
+  promptly::detail::chaos::ready_event_gate.pass();
   claimed_list done;
   {
     std::lock_guard lock(s.mu);
@@ -777,6 +784,7 @@ reactor_stats stats() noexcept {
     s.wakeups = r->wakeups();
     s.worker_polls = r->worker_polls();
     s.worker_events = r->worker_events();
+    s.reactor_events = r->reactor_events();
     s.worker_sleeps = r->worker_sleeps();
     s.worker_sleeping = r->worker_sleeping();
     s.retiring_descriptors = r->retiring();

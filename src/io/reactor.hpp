@@ -126,12 +126,18 @@ class reactor {
   std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }
   std::uint64_t worker_polls() const noexcept { return worker_polls_.load(std::memory_order_relaxed); }
   std::uint64_t worker_events() const noexcept { return worker_events_.load(std::memory_order_relaxed); }
+  // Acquire: pairs with the increment after each handled event; whoever
+  // reads a count sees those events' handling (io::stats, tests).
+  std::uint64_t reactor_events() const noexcept { return reactor_events_.load(std::memory_order_acquire); }
 
  private:
   reactor();
   void run() noexcept;
   void run_epoll() noexcept;
   void on_ready(fd_state& s, std::uint32_t events) noexcept;
+  // Release: after the event's handling (on_ready released s.mu); pairs
+  // with reactor_events().
+  void counted_reactor_event() noexcept { reactor_events_.fetch_add(1, std::memory_order_release); }
   void on_timer() noexcept;
   void drop_retired() noexcept;
   void wake() noexcept;
@@ -193,6 +199,7 @@ class reactor {
   std::atomic<std::uint64_t> wakeups_{0};
   std::atomic<std::uint64_t> worker_polls_{0};
   std::atomic<std::uint64_t> worker_events_{0};
+  std::atomic<std::uint64_t> reactor_events_{0};  // readiness events the reactor thread handled
   std::atomic<std::uint64_t> worker_sleeps_{0};
   std::atomic<std::uint64_t> retiring_{0};  // epoll: closed states not yet freed
   std::thread thread_;

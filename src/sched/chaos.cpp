@@ -17,6 +17,15 @@ std::atomic<int> costly_yields{0};
 std::atomic<int> stalled_worker_polls{0};
 std::atomic<int> stalled_worker_sleeps{0};
 std::atomic<int> late_removal_checks{0};
+test_gate at_once_miss_gate;
+test_gate ready_event_gate;
+
+void test_gate::wait() noexcept {
+  int expected = armed;
+  if (!state_.compare_exchange_strong(expected, holding, std::memory_order_seq_cst)) return;
+  while (state_.load(std::memory_order_seq_cst) == holding) std::this_thread::yield();
+  state_.store(off, std::memory_order_seq_cst);
+}
 
 namespace {
 std::atomic<std::uint64_t> thread_counter{0};

@@ -87,6 +87,38 @@ extern std::atomic<int> stalled_worker_sleeps;
 inline void stall_worker_sleeps(int n) noexcept { stalled_worker_sleeps.store(n, std::memory_order_relaxed); }
 inline bool worker_sleep_stalls() noexcept { return take_from_budget(stalled_worker_sleeps); }
 
+// Fault injection: a gate a test holds. Armed, it stops the next thread
+// that passes it and holds it there, reporting that it does, until the test
+// opens it. Passing an unarmed gate costs one relaxed load.
+class test_gate {
+ public:
+  void arm() noexcept { state_.store(armed, std::memory_order_seq_cst); }
+  bool held() const noexcept { return state_.load(std::memory_order_seq_cst) == holding; }
+  void open() noexcept { state_.store(opened, std::memory_order_seq_cst); }
+  void pass() noexcept {
+    // Relaxed: the common case is unarmed; an arming this pass misses came
+    // after it, which no test counts on.
+    if (state_.load(std::memory_order_relaxed) != off) [[unlikely]]
+      wait();
+  }
+
+ private:
+  enum : int { off, armed, holding, opened };
+  void wait() noexcept;  // chaos.cpp
+  // Seq-cst: the test's arm/held/open and the held thread's steps are one
+  // total order.
+  std::atomic<int> state_{off};
+};
+
+// Holds the next I/O call whose try at once would block (src/io/fd_state.hpp,
+// try_at_once) between that try and its operation's start: readiness that
+// arrives meanwhile finds no operation queued.
+extern test_gate at_once_miss_gate;
+// Holds the next thread that is about to handle a readiness event
+// (src/io/reactor.cpp, on_ready): the event's operations wait meanwhile
+// while the kernel already reports the descriptor ready.
+extern test_gate ready_event_gate;
+
 inline void point() noexcept {
   // Relaxed: a stale read only delays when perturbations start or stop.
   if (seed.load(std::memory_order_relaxed) != 0) [[unlikely]]

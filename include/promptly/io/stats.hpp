@@ -16,6 +16,9 @@ struct reactor_stats {
   // polls made, and readiness events they handled (the reactor thread did not).
   std::uint64_t worker_polls = 0;
   std::uint64_t worker_events = 0;
+  // Readiness events the reactor thread handled (each one's handling is
+  // done when the count includes it).
+  std::uint64_t reactor_events = 0;
   // Times a worker went to sleep in the epoll set itself, and whether one
   // sleeps there now (docs/io.md, "A sleeping worker waits in epoll").
   std::uint64_t worker_sleeps = 0;
