@@ -94,12 +94,16 @@ void start_timer_operation(operation* op) noexcept {
 }  // namespace
 
 // Relaxed: a statistic; nothing is read through it.
-std::uint64_t pending_operations() noexcept { return pending_count.load(std::memory_order_relaxed); }
+// Acquire: pairs with the constructor's release increment (below).
+std::uint64_t pending_operations() noexcept { return pending_count.load(std::memory_order_acquire); }
 
 operation::operation(const char* name_, fd_state* fd_, direction dir_, clock::time_point deadline_) noexcept
     : name(name_), fd(fd_), fd_number(fd_ != nullptr ? fd_->fd : -1), dir(dir_), deadline(deadline_) {
   if (fd != nullptr) fd->add_ref();
-  pending_count.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+  // Release: a thread that sees the count grow (io::stats) sees what the
+  // caller did before starting the operation, such as reading the
+  // descriptor object; tests wait for it before they destroy that object.
+  pending_count.fetch_add(1, std::memory_order_release);
 }
 
 operation::~operation() {
