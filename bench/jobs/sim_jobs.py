@@ -150,14 +150,14 @@ VARIANTS = [
 
 
 def variant(name):
-    """A VARIANTS row, or a serpt row spelled serpt[-wrong-third|-no-hints][-capN][-pX][-dueS][-wpcU][-swU]
+    """A VARIANTS row, or a serpt row spelled serpt[-wrong-third|-no-hints][-capN][-pX][-dueS][-wpcU][-swU][-qU]
     (e.g. serpt-wrong-third-cap10): the hints, then the slowdown cap, the speedup exponent, the
     share of the cores serving due jobs by deadline, the work per core in us and the start-wait
-    bound in us."""
+    bound in us, the re-ranking quantum in us."""
     for v in VARIANTS:
         if v[0] == name:
             return v
-    m = re.fullmatch(r"serpt(-wrong-third|-no-hints)?(?:-cap([0-9.]+))?(?:-p([0-9.]+))?(?:-due([0-9.]+))?(?:-wpc([0-9.]+))?(?:-sw([0-9.]+))?",
+    m = re.fullmatch(r"serpt(-wrong-third|-no-hints)?(?:-cap([0-9.]+))?(?:-p([0-9.]+))?(?:-due([0-9.]+))?(?:-wpc([0-9.]+))?(?:-sw([0-9.]+))?(?:-q([0-9.]+))?",
                      name)
     if not m:
         raise SystemExit(f"sim_jobs: unknown variant {name!r}")
@@ -166,7 +166,8 @@ def variant(name):
             (["--serpt-speedup-exponent", m.group(3)] if m.group(3) else []) + \
             (["--serpt-due-core-share", m.group(4)] if m.group(4) else []) + \
             (["--serpt-work-per-core-us", m.group(5)] if m.group(5) else []) + \
-            (["--serpt-start-wait-us", m.group(6)] if m.group(6) else [])
+            (["--serpt-start-wait-us", m.group(6)] if m.group(6) else []) + \
+            (["--serpt-quantum-us", m.group(7)] if m.group(7) else [])
     return (name, "serpt", hints, extra)
 
 

@@ -135,6 +135,7 @@ class engine {
       sp.due_core_share = c.serpt_due_core_share;
       sp.work_per_core = std::chrono::microseconds(static_cast<long long>(c.serpt_work_per_core_us));
       sp.start_wait_bound = std::chrono::microseconds(static_cast<long long>(c.serpt_start_wait_us));
+      sp.quantum = std::chrono::microseconds(static_cast<long long>(c.serpt_quantum_us));
       policy_ = policy_impl::make_serpt_policy(sp, sizes_);
     } else {
       policy_ = ext::make_policy(c.policy, c.aps, c.fair);

@@ -81,6 +81,7 @@ struct config {
   double serpt_due_core_share = policy_impl::serpt_params{}.due_core_share;
   double serpt_work_per_core_us = static_cast<double>(policy_impl::serpt_params{}.work_per_core.count());
   double serpt_start_wait_us = static_cast<double>(policy_impl::serpt_params{}.start_wait_bound.count());
+  double serpt_quantum_us = static_cast<double>(policy_impl::serpt_params{}.quantum.count());
   double time_limit_us = 3.6e9;   // stops a run that would not end (reported, never silent)
   // Measure result::undersubscribed_us (Taskflow's Lemma 1, per pool): costs a
   // pass over the workers per event, so tests turn it on.

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   run->add_option("--serpt-work-per-core-us", cfg.serpt_work_per_core_us, "serpt: expected work per core a job can use")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--serpt-start-wait-us", cfg.serpt_start_wait_us, "serpt: first-core bound")->check(CLI::PositiveNumber);
+  run->add_option("--serpt-quantum-us", cfg.serpt_quantum_us, "serpt: the re-ranking period")->check(CLI::Range(1.0, 1e9));
   run->add_flag("--never-sleep", cfg.never_sleep, "thieves never sleep (the ABP baseline)");
   run->add_option("--json", json_out, "write the result here (default: stdout)");
   double quantum_us = static_cast<double>(cfg.aps.quantum.count());
