@@ -162,10 +162,11 @@ struct fd_state {
 // first), runs `attempt` under s.mu: the system calls that the operation's
 // attempt() would make, with the same result. True: `attempt` finished and
 // its outcome (a result or an error) is the caller's, to put in a ready
-// future. False: nothing was decided; the caller creates the operation and
-// passes it to start_after_miss, which tries it again under the lock (an
-// edge may have come in between, and the reactor found no operation to give
-// it to).
+// future. False: no outcome yet (the attempt may have made progress, such
+// as bytes written, which the caller carries over); the caller creates the
+// operation and passes it to start_after_miss, which tries it again under
+// the lock (an edge may have come in between, and the reactor found no
+// operation to give it to).
 template <class Attempt>
 bool try_at_once(fd_state& s, direction dir, const std::stop_token& stop, Attempt&& attempt) {
   promptly::detail::at_strand_boundary(promptly::detail::current_worker());
