@@ -93,7 +93,6 @@ void start_timer_operation(operation* op) noexcept {
 
 }  // namespace
 
-// Relaxed: a statistic; nothing is read through it.
 // Acquire: pairs with the constructor's release increment (below).
 std::uint64_t pending_operations() noexcept { return pending_count.load(std::memory_order_acquire); }
 

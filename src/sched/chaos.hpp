@@ -94,7 +94,15 @@ class test_gate {
  public:
   void arm() noexcept { state_.store(armed, std::memory_order_seq_cst); }
   bool held() const noexcept { return state_.load(std::memory_order_seq_cst) == holding; }
-  void open() noexcept { state_.store(opened, std::memory_order_seq_cst); }
+  // Releases the thread it holds, or disarms it if none came; either way
+  // the gate ends off (the held thread turns it off as it leaves), so later
+  // passes stay on the one-load path.
+  void open() noexcept {
+    int held_now = holding;
+    if (state_.compare_exchange_strong(held_now, opened, std::memory_order_seq_cst)) return;
+    int armed_now = armed;
+    state_.compare_exchange_strong(armed_now, off, std::memory_order_seq_cst);
+  }
   void pass() noexcept {
     // Relaxed: the common case is unarmed; an arming this pass misses came
     // after it, which no test counts on.
