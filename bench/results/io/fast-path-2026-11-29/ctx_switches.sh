@@ -1,14 +1,8 @@
 #!/bin/bash
 # usage: ctx_switches.sh server-spec (cmake:TARGET, cargo:echo, go:echo): context switches and CPU per request of server and client over 2 s of a saturated echo
-D=/work/main/build/bench/bench-bin/bench_io_driver
+source "$(dirname "$0")/saturated_echo.sh"
 s=$1
-if [[ $s == cmake:* ]]; then
- (PROMPTLY_IO_BACKEND=epoll $D --server $s --mode saturate --conns 1000 --echo-ms 4000 --workers 2 --policy oblivious --server-args "--handler coroutine --idle-yield-bound 2" > /tmp/cs.out 2>&1 &)
-else
- (GOMAXPROCS=2 $D --server $s --mode saturate --conns 1000 --echo-ms 4000 --workers 2 > /tmp/cs.out 2>&1 &)
-fi
-sleep 1.5
-C=$(pgrep -f "bench_io_driver --server $s" | head -1); P=$(pgrep -P $C | head -1)
+start_saturated_echo $s /tmp/cs.out
 snap() { for p in $P $C; do v=0; n=0; for t in /proc/$p/task/*; do a=$(grep -E '^voluntary' $t/status | awk '{print $2}'); b=$(grep nonvol $t/status | awk '{print $2}'); v=$((v+a)); n=$((n+b)); done; st=$(awk '{print $14+$15}' /proc/$p/stat); echo -n "$v $n $st "; done; echo; }
 a=$(snap); sleep 2; b=$(snap)
 sleep 3
