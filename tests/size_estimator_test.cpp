@@ -128,6 +128,9 @@ TEST(SizeEstimator, ErrorsAreReportedPerSource) {
   EXPECT_EQ(h["jobs"], 2u);
   EXPECT_NEAR(h["mean_abs_log2_error"].get<double>(), 2.0, 1e-9);  // 4x either way
   EXPECT_NEAR(h["mean_abs_rel_error"].get<double>(), (3.0 + 0.75) / 2, 1e-9);
+  // The totals keep the sign the absolute errors drop: 8.5 ms expected, 4 ms measured.
+  EXPECT_NEAR(h["expected_s"].get<double>(), 0.0085, 1e-12);
+  EXPECT_NEAR(h["measured_s"].get<double>(), 0.004, 1e-12);
 }
 
 TEST(SizeEstimator, JobServerRefusesBadHintsAndLearnsUnderSerpt) {

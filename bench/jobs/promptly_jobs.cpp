@@ -128,6 +128,16 @@ int main(int argc, char** argv) {
             o.extra_metrics.emplace_back(std::string(op) + "_us_max", q->max_us);
             o.extra_metrics.emplace_back(std::string(op) + "_samples", static_cast<double>(q->samples));
           }
+          // Under serpt: the jobs' measured work (their pools' worker time) over their size
+          // estimates, summed. With exact hints above 1 means the jobs ran slower than the work
+          // unit calibrated on an idle machine said, so the load was above its nominal rho.
+          double expected_s = 0, measured_s = 0;
+          const auto sources = ss.size_estimates.value("sources", promptly::server::json::object());
+          for (const auto& [source, e] : sources.items()) {
+            expected_s += e.value("expected_s", 0.0);
+            measured_s += e.value("measured_s", 0.0);
+          }
+          if (expected_s > 0) o.extra_metrics.emplace_back("work_over_estimate", measured_s / expected_s);
           o.end_ns.resize(p.count);
           double slowdown_sum = 0;
           for (std::size_t i = 0; i < p.count; ++i) {

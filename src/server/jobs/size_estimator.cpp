@@ -106,6 +106,8 @@ void size_estimator::observe(const size_estimate& e, double measured_s) {
   ++c.n;
   c.abs_rel += std::fabs(predicted - actual) / actual;
   c.abs_log2 += std::fabs(std::log2(predicted / actual));
+  c.expected_s += e.expected_s;
+  c.measured_s += measured_s;
 }
 
 void size_estimator::job_ended(const promptly::runtime& rt, std::uint32_t pool, const size_estimate& e) {
@@ -138,7 +140,11 @@ nlohmann::json size_estimator::stats() const {
     jobs += c.n;
     const double n = c.n > 0 ? static_cast<double>(c.n) : 1.0;
     sources[to_string(static_cast<size_source>(s))] = {
-        {"jobs", c.n}, {"mean_abs_rel_error", c.abs_rel / n}, {"mean_abs_log2_error", c.abs_log2 / n}};
+        {"jobs", c.n},
+        {"mean_abs_rel_error", c.abs_rel / n},
+        {"mean_abs_log2_error", c.abs_log2 / n},
+        {"expected_s", c.expected_s},
+        {"measured_s", c.measured_s}};
   }
   nlohmann::json programs = nlohmann::json::object();
   for (const auto& [name, m] : programs_) programs[name] = {{"mean_s", m.value()}};

@@ -87,6 +87,8 @@ class size_estimator {
   struct error_counts {
     std::uint64_t n = 0;
     double abs_rel = 0, abs_log2 = 0;
+    // Totals, so that the ratio shows a bias the absolute errors hide.
+    double expected_s = 0, measured_s = 0;
   };
   // Learning weights the recent: past this many jobs a mean decays (its
   // count stays there), so that a program whose jobs change follows them.
