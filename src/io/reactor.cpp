@@ -24,6 +24,7 @@
 
 #if PROMPTLY_HAVE_LIBURING
 #include <liburing.h>
+#include <sys/syscall.h>
 #endif
 
 #include "../sched/chaos.hpp"
@@ -160,14 +161,72 @@ struct reactor::uring {
   // holding them here too keeps them reachable for LeakSanitizer when the
   // process exits with a removal in flight.
   std::unordered_set<fd_state*> retiring;
+  // Reactor thread only: removals the kernel answered EALREADY (the poll was
+  // being woken: its wake-up's completion work had not run), submitted
+  // again at the next loop, after a wait has run that work.
+  std::vector<fd_state*> removal_retries;
 
-  // 0 or -errno of io_uring_queue_init_params.
-  int init() noexcept {
+  // Batched waits (src/io/README.md, "Backends"). With DEFER_TASKRUN (Linux
+  // 6.1+, which needs a single submitter) the completion work of the ring's
+  // requests runs only when the reactor thread waits for completions, and
+  // the kernel wakes that wait only once `batch` completions are pending or
+  // its timeout passes. While completions come in bursts the reactor waits
+  // for a batch, for at most one window; an idle reactor waits for the first
+  // completion, so a lone event is not delayed. Without DEFER_TASKRUN every
+  // completion wakes the reactor to run its work, whatever the wait asks.
+  static constexpr unsigned batch = 64;
+  bool disabled = false;       // created disabled: the reactor thread enables it (and is its single submitter)
+  std::int64_t window_ns = 0;  // 0: plain waits
+  bool bursting = false;       // the last wait found more than one completion
+
+  // 0 or -errno of io_uring_queue_init_params. `window_ns` 0 asks for plain
+  // waits.
+  int init(std::int64_t batch_window_ns) noexcept {
+    if (batch_window_ns > 0) {
+      io_uring_params p{};
+      p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
+      p.cq_entries = cq_entries;
+      if (io_uring_queue_init_params(sq_entries, &ring, &p) == 0) {
+        if ((p.features & IORING_FEAT_EXT_ARG) != 0) {
+          disabled = true;
+          window_ns = batch_window_ns;
+          return 0;
+        }
+        io_uring_queue_exit(&ring);
+      }
+      // An older kernel refuses the flags (EINVAL): the plain ring below. A
+      // refusal of io_uring as such (ENOSYS, EPERM) repeats there and is
+      // reported from there.
+    }
     io_uring_params p{};
     p.flags = IORING_SETUP_CQSIZE;
     p.cq_entries = cq_entries;
     return io_uring_queue_init_params(sq_entries, &ring, &p);
   }
+
+  // Reactor thread only: waits for completions; 0 or -errno. A deferred
+  // ring's wait always enters the kernel, which runs the deferred work
+  // first: liburing returns without entering when a completion is already
+  // there, and a removal retried at once after EALREADY (submit_requests)
+  // would find the poll's wake-up still pending, every time.
+  int wait() noexcept {
+    if (window_ns == 0) {
+      io_uring_cqe* cqe = nullptr;
+      return io_uring_wait_cqe(&ring, &cqe);
+    }
+    if (!bursting) {
+      const long r = ::syscall(__NR_io_uring_enter, ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr, 0);
+      return r >= 0 ? 0 : -errno;
+    }
+    __kernel_timespec window{};
+    window.tv_sec = window_ns / 1'000'000'000;
+    window.tv_nsec = window_ns % 1'000'000'000;
+    io_uring_cqe* cqe = nullptr;
+    const int r = io_uring_wait_cqes(&ring, &cqe, batch, &window, nullptr);
+    return r == -ETIME ? 0 : r;
+  }
+  // Reactor thread only: after a wait, `ready` completions were there.
+  void waited(unsigned ready) noexcept { bursting = window_ns > 0 && ready > 1; }
 
   // Reactor thread only. A full submission queue is flushed first.
   io_uring_sqe* next_sqe() noexcept {
@@ -226,7 +285,7 @@ reactor::reactor()
   // auto means epoll, the backend every process can run (backend.hpp).
   if (choice == backend_choice::io_uring) {
     auto* r = new uring;
-    if (const int err = r->init(); err == 0) {
+    if (const int err = r->init(standby_window_ns()); err == 0) {
       ring_ = r;  // the reactor thread arms the timerfd's and the eventfd's polls as it starts
     } else {
       delete r;
@@ -368,7 +427,9 @@ void reactor::submit_requests() noexcept {
     std::lock_guard lock(ring_->requests_mu);
     ring_->taken.swap(ring_->requests);
   }
-  bool removals = false;
+  bool removals = !ring_->removal_retries.empty();
+  for (fd_state* s : ring_->removal_retries) ring_->prep_remove(reinterpret_cast<std::uintptr_t>(s));
+  ring_->removal_retries.clear();
   for (const uring::request& r : ring_->taken) {
     fd_state& s = *r.s;
     const auto tag = reinterpret_cast<std::uintptr_t>(&s);
@@ -467,12 +528,18 @@ void reactor::run() noexcept {
 
 #if PROMPTLY_HAVE_LIBURING
 void reactor::run_uring() noexcept {
+  // The single submitter of a ring created disabled is the thread that
+  // enables it.
+  // (liburing 2.3 declares io_uring_enable_rings but does not export it.)
+  if (ring_->disabled &&
+      ::syscall(__NR_io_uring_register, ring_->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) != 0)
+    die("io_uring_register(IORING_REGISTER_ENABLE_RINGS)");
   for (const int* internal : {&timer_fd_, &wake_fd_})
     if (ring_->arm_poll(reinterpret_cast<std::uintptr_t>(internal), *internal) != 0) die("io_uring poll of an internal descriptor");
   for (;;) {
     submit_requests();
     io_uring_cqe* cqe = nullptr;
-    const int r = io_uring_wait_cqe(&ring_->ring, &cqe);
+    const int r = ring_->wait();
     if (r == -EINTR || r == -EAGAIN) continue;
     if (r < 0) {
       errno = -r;
@@ -483,6 +550,7 @@ void reactor::run_uring() noexcept {
     // names were handed over through requests_mu, which orders what their
     // threads did before (building the state) before this use.
     const unsigned ready = io_uring_cq_ready(&ring_->ring);
+    ring_->waited(ready);
     for (unsigned i = 0; i < ready; ++i) {
       if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0 || cqe == nullptr) break;
       const std::uint64_t tag = cqe->user_data;
@@ -509,7 +577,20 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
     return;
   }
   if (tag & 1) {  // a poll removal finished: one end of a closed state's registration
-    retire_uring_end(*reinterpret_cast<fd_state*>(tag & ~std::uint64_t{1}));
+    fd_state& s = *reinterpret_cast<fd_state*>(tag & ~std::uint64_t{1});
+    // EALREADY: the poll was not removed; it stays armed, holding its file
+    // open (a peer would never see the end of file), until a removal finds
+    // it idle. Out of memory for the retry: counted as this end, so the
+    // state and its file leak (they are freed only after both ends), never
+    // freed under the armed poll.
+    if (res == -EALREADY) {
+      try {
+        ring_->removal_retries.push_back(&s);
+        return;
+      } catch (...) {
+      }
+    }
+    retire_uring_end(s);
     return;
   }
   fd_state& s = *reinterpret_cast<fd_state*>(tag);
