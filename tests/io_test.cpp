@@ -445,6 +445,42 @@ TEST_F(Io, FallsBackToEpollWhenTheRingIsForbidden) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
 }
 
+// With a window of 0 an io_uring reactor waits unbatched, as it does on
+// kernels without DEFER_TASKRUN (src/io/README.md, "Backends"): this machine's
+// kernel batches, so this is the test of the other path. Reads, a timeout,
+// and a close whose removal lets the peer see the end of file. In a fresh
+// process: the reactor is per process and started already here.
+TEST_F(Io, AnUnbatchedRingServesIo) {
+  if (std::getenv("PROMPTLY_TEST_UNBATCHED_RING") != nullptr) {
+    promptly::runtime_config cfg = workers(1);
+    cfg.io_backend = "io_uring";
+    cfg.io_worker_poll_us = 0;
+    promptly::runtime unbatched{cfg};
+    io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+    std::tie(a, b) = io::make_socket_pair();
+    char buf[4] = {};
+    unbatched.run([&] {
+      auto got = io::read(b, std::span(buf));  // waits: the reactor starts
+      io::write(a, "abc").get();
+      EXPECT_EQ(got.get(), 3u);
+      EXPECT_THROW(io::read(b, std::span(buf), 1ms).get(), io::timed_out);
+      io::descriptor c, d;
+      std::tie(c, d) = io::make_socket_pair();
+      auto ended = io::read(d, std::span(buf));  // waits: c's poll and d's are armed
+      io::write(c, "x").get();
+      EXPECT_EQ(ended.get(), 1u);
+      c.close();  // the removal of c's poll releases its socket: d sees the end
+      EXPECT_THROW(io::read(d, std::span(buf), 10s).get(), io::end_of_file);
+    });
+#if __has_include(<liburing.h>)
+    EXPECT_EQ(std::string(io::stats().backend), "io_uring");
+#endif
+    return;
+  }
+  const int status = rerun_in_fresh_process("Io.AnUnbatchedRingServesIo", "PROMPTLY_TEST_UNBATCHED_RING=1", true);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed, status " << status;
+}
+
 namespace {
 
 // read(2) calls the calling thread has made (/proc/thread-self/io, "syscr");
