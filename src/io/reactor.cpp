@@ -103,6 +103,12 @@ bool poll_for_idle_worker() noexcept {
   return r != nullptr && r->poll_from_idle_worker();
 }
 
+bool poll_ring_for_idle_worker() noexcept {
+  if (in_forked_child.load(std::memory_order_relaxed)) return false;  // relaxed: as poll_for_idle_worker
+  reactor* r = reactor::started();
+  return r != nullptr && r->poll_ring_from_idle_worker();
+}
+
 promptly::detail::external_wait_result wait_for_sleeping_worker(const std::atomic<std::uint32_t>& state, std::uint32_t asleep) noexcept {
   if (in_forked_child.load(std::memory_order_relaxed))  // relaxed: as poll_for_idle_worker
     return promptly::detail::external_wait_result::unavailable;
@@ -166,6 +172,21 @@ struct reactor::uring {
   // again at the next loop, after a wait has run that work.
   std::vector<fd_state*> removal_retries;
 
+  // Readiness handed to idle workers (README.md, "Backends": idle workers
+  // take ready descriptors): while completions come in bursts and a worker
+  // polled within the window, the reactor queues each readiness event here
+  // (holding a reference to its state) instead of handling it; an idle
+  // worker's poll takes the queue and handles the events, and what no
+  // worker took within a window the reactor handles itself.
+  struct ready_event {
+    fd_state* s;
+    std::uint32_t events;
+  };
+  std::mutex ready_mu;
+  std::vector<ready_event> ready;   // guarded by ready_mu
+  std::int64_t ready_since_ns = 0;  // guarded by ready_mu: when the oldest entry came
+  bool handing_off = false;         // reactor thread only: queue this batch's readiness
+
   // Batched waits (src/io/README.md, "Backends"). With DEFER_TASKRUN (Linux
   // 6.1+, which needs a single submitter) the completion work of the ring's
   // requests runs only when the reactor thread waits for completions, and
@@ -214,7 +235,12 @@ struct reactor::uring {
       io_uring_cqe* cqe = nullptr;
       return io_uring_wait_cqe(&ring, &cqe);
     }
-    if (!bursting) {
+    bool queued;
+    {
+      std::lock_guard lock(ready_mu);
+      queued = !ready.empty();
+    }
+    if (!bursting && !queued) {  // queued readiness: the reactor looks again within a window
       const long r = ::syscall(__NR_io_uring_enter, ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr, 0);
       return r >= 0 ? 0 : -errno;
     }
@@ -226,7 +252,7 @@ struct reactor::uring {
     return r == -ETIME ? 0 : r;
   }
   // Reactor thread only: after a wait, `ready` completions were there.
-  void waited(unsigned ready) noexcept { bursting = window_ns > 0 && ready > 1; }
+  void waited(unsigned n) noexcept { bursting = window_ns > 0 && n > 1; }
 
   // Reactor thread only. A full submission queue is flushed first.
   io_uring_sqe* next_sqe() noexcept {
@@ -331,6 +357,12 @@ reactor::reactor()
     promptly::detail::install_external_poll(&poll_for_idle_worker);
     promptly::detail::install_external_wait(&wait_for_sleeping_worker, &ring_for_sleeping_worker);
   }
+#if PROMPTLY_HAVE_LIBURING
+  if (ring_ != nullptr && ring_->window_ns > 0) {
+    ::pthread_atfork(nullptr, nullptr, &stop_worker_polls_in_child);
+    promptly::detail::install_external_poll(&poll_ring_for_idle_worker);
+  }
+#endif
 }
 
 // A new epoll set holding the eventfd and the timerfd; events name them by
@@ -538,6 +570,7 @@ void reactor::run_uring() noexcept {
     if (ring_->arm_poll(reinterpret_cast<std::uintptr_t>(internal), *internal) != 0) die("io_uring poll of an internal descriptor");
   for (;;) {
     submit_requests();
+    take_ring_ready(/*from_reactor=*/true);
     io_uring_cqe* cqe = nullptr;
     const int r = ring_->wait();
     if (r == -EINTR || r == -EAGAIN) continue;
@@ -551,6 +584,8 @@ void reactor::run_uring() noexcept {
     // threads did before (building the state) before this use.
     const unsigned ready = io_uring_cq_ready(&ring_->ring);
     ring_->waited(ready);
+    // Relaxed: a hint; the window bounds what a stale read costs.
+    ring_->handing_off = ring_->bursting && steady_ns() - worker_polled_ns_.load(std::memory_order_relaxed) < ring_->window_ns;
     for (unsigned i = 0; i < ready; ++i) {
       if (io_uring_peek_cqe(&ring_->ring, &cqe) != 0 || cqe == nullptr) break;
       const std::uint64_t tag = cqe->user_data;
@@ -596,6 +631,17 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
   fd_state& s = *reinterpret_cast<fd_state*>(tag);
   if (more) {
     if (res > 0) {
+      if (ring_->handing_off) {
+        try {
+          std::lock_guard lock(ring_->ready_mu);
+          if (ring_->ready.empty()) ring_->ready_since_ns = steady_ns();
+          ring_->ready.push_back({&s, static_cast<std::uint32_t>(res)});
+          s.add_ref();  // the queue's: a worker may handle it after the state's retirement
+          return;
+        } catch (...) {
+          // Out of memory: handled here, as without workers.
+        }
+      }
       on_ready(s, static_cast<std::uint32_t>(res));
       counted_reactor_event();
     }
@@ -618,6 +664,41 @@ void reactor::on_uring_completion(std::uint64_t tag, int res, unsigned flags) no
   }
 }
 
+// Handles the readiness queued for workers: all of it (an idle worker's
+// poll), or, for the reactor, what has waited a window.
+bool reactor::take_ring_ready(bool from_reactor) noexcept {
+  thread_local std::vector<uring::ready_event> taken;
+  {
+    std::lock_guard lock(ring_->ready_mu);
+    if (ring_->ready.empty() || (from_reactor && steady_ns() - ring_->ready_since_ns < ring_->window_ns)) return false;
+    taken.swap(ring_->ready);
+  }
+  for (const uring::ready_event& e : taken) {
+    on_ready(*e.s, e.events);
+    e.s->release();
+    if (from_reactor)
+      counted_reactor_event();
+    else
+      worker_events_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+  }
+  taken.clear();
+  return true;
+}
+
+bool reactor::poll_ring_from_idle_worker() noexcept {
+  // One poll at a time, as with epoll: a second would find the queue empty.
+  if (worker_polling_.load(std::memory_order_relaxed) || worker_polling_.exchange(true, std::memory_order_acq_rel))
+    return false;
+  const bool took = take_ring_ready(/*from_reactor=*/false);
+  worker_polls_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
+  worker_polling_.store(false, std::memory_order_release);
+  // Relaxed: hints for the reactor's hand-off; the window bounds their staleness.
+  const std::int64_t now = steady_ns();
+  worker_polled_ns_.store(now, std::memory_order_relaxed);
+  if (took) worker_fruitful_ns_.store(now, std::memory_order_relaxed);
+  return took;
+}
+
 void reactor::retire_uring_end(fd_state& s) noexcept {
   if (++s.uring_ends == 2) {
     ring_->retiring.erase(&s);
@@ -628,6 +709,8 @@ void reactor::retire_uring_end(fd_state& s) noexcept {
 void reactor::run_uring() noexcept {}
 void reactor::on_uring_completion(std::uint64_t, int, unsigned) noexcept {}
 void reactor::retire_uring_end(fd_state&) noexcept {}
+bool reactor::take_ring_ready(bool) noexcept { return false; }
+bool reactor::poll_ring_from_idle_worker() noexcept { return false; }
 #endif
 
 void reactor::run_epoll() noexcept {

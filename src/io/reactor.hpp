@@ -56,6 +56,15 @@
 // window (doubling, up to max_window_factor base windows, while their polls
 // keep finding work) and then polls the set itself if no worker did.
 //
+// Idle workers take ready descriptors (io_uring; src/io/README.md,
+// "Backends"): while completions come in bursts and a worker polled within
+// the window, the reactor queues readiness completions (uring::ready, one
+// reference to the state per entry) instead of handling them; an idle
+// worker's poll_ring_from_idle_worker takes the whole queue and handles it
+// like the reactor, and the reactor handles what waited a window. An entry
+// is handled exactly once, by whoever took it from the queue under its
+// mutex, and its reference is dropped after.
+//
 // A sleeping worker waits in epoll (epoll backend; src/io/README.md): a
 // worker about to sleep may block in epoll_wait on ep_ itself, one at a
 // time (external_waiting_). Linux wakes the newest waiter of an epoll set
@@ -151,6 +160,9 @@ class reactor {
   // never blocks; true when it completed an operation. See "Idle workers
   // poll" in src/io/README.md.
   bool poll_from_idle_worker() noexcept;
+  // io_uring: an idle worker's poll of the readiness the reactor queued for
+  // workers (reactor.cpp, uring::ready); true when it handled some.
+  bool poll_ring_from_idle_worker() noexcept;
   // A sleeping worker's wait in ep_ (sched/external_poll.hpp): blocks until
   // `state` no longer holds `asleep` (its notifier then rings the doorbell),
   // or it completed operations, or it gives the wait up to the reactor.
@@ -210,6 +222,7 @@ class reactor {
   void run_uring() noexcept;
   void on_uring_completion(std::uint64_t tag, int res, unsigned flags) noexcept;
   void retire_uring_end(fd_state& s) noexcept;
+  bool take_ring_ready(bool from_reactor) noexcept;
   void hand_to_ring(fd_state& s, bool remove) noexcept;
   void submit_requests() noexcept;
 };
