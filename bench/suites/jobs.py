@@ -96,7 +96,7 @@ _OVERHEADS = [f"{op}_us_{q}" for op in ["start", "setup", "remove", "end", "deci
 _SHOW = ["flow_ms_mean", "flow_ms_p50", "flow_ms_p99", "flow_ms_max", "rate_per_s", "unit_ns",
          "flow_excl_start_ms_mean", "flow_excl_start_ms_p99",
          "start_us_p50", "start_us_p99", "remove_us_p50", "remove_us_p99", "decision_us_p50", "decision_us_p99",
-         "decisions_per_job", "slowdown_mean"]
+         "decisions_per_job", "slowdown_mean", "release_late_us_mean", "work_over_estimate"]
 
 
 def _load_bench(workload, load, jobs=1200):
