@@ -63,7 +63,10 @@
 // worker's poll_ring_from_idle_worker takes the whole queue and handles it
 // like the reactor, and the reactor handles what waited a window. An entry
 // is handled exactly once, by whoever took it from the queue under its
-// mutex, and its reference is dropped after.
+// mutex, and its reference is dropped after. Bound: the readiness
+// completions reaped in about two windows (the reactor takes the queue
+// once its oldest entry has waited a window, and waits at most a window
+// while entries are queued).
 //
 // A sleeping worker waits in epoll (epoll backend; src/io/README.md): a
 // worker about to sleep may block in epoll_wait on ep_ itself, one at a
