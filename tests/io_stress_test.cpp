@@ -5,6 +5,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -229,6 +231,68 @@ TEST(IoStress, ConcurrentWritersAndReadersOnOneSocket) {
 // without sleeping (huge yield bounds), so they poll continuously; a chaos
 // budget (sched/chaos.hpp) stalls the poll that fetched the event, and the
 // test closes the descriptor once that stall has begun.
+// io_uring: during bursts the reactor queues readiness for idle workers
+// (src/io/README.md, "Backends"), each entry holding a reference to its
+// descriptor's state. A worker's poll stalls between taking the queue and
+// handling it (a chaos budget) while the test closes and destroys the
+// descriptors; the reactor meanwhile sees their removals and drops the
+// ring's references, so only the queue's reference keeps those states alive
+// for the worker (ASan checks the handling). Every read completes or fails
+// closed, and the reactor ends idle.
+TEST(IoStress, QueuedReadinessOutlivesTheCloseOfItsDescriptor) {
+  namespace chaos = promptly::detail::chaos;
+  start_reactor();  // it chose its backend
+  if (std::string_view(io::stats().backend) != "io_uring") GTEST_SKIP() << "the io_uring backend queues readiness for workers";
+  auto cfg = workers(2);
+  cfg.yield_bound = 1'000'000;  // idle workers keep polling: the reactor hands bursts over
+  cfg.idle_yield_bound = 1'000'000;
+  promptly::runtime rt{cfg};
+  struct stalls_off {
+    ~stalls_off() { chaos::stall_worker_polls(0); }
+  } off;
+  const std::uint64_t events_before = io::stats().worker_events;
+  constexpr int burst = 8;
+  const int rounds = static_cast<int>(scaled(100, 4));
+  int completed = 0, closed = 0, stalled = 0;
+  within(120s, "QueuedReadinessOutlivesTheCloseOfItsDescriptor", [&] {
+    for (int i = 0; i < rounds; ++i) {
+      std::vector<io::descriptor> writers;
+      std::vector<std::unique_ptr<io::descriptor>> readers;
+      std::vector<std::array<char, 4>> bufs(burst);
+      std::vector<promptly::future<std::size_t>> reads;
+      const std::uint64_t pending_before = io::stats().pending_operations;
+      for (int k = 0; k < burst; ++k) {
+        auto pair = io::make_socket_pair();
+        writers.push_back(std::move(pair.first));
+        readers.push_back(std::make_unique<io::descriptor>(std::move(pair.second)));
+        reads.push_back(rt.submit([d = readers.back().get(), b = &bufs[k]] { return io::read(*d, std::span(*b), 30s).get(); }));
+      }
+      ASSERT_TRUE(wait_until([&] { return io::stats().pending_operations >= pending_before + burst; }, 30s)) << "round " << i;
+      chaos::stall_worker_polls(1);
+      for (auto& w : writers) io::write(w, "x").get();
+      // The reactor may handle the burst itself; then nothing stalls.
+      const auto give_up = clock::now() + 50ms;
+      while (chaos::stalled_worker_polls.load() != 0 && clock::now() < give_up) std::this_thread::yield();
+      if (chaos::stalled_worker_polls.load() == 0) ++stalled;
+      chaos::stall_worker_polls(0);
+      readers.clear();  // closes and destroys them; parked reads fail with io::closed unless their event came first
+      for (auto& f : reads) {
+        try {
+          EXPECT_EQ(std::move(f).get(), 1u);
+          ++completed;
+        } catch (const io::closed&) {
+          ++closed;
+        }
+      }
+    }
+  });
+  std::fprintf(stderr, "rounds %d: %d stalled worker polls, %d reads completed, %d closed\n", rounds, stalled, completed, closed);
+  EXPECT_EQ(completed + closed, rounds * burst);
+  EXPECT_GT(stalled, 0) << "no worker poll ever took queued readiness";
+  EXPECT_GT(io::stats().worker_events, events_before) << "idle workers never handled queued readiness";
+  expect_reactor_idle();
+}
+
 TEST(IoStress, IdleWorkerPollOutlivesTheCloseOfItsDescriptor) {
   namespace chaos = promptly::detail::chaos;
   start_reactor();  // it chose its backend

@@ -673,6 +673,8 @@ bool reactor::take_ring_ready(bool from_reactor) noexcept {
     if (ring_->ready.empty() || (from_reactor && steady_ns() - ring_->ready_since_ns < ring_->window_ns)) return false;
     taken.swap(ring_->ready);
   }
+  if (!from_reactor && promptly::detail::chaos::worker_poll_stalls()) [[unlikely]]
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   for (const uring::ready_event& e : taken) {
     on_ready(*e.s, e.events);
     e.s->release();

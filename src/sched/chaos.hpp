@@ -70,10 +70,11 @@ inline void delay_removal_checks(int n) noexcept { late_removal_checks.store(n, 
 inline bool removal_check_is_late() noexcept { return take_from_budget(late_removal_checks); }
 
 // Fault injection: while the budget is non-zero, an idle worker's poll of
-// the I/O reactor's epoll set that fetched events waits 2 ms before it
-// handles them, as a worker preempted there would: closes of those
-// descriptors and the reactor's freeing of retired states run meanwhile
-// (src/io/reactor.cpp, poll_from_idle_worker).
+// the I/O reactor's epoll set that fetched events (or of the readiness the
+// io_uring reactor queued for workers) waits 2 ms before it handles them,
+// as a worker preempted there would: closes of those descriptors and the
+// reactor's freeing of retired states run meanwhile (src/io/reactor.cpp,
+// poll_from_idle_worker, take_ring_ready).
 extern std::atomic<int> stalled_worker_polls;
 inline void stall_worker_polls(int n) noexcept { stalled_worker_polls.store(n, std::memory_order_relaxed); }
 inline bool worker_poll_stalls() noexcept { return take_from_budget(stalled_worker_polls); }
