@@ -35,6 +35,28 @@ bool ensure_fd_limit(rlim_t need) {
   return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
+// Waits up to `limit` for a worker's poll to take the chaos budget of one
+// stall (it is stalled now, or was); true if one did. Ends the stalls.
+bool a_worker_poll_stalled(std::chrono::milliseconds limit) {
+  namespace chaos = promptly::detail::chaos;
+  const auto give_up = clock::now() + limit;
+  while (chaos::stalled_worker_polls.load() != 0 && clock::now() < give_up) std::this_thread::yield();
+  const bool stalled = chaos::stalled_worker_polls.load() == 0;
+  chaos::stall_worker_polls(0);
+  return stalled;
+}
+
+// A one-byte read that raced the close of its descriptor: it got its byte
+// (counted in `completed`) or failed with io::closed (in `closed`).
+void count_read_outcome(promptly::future<std::size_t>&& read, int& completed, int& closed) {
+  try {
+    EXPECT_EQ(std::move(read).get(), 1u);
+    ++completed;
+  } catch (const io::closed&) {
+    ++closed;
+  }
+}
+
 }  // namespace
 
 TEST(IoStress, ThousandsOfParkedConnectionsHoldNoWorker) {
@@ -271,19 +293,9 @@ TEST(IoStress, QueuedReadinessOutlivesTheCloseOfItsDescriptor) {
       chaos::stall_worker_polls(1);
       for (auto& w : writers) io::write(w, "x").get();
       // The reactor may handle the burst itself; then nothing stalls.
-      const auto give_up = clock::now() + 50ms;
-      while (chaos::stalled_worker_polls.load() != 0 && clock::now() < give_up) std::this_thread::yield();
-      if (chaos::stalled_worker_polls.load() == 0) ++stalled;
-      chaos::stall_worker_polls(0);
+      if (a_worker_poll_stalled(50ms)) ++stalled;
       readers.clear();  // closes and destroys them; parked reads fail with io::closed unless their event came first
-      for (auto& f : reads) {
-        try {
-          EXPECT_EQ(std::move(f).get(), 1u);
-          ++completed;
-        } catch (const io::closed&) {
-          ++closed;
-        }
-      }
+      for (auto& f : reads) count_read_outcome(std::move(f), completed, closed);
     }
   });
   std::fprintf(stderr, "rounds %d: %d stalled worker polls, %d reads completed, %d closed\n", rounds, stalled, completed, closed);
@@ -319,17 +331,9 @@ TEST(IoStress, IdleWorkerPollOutlivesTheCloseOfItsDescriptor) {
       chaos::stall_worker_polls(1);
       io::write(a, "x").get();
       // The reactor may take the event instead of a worker; then nothing stalls.
-      const auto give_up = clock::now() + 200ms;
-      while (chaos::stalled_worker_polls.load() != 0 && clock::now() < give_up) std::this_thread::yield();
-      if (chaos::stalled_worker_polls.load() == 0) ++stalled;
-      chaos::stall_worker_polls(0);
+      if (a_worker_poll_stalled(200ms)) ++stalled;
       b.reset();  // closes it; the parked read fails with io::closed unless the event came first
-      try {
-        EXPECT_EQ(std::move(f).get(), 1u);
-        ++completed;
-      } catch (const io::closed&) {
-        ++closed;
-      }
+      count_read_outcome(std::move(f), completed, closed);
     }
   });
   std::fprintf(stderr, "rounds %d: %d stalled worker polls, %d reads completed, %d closed\n", rounds, stalled, completed, closed);
