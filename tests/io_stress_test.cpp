@@ -35,6 +35,20 @@ bool ensure_fd_limit(rlim_t need) {
   return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
+// Two workers that keep polling while idle (the yields never run out), for
+// the tests that stall a worker's poll.
+promptly::runtime_config polling_workers() {
+  auto cfg = workers(2);
+  cfg.yield_bound = 1'000'000;
+  cfg.idle_yield_bound = 1'000'000;
+  return cfg;
+}
+
+// Ends the chaos stalls of worker polls when a test leaves, however it leaves.
+struct worker_poll_stalls_off {
+  ~worker_poll_stalls_off() { promptly::detail::chaos::stall_worker_polls(0); }
+};
+
 // Waits up to `limit` for a worker's poll to take the chaos budget of one
 // stall (it is stalled now, or was); true if one did. Ends the stalls.
 bool a_worker_poll_stalled(std::chrono::milliseconds limit) {
@@ -265,13 +279,8 @@ TEST(IoStress, QueuedReadinessOutlivesTheCloseOfItsDescriptor) {
   namespace chaos = promptly::detail::chaos;
   start_reactor();  // it chose its backend
   if (std::string_view(io::stats().backend) != "io_uring") GTEST_SKIP() << "the io_uring backend queues readiness for workers";
-  auto cfg = workers(2);
-  cfg.yield_bound = 1'000'000;  // idle workers keep polling: the reactor hands bursts over
-  cfg.idle_yield_bound = 1'000'000;
-  promptly::runtime rt{cfg};
-  struct stalls_off {
-    ~stalls_off() { chaos::stall_worker_polls(0); }
-  } off;
+  promptly::runtime rt{polling_workers()};  // idle workers keep polling: the reactor hands bursts over
+  worker_poll_stalls_off off;
   const std::uint64_t events_before = io::stats().worker_events;
   constexpr int burst = 8;
   const int rounds = static_cast<int>(scaled(100, 4));
@@ -309,13 +318,8 @@ TEST(IoStress, IdleWorkerPollOutlivesTheCloseOfItsDescriptor) {
   namespace chaos = promptly::detail::chaos;
   start_reactor();  // it chose its backend
   if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "idle workers poll the epoll backend only";
-  auto cfg = workers(2);
-  cfg.yield_bound = 1'000'000;
-  cfg.idle_yield_bound = 1'000'000;
-  promptly::runtime rt{cfg};
-  struct stalls_off {
-    ~stalls_off() { chaos::stall_worker_polls(0); }
-  } off;
+  promptly::runtime rt{polling_workers()};
+  worker_poll_stalls_off off;
   const std::uint64_t events_before = io::stats().worker_events;
   const int rounds = static_cast<int>(scaled(200, 4));
   int completed = 0, closed = 0, stalled = 0;

@@ -128,8 +128,6 @@ struct outcome {
   std::vector<std::pair<std::string, double>> extra_metrics;
 };
 
-// Releases job i at t0 + arrival_ns[i] by calling release(i); returns t0. The releasing thread
-// sleeps to each arrival (absolute deadlines, so a late release does not delay the next).
 // How late each job of the last replay was handed to the runtime (release(i) returned) after its
 // intended arrival: the releasing thread's wake-up and the runtime's submit path. Flow time counts
 // from the intended arrival, so this lateness is part of every job's flow.
@@ -138,6 +136,8 @@ inline std::vector<std::int64_t>& release_late_ns() {
   return late;
 }
 
+// Releases job i at t0 + arrival_ns[i] by calling release(i); returns t0. The releasing thread
+// sleeps to each arrival (absolute deadlines, so a late release does not delay the next).
 inline std::int64_t replay(const plan& p, const std::function<void(std::size_t)>& release) {
   std::vector<std::int64_t>& late = release_late_ns();
   late.assign(p.count, 0);

@@ -103,12 +103,6 @@ bool poll_for_idle_worker() noexcept {
   return r != nullptr && r->poll_from_idle_worker();
 }
 
-bool poll_ring_for_idle_worker() noexcept {
-  if (in_forked_child.load(std::memory_order_relaxed)) return false;  // relaxed: as poll_for_idle_worker
-  reactor* r = reactor::started();
-  return r != nullptr && r->poll_ring_from_idle_worker();
-}
-
 promptly::detail::external_wait_result wait_for_sleeping_worker(const std::atomic<std::uint32_t>& state, std::uint32_t asleep) noexcept {
   if (in_forked_child.load(std::memory_order_relaxed))  // relaxed: as poll_for_idle_worker
     return promptly::detail::external_wait_result::unavailable;
@@ -360,7 +354,7 @@ reactor::reactor()
 #if PROMPTLY_HAVE_LIBURING
   if (ring_ != nullptr && ring_->window_ns > 0) {
     ::pthread_atfork(nullptr, nullptr, &stop_worker_polls_in_child);
-    promptly::detail::install_external_poll(&poll_ring_for_idle_worker);
+    promptly::detail::install_external_poll(&poll_for_idle_worker);  // which takes the ring's queue
   }
 #endif
 }
@@ -694,10 +688,8 @@ bool reactor::poll_ring_from_idle_worker() noexcept {
   const bool took = take_ring_ready(/*from_reactor=*/false);
   worker_polls_.fetch_add(1, std::memory_order_relaxed);  // a statistic: relaxed
   worker_polling_.store(false, std::memory_order_release);
-  // Relaxed: hints for the reactor's hand-off; the window bounds their staleness.
-  const std::int64_t now = steady_ns();
-  worker_polled_ns_.store(now, std::memory_order_relaxed);
-  if (took) worker_fruitful_ns_.store(now, std::memory_order_relaxed);
+  // Relaxed: a hint for the reactor's hand-off; the window bounds its staleness.
+  worker_polled_ns_.store(steady_ns(), std::memory_order_relaxed);
   return took;
 }
 
@@ -795,6 +787,7 @@ void reactor::wait_standing_by(std::int64_t window_ns) noexcept {
 
 bool reactor::poll_from_idle_worker() noexcept {
   assert(std::this_thread::get_id() != thread_.get_id() && "the reactor thread polls in run_epoll");
+  if (ring_ != nullptr) return poll_ring_from_idle_worker();
   // One poll at a time; the relaxed read first keeps spinning thieves off
   // the flag's cache line while another polls.
   if (worker_polling_.load(std::memory_order_relaxed) || worker_polling_.exchange(true, std::memory_order_seq_cst))

@@ -60,7 +60,7 @@
 // "Backends"): while completions come in bursts and a worker polled within
 // the window, the reactor queues readiness completions (uring::ready, one
 // reference to the state per entry) instead of handling them; an idle
-// worker's poll_ring_from_idle_worker takes the whole queue and handles it
+// worker's poll (poll_from_idle_worker) takes the whole queue and handles it
 // like the reactor, and the reactor handles what waited a window. An entry
 // is handled exactly once, by whoever took it from the queue under its
 // mutex, and its reference is dropped after. Bound: the readiness
@@ -159,13 +159,11 @@ class reactor {
   void wait_standing_by(std::int64_t window_ns) noexcept;
 
  public:
-  // An idle worker's poll of the epoll set (sched/external_poll.hpp):
+  // An idle worker's poll of the epoll set, or with io_uring of the
+  // readiness the reactor queued for workers (sched/external_poll.hpp):
   // never blocks; true when it completed an operation. See "Idle workers
   // poll" in src/io/README.md.
   bool poll_from_idle_worker() noexcept;
-  // io_uring: an idle worker's poll of the readiness the reactor queued for
-  // workers (reactor.cpp, uring::ready); true when it handled some.
-  bool poll_ring_from_idle_worker() noexcept;
   // A sleeping worker's wait in ep_ (sched/external_poll.hpp): blocks until
   // `state` no longer holds `asleep` (its notifier then rings the doorbell),
   // or it completed operations, or it gives the wait up to the reactor.
@@ -226,6 +224,9 @@ class reactor {
   void on_uring_completion(std::uint64_t tag, int res, unsigned flags) noexcept;
   void retire_uring_end(fd_state& s) noexcept;
   bool take_ring_ready(bool from_reactor) noexcept;
+  // io_uring: poll_from_idle_worker takes the readiness the reactor queued
+  // for workers (uring::ready); true when it handled some.
+  bool poll_ring_from_idle_worker() noexcept;
   void hand_to_ring(fd_state& s, bool remove) noexcept;
   void submit_requests() noexcept;
 };
