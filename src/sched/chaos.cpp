@@ -19,6 +19,7 @@ std::atomic<int> stalled_worker_sleeps{0};
 std::atomic<int> late_removal_checks{0};
 test_gate at_once_miss_gate;
 test_gate ready_event_gate;
+test_gate decision_wake_gate;
 
 void test_gate::wait() noexcept {
   int expected = armed;

@@ -123,6 +123,10 @@ class test_gate {
 // try_at_once) between that try and its operation's start: readiness that
 // arrives meanwhile finds no operation queued.
 extern test_gate at_once_miss_gate;
+// Holds the next decision that wakes two cores or more, after its first
+// wake-up (src/sched/policy_driver.cpp, apply_locked): what a decider does
+// that the worker it woke preempted on its core.
+extern test_gate decision_wake_gate;
 // Holds the next thread that is about to handle a readiness event
 // (src/io/reactor.cpp, on_ready): the event's operations wait meanwhile
 // while the kernel already reports the descriptor ready.

@@ -386,6 +386,17 @@ unsigned policy_driver::usable_cores() const noexcept {
 // one-pool set is the pool id; a larger set, or every pool, is published in
 // the worker's buffer first, assignment.hpp) and is woken: a waiting worker
 // re-reads its word after preparing to wait (`moved`) and leaves its wait.
+//
+// Every word is stored before the first wake-up. A woken worker may preempt
+// the deciding thread on its core (the kernel favours a thread that slept),
+// and the decider can wait there for milliseconds while another core
+// idles: storing and waking core by core left a new job's second core
+// asleep with its old word meanwhile (2 cores, 5% load: a job's time on one
+// core was 349-383 us mean, p90 0.9-1.2 ms; now 148-197 us, p90 0.14-0.31
+// ms: bench/results/jobs/overheads/ab-apply-wakes/). With the words stored
+// first, the worker that starts the job wakes the next one itself as the
+// pool's first active worker (Taskflow's Algorithm 3: the sleeper's word
+// now matches the pool, sleep_protocol::notify_matching).
 void policy_driver::apply_locked(const std::vector<pool_set>& next) {
   assert(policy_mutex_.held_by_caller() && "the caller holds policy_mutex_");
   assert(next.size() == usable_cores() && "the policy decided over the usable cores");
@@ -396,6 +407,7 @@ void policy_driver::apply_locked(const std::vector<pool_set>& next) {
     board_.modes.every_core_serves_every_pool.store(every, std::memory_order_seq_cst);
   notifier::fence_before_notify();
   for (std::size_t c = 0; c < worker_count(); ++c) {  // the cores: the standbys are preemption.cpp's
+    to_wake_[c] = false;
     worker& w = *workers_[c];
     const pool_set target = c < next.size() ? next[c] : pool_set::none();
     if (applied_[c] == target) {
@@ -420,7 +432,15 @@ void policy_driver::apply_locked(const std::vector<pool_set>& next) {
     // Seq-cst: a worker about to sleep re-reads its assignment after
     // preparing to wait, and notify() below then finds it waiting.
     w.assigned.store(word, std::memory_order_seq_cst);
-    notifier::notify(w.slot);
+    to_wake_[c] = true;
+  }
+  notifier::fence_before_notify();
+  bool woke_one = false;
+  for (std::size_t c = 0; c < worker_count(); ++c) {
+    if (!to_wake_[c]) continue;
+    if (woke_one) chaos::decision_wake_gate.pass();
+    notifier::notify(workers_[c]->slot);
+    woke_one = true;
   }
 }
 
@@ -689,6 +709,7 @@ policy_driver::policy_driver(runtime_config& cfg, pool_table& pools, const std::
                 std::chrono::duration_cast<std::chrono::nanoseconds>(cfg.preemption.threshold), board),
       view_(policy_mutex_, pools, workers, cfg.levels) {
   applied_.assign(cfg_.workers, pool_set::one(0));  // every core's word starts at pool 0 (worker_view::assigned)
+  to_wake_.assign(cfg_.workers, false);
 }
 
 policy_driver::~policy_driver() = default;

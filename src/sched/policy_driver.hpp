@@ -168,6 +168,7 @@ class policy_driver {
   std::unique_ptr<ext::policy> policy_;
   std::chrono::microseconds quantum_{0};
   std::vector<pool_set> applied_;  // each core's assignment as last applied (policy_mutex_)
+  std::vector<bool> to_wake_;      // apply_locked's cores with a new word, sized once (policy_mutex_)
   std::atomic<unsigned> core_limit_{0};  // set_core_limit; written under policy_mutex_
   std::atomic<bool> switch_when_out_of_work_{false};  // the installed policy moves cores only when out of work
   std::vector<std::uint64_t> seen_core_work_ns_, seen_core_look_ns_;
