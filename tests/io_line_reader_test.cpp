@@ -6,12 +6,16 @@
 
 #include <cerrno>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "io_test_support.hpp"
+#include "promptly/co/task.hpp"
 
 using namespace io_test;
+namespace co = promptly::co;
 
 class IoLineReader : public ::testing::Test {
  protected:
@@ -141,4 +145,111 @@ TEST_F(IoLineReader, AnOversizedLastLineThenEndOfFile) {
   io::write(a, std::string(100, 'z')).get();
   a.shutdown_write();
   EXPECT_THROW(lines.read_line(5s).get(), io::end_of_file);
+}
+
+// co_read_line: read_line's outcomes, awaited in a co::task whose waits keep
+// the operation in the coroutine's frame. The writer sends the rest of a
+// line only once an operation is pending (io::stats), so the reader waits
+// at least there.
+namespace {
+
+bool an_operation_pending() {
+  return wait_until([] { return io::stats().pending_operations >= 1; });
+}
+
+// Reads lines until the stream ends; each outcome other than a line is
+// recorded as "<exception name>".
+co::task<std::vector<std::string>> read_all_co(io::line_reader& lines, io::deadline until) {
+  std::vector<std::string> out;
+  for (;;) {
+    try {
+      out.push_back(co_await lines.co_read_line(until));
+    } catch (const io::end_of_file&) {
+      co_return out;
+    } catch (const io::error& e) {
+      out.push_back("<error " + std::to_string(e.errno_value()) + ">");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_F(IoLineReader, CoReadLineSplitsAndJoinsChunksAcrossWaits) {
+  promptly::runtime rt{workers(2)};
+  io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+  std::tie(a, b) = io::make_socket_pair();
+  io::line_reader lines(b, 8);
+  io::write(a, "one\ntw").get();  // "one" at once, "two" after a wait
+  auto all = co::spawn(rt, read_all_co(lines, 10s));
+  ASSERT_TRUE(an_operation_pending());
+  io::write(a, "o\r\nthree\nmuch too long\nfou").get();
+  ASSERT_TRUE(an_operation_pending());
+  io::write(a, "r").get();
+  a.shutdown_write();
+  const std::vector<std::string> want{"one", "two\r", "three", "<error " + std::to_string(EMSGSIZE) + ">", "four"};
+  EXPECT_EQ(all.get(), want);
+}
+
+TEST_F(IoLineReader, CoReadLineEndsOnDeadlineStopAndClose) {
+  promptly::runtime rt{workers(2)};
+  io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+  std::tie(a, b) = io::make_socket_pair();
+  io::line_reader lines(b);
+  auto outcome = [&](io::deadline until, std::stop_token stop) -> co::task<std::string> {
+    try {
+      co_return co_await lines.co_read_line(until, stop);
+    } catch (const io::timed_out&) {
+      co_return "timed out";
+    } catch (const io::cancelled&) {
+      co_return "cancelled";
+    } catch (const io::closed&) {
+      co_return "closed";
+    }
+  };
+  io::write(a, "par").get();
+  EXPECT_EQ(co::spawn(rt, outcome(20ms, {})).get(), "timed out");
+  EXPECT_EQ(lines.buffered(), 3u) << "a timed-out wait keeps the partial line";
+  std::stop_source stop;
+  auto stopped = co::spawn(rt, outcome(30s, stop.get_token()));
+  ASSERT_TRUE(an_operation_pending());
+  stop.request_stop();
+  EXPECT_EQ(stopped.get(), "cancelled");
+  std::stop_source stopped_before;
+  stopped_before.request_stop();
+  EXPECT_EQ(co::spawn(rt, outcome(30s, stopped_before.get_token())).get(), "cancelled");
+  io::write(a, "t\n").get();
+  EXPECT_EQ(co::spawn(rt, outcome(5s, {})).get(), "part");
+  auto closed = co::spawn(rt, outcome(30s, {}));
+  ASSERT_TRUE(an_operation_pending());
+  b.close();
+  EXPECT_EQ(closed.get(), "closed");
+}
+
+// One wait at a time per reader, as for read_line; an awaiter is awaited once.
+namespace {
+
+co::task<std::string> read_one_co(io::line_reader& lines, io::deadline until) {
+  co_return co_await lines.co_read_line(until);
+}
+
+co::task<std::string> await_one_awaiter_twice_co(io::line_reader& lines) {
+  auto awaiter = lines.co_read_line(5s);
+  std::string first = co_await std::move(awaiter);
+  co_return first + co_await std::move(awaiter);  // NOLINT(bugprone-use-after-move): what the test checks
+}
+
+}  // namespace
+
+TEST_F(IoLineReader, CoReadLineKeepsTheOnePendingRule) {
+  promptly::runtime rt{workers(2)};
+  io::descriptor a, b;  // not a binding: clang 14 lambdas cannot capture those
+  std::tie(a, b) = io::make_socket_pair();
+  io::line_reader lines(b);
+  auto waiting = co::spawn(rt, read_one_co(lines, 10s));
+  ASSERT_TRUE(an_operation_pending());
+  EXPECT_THROW(co::spawn(rt, read_one_co(lines, 10s)).get(), std::logic_error);
+  EXPECT_THROW((void)lines.read_line(), std::logic_error);
+  io::write(a, "only\nnext\n").get();
+  EXPECT_EQ(waiting.get(), "only");
+  EXPECT_THROW(co::spawn(rt, await_one_awaiter_twice_co(lines)).get(), std::logic_error);
 }

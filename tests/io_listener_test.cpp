@@ -462,7 +462,7 @@ TEST_F(IoListener, AcceptRetryDoesNotParkInsideACatchHandler) {
 namespace {
 co::task<void> echo_lines_co(io::descriptor c, std::stop_token st) {
   io::line_reader lines(c);
-  for (;;) co_await io::write(c, co_await lines.read_line({}, st) + "\n", {}, st);
+  for (;;) co_await io::write(c, co_await lines.co_read_line({}, st) + "\n", {}, st);
 }
 }  // namespace
 

@@ -35,7 +35,7 @@ inline void echo_lines(promptly::io::descriptor& in, promptly::io::descriptor& o
 inline promptly::co::task<void> echo_lines_co(promptly::io::descriptor c, std::stop_token st) {
     promptly::io::line_reader lines(c);
     try {
-        for (;;) co_await promptly::io::write(c, co_await lines.read_line({}, st) + "\n", {}, st);
+        for (;;) co_await promptly::io::write(c, co_await lines.co_read_line({}, st) + "\n", {}, st);
     } catch (const promptly::io::end_of_file&) {
     } catch (const promptly::io::cancelled&) {
     }

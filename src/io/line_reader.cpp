@@ -9,6 +9,8 @@
 // read_line then returns the line after it. So one long line costs the
 // client one error, not the connection, and the buffer never holds more
 // than max_line plus one chunk.
+#include <new>
+#include <stdexcept>
 #include "promptly/io/line_reader.hpp"
 
 #include <unistd.h>
@@ -152,8 +154,78 @@ class read_line_operation final : public basic_operation<std::string> {
   std::string line_;
 };
 
+// read_line_operation's twin in the awaiting coroutine's frame
+// (line_reader::line_awaiter): it delivers into the awaiter, and resumes the
+// coroutine when the protocol drops its last reference, after which nothing
+// but the awaiter touches it.
+class frame_read_line_operation final : public operation {
+ public:
+  frame_read_line_operation(fd_state* s, std::shared_ptr<line_reader::state> st, clock::time_point until,
+                            co::detail::promise_base* owner, std::string* line, int* err) noexcept
+      : operation("read_line", s, direction::in, until), st_(std::move(st)), owner_(owner), line_(line), err_(err) {}
+
+  bool attempt() noexcept override { return read_line_step(*fd, *st_, deadline, line_end_, error); }
+  void deliver() noexcept override {
+    *line_ = take_line(*st_, line_end_, error);
+    *err_ = error;
+  }
+  void released() noexcept override { owner_->make_ready(promptly::detail::reload_current_worker()); }
+
+ private:
+  std::shared_ptr<line_reader::state> st_;
+  co::detail::promise_base* owner_;
+  std::string* line_;
+  int* err_;
+  std::size_t line_end_ = 0;
+};
+
 }  // namespace
 }  // namespace detail
+
+line_reader::line_awaiter line_reader::co_read_line(deadline until, std::stop_token stop) {
+  return line_awaiter(*this, until, std::move(stop));
+}
+
+line_reader::line_awaiter::~line_awaiter() {
+  if (op_made_) std::launder(reinterpret_cast<detail::operation*>(op_))->~operation();
+}
+
+bool line_reader::line_awaiter::await_ready() {
+  if (awaited_) throw std::logic_error("promptly::io::line_reader::co_read_line: its result was awaited already");
+  awaited_ = true;
+  if (!r_->state_) throw std::logic_error("promptly::io::line_reader::co_read_line on a moved-from reader");
+  detail::fd_state* s = r_->d_->state();
+  if (s == nullptr) throw io::closed("read_line", -1);
+  fd_ = s;
+  // Acquire: as read_line's exchange.
+  if (r_->state_->pending.exchange(true, std::memory_order_acq_rel))
+    throw std::logic_error("promptly::io::line_reader::co_read_line: the previous read_line is still pending");
+  std::size_t line_end = 0;
+  int error = 0;
+  if (detail::try_at_once(*s, detail::direction::in, stop_,
+                          [&] { return detail::read_line_step(*s, *r_->state_, until_.at(), line_end, error); })) {
+    line_ = detail::take_line(*r_->state_, line_end, error);
+    error_ = error;
+    return true;
+  }
+  return false;
+}
+
+bool line_reader::line_awaiter::suspend(co::detail::promise_base* owner) noexcept {
+  static_assert(sizeof(detail::frame_read_line_operation) <= sizeof(op_));
+  auto* op = new (op_) detail::frame_read_line_operation(fd_, r_->state_, until_.at(), owner, &line_, &error_);
+  op_made_ = true;
+  detail::start_after_miss(op, stop_);
+  // Suspended: the operation's last release resumes the coroutine, perhaps
+  // already on another thread, so neither the awaiter nor the frame is
+  // touched after the start (co/task.hpp's invariants).
+  return true;
+}
+
+std::string line_reader::line_awaiter::await_resume() {
+  if (error_ != 0) std::rethrow_exception(detail::make_error(error_, "read_line", fd_->fd));
+  return std::move(line_);
+}
 
 line_reader::line_reader(descriptor& d, std::size_t max_line) : d_(&d), state_(std::make_shared<state>(max_line)) {}
 

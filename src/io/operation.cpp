@@ -114,7 +114,7 @@ operation::~operation() {
 
 void release(operation* op) noexcept {
   // Acq_rel: whoever deletes sees every other claimant's writes.
-  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete op;
+  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) op->released();
 }
 
 void finish_claimed(operation* op) noexcept {

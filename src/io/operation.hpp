@@ -16,7 +16,9 @@
 //    claiming = removing it from the heap under the timer queue's mutex.
 //  * refs: 1 for the pending claim (dropped by the claimer after deliver),
 //    plus 1 while an fd operation with a deadline is in the timer heap or
-//    held by the timer queue's firing loop. The record is deleted at 0.
+//    held by the timer queue's firing loop. At 0 the record is released():
+//    a heap record is deleted; a record in a coroutine's frame resumes it
+//    (src/io/README.md, "Operations in a coroutine's frame").
 //  * deliver() runs exactly once, with no lock held (it wakes the waiter:
 //    a parked fiber becomes a ready task of its runtime).
 //  * The stop_callback lives in the record and is destroyed with it; its
@@ -84,6 +86,9 @@ class operation {
   virtual void expire() noexcept {}
   // Fulfils the promise from `error` and the result. No lock held.
   virtual void deliver() noexcept = 0;
+  // The last reference is gone: a heap record deletes itself; a record in an
+  // awaiting coroutine's frame resumes it instead (the frame then ends it).
+  virtual void released() noexcept { delete this; }
 
   bool has_deadline() const noexcept { return deadline != clock::time_point::max(); }
 

@@ -25,7 +25,7 @@
 //
 //   l.serve(rt, [](io::descriptor c, std::stop_token st) -> co::task<> {
 //     io::line_reader lines(c);
-//     for (;;) co_await io::write(c, co_await lines.read_line({}, st) + "\n", {}, st);
+//     for (;;) co_await io::write(c, co_await lines.co_read_line({}, st) + "\n", {}, st);
 //   });
 //
 // Everything below holds for both kinds of handler.
