@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <array>
-#include <memory>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <semaphore>

@@ -9,11 +9,12 @@
 // read_line then returns the line after it. So one long line costs the
 // client one error, not the connection, and the buffer never holds more
 // than max_line plus one chunk.
-#include <new>
-#include <stdexcept>
 #include "promptly/io/line_reader.hpp"
 
 #include <unistd.h>
+
+#include <new>
+#include <stdexcept>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -193,22 +194,11 @@ line_reader::line_awaiter::~line_awaiter() {
 bool line_reader::line_awaiter::await_ready() {
   if (awaited_) throw std::logic_error("promptly::io::line_reader::co_read_line: its result was awaited already");
   awaited_ = true;
-  if (!r_->state_) throw std::logic_error("promptly::io::line_reader::co_read_line on a moved-from reader");
-  detail::fd_state* s = r_->d_->state();
-  if (s == nullptr) throw io::closed("read_line", -1);
-  fd_ = s;
-  // Acquire: as read_line's exchange.
-  if (r_->state_->pending.exchange(true, std::memory_order_acq_rel))
-    throw std::logic_error("promptly::io::line_reader::co_read_line: the previous read_line is still pending");
-  std::size_t line_end = 0;
-  int error = 0;
-  if (detail::try_at_once(*s, detail::direction::in, stop_,
-                          [&] { return detail::read_line_step(*s, *r_->state_, until_.at(), line_end, error); })) {
-    line_ = detail::take_line(*r_->state_, line_end, error);
-    error_ = error;
-    return true;
-  }
-  return false;
+  first_try t = r_->begin_read("co_read_line", until_, stop_);
+  fd_ = t.fd;
+  line_ = std::move(t.line);
+  error_ = t.error;
+  return t.done;
 }
 
 bool line_reader::line_awaiter::suspend(co::detail::promise_base* owner) noexcept {
@@ -231,24 +221,31 @@ line_reader::line_reader(descriptor& d, std::size_t max_line) : d_(&d), state_(s
 
 line_reader::~line_reader() = default;
 
-future<std::string> line_reader::read_line(deadline until, std::stop_token stop) {
-  if (!state_) throw std::logic_error("promptly::io::line_reader::read_line on a moved-from reader");
+line_reader::first_try line_reader::begin_read(const char* caller, deadline until, const std::stop_token& stop) {
+  const auto name = [caller] { return std::string("promptly::io::line_reader::") + caller; };
+  if (!state_) throw std::logic_error(name() + " on a moved-from reader");
   detail::fd_state* s = d_->state();
   if (s == nullptr) throw io::closed("read_line", -1);
   // Acquire pairs with deliver()'s release: the previous operation's writes
   // to the state are visible here. (The release half is not needed: the new
   // operation reaches the reactor through fd_state::mu.)
   if (state_->pending.exchange(true, std::memory_order_acq_rel))
-    throw std::logic_error("promptly::io::line_reader::read_line: the previous read_line is still pending");
-  // A line already buffered or received at once: no heap record.
+    throw std::logic_error(name() + ": the previous read_line is still pending");
+  // A line already buffered or received at once: no operation.
+  first_try t{s, false, {}, 0};
   std::size_t line_end = 0;
-  int error = 0;
   if (detail::try_at_once(*s, detail::direction::in, stop,
-                          [&] { return detail::read_line_step(*s, *state_, until.at(), line_end, error); })) {
-    std::string line = detail::take_line(*state_, line_end, error);
-    return detail::ready_outcome<std::string>(error, "read_line", s->fd, std::move(line));
+                          [&] { return detail::read_line_step(*s, *state_, until.at(), line_end, t.error); })) {
+    t.line = detail::take_line(*state_, line_end, t.error);
+    t.done = true;
   }
-  auto* op = new detail::read_line_operation(s, state_, until.at());
+  return t;
+}
+
+future<std::string> line_reader::read_line(deadline until, std::stop_token stop) {
+  first_try t = begin_read("read_line", until, stop);
+  if (t.done) return detail::ready_outcome<std::string>(t.error, "read_line", t.fd->fd, std::move(t.line));
+  auto* op = new detail::read_line_operation(t.fd, state_, until.at());
   auto f = op->get_future();
   detail::start_after_miss(op, stop);
   return f;

@@ -346,17 +346,17 @@ reactor::reactor()
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(thread_.native_handle(), "promptly-io");
   the_reactor.store(this, std::memory_order_release);  // publishes the constructed reactor
-  if (standby_ns_ > 0) {
+  // Idle workers poll the epoll set, or take the readiness a batching ring
+  // queues for them; only an epoll worker may sleep in the set.
+  bool ring_hands_off = false;
+#if PROMPTLY_HAVE_LIBURING
+  ring_hands_off = ring_ != nullptr && ring_->window_ns > 0;
+#endif
+  if (standby_ns_ > 0 || ring_hands_off) {
     ::pthread_atfork(nullptr, nullptr, &stop_worker_polls_in_child);
     promptly::detail::install_external_poll(&poll_for_idle_worker);
-    promptly::detail::install_external_wait(&wait_for_sleeping_worker, &ring_for_sleeping_worker);
   }
-#if PROMPTLY_HAVE_LIBURING
-  if (ring_ != nullptr && ring_->window_ns > 0) {
-    ::pthread_atfork(nullptr, nullptr, &stop_worker_polls_in_child);
-    promptly::detail::install_external_poll(&poll_for_idle_worker);  // which takes the ring's queue
-  }
-#endif
+  if (standby_ns_ > 0) promptly::detail::install_external_wait(&wait_for_sleeping_worker, &ring_for_sleeping_worker);
 }
 
 // A new epoll set holding the eventfd and the timerfd; events name them by

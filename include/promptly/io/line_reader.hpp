@@ -58,7 +58,7 @@ class line_reader {
   // outcome (the line, or its exception), but a wait keeps the operation in
   // the awaiting coroutine's frame: no heap record, no future. Await it where
   // it is made; awaiting it twice throws std::logic_error. (Saturated echo at
-  // 1000 connections: +5.6% requests/s over read_line's future,
+  // 1000 connections: +3-6% requests/s over read_line's future,
   // bench/results/io/frame-read-line-2026-11-29/.)
   class line_awaiter;
   [[nodiscard]] line_awaiter co_read_line(deadline until = {}, std::stop_token stop = {});
@@ -70,6 +70,17 @@ class line_reader {
   struct state;  // shared with a pending read_line (src/io/line_reader.cpp)
 
  private:
+  // What read_line and co_read_line share before an operation exists: the
+  // checks, the one-pending rule, and the try at once. Returns the
+  // descriptor's state; `done` when the line (or `error`) came at once.
+  struct first_try {
+    detail::fd_state* fd;
+    bool done;
+    std::string line;
+    int error;
+  };
+  first_try begin_read(const char* caller, deadline until, const std::stop_token& stop);
+
   descriptor* d_;
   std::shared_ptr<state> state_;
 };
