@@ -23,10 +23,10 @@ VARIANTS = [("serpt", ["--policy", "serpt", "--hints", "exact"]),
             ("equi", ["--policy", "equi"])]
 
 
-def run_program(exe, trace, rho, jobs, args):
-    """One run of the job program on a trace of bench/jobs/traces at load rho, 2 workers: its metrics."""
+def run_program(exe, trace, rho, jobs, args, workers=2):
+    """One run of the job program on a trace of bench/jobs/traces at load rho on `workers` workers: its metrics."""
     out = subprocess.run([exe, "--trace", str(TRACES / f"{trace}.trace"), "--rho", str(rho), "--jobs", str(jobs),
-                          "--workers", "2"] + args, check=True, capture_output=True, text=True).stdout
+                          "--workers", str(workers)] + args, check=True, capture_output=True, text=True).stdout
     line = [x for x in out.splitlines() if x.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])["metrics"]
 

@@ -9,7 +9,17 @@
 // work, units * unit_ns; `wrong` multiplies or divides it by 4 (alternately) for every third job
 // (by a hash of the job's seed); `none` (the default) sends none. slowdown_mean: the mean of flow
 // time / (work / P), the job's time alone on the P cores if it scaled perfectly.
+//
+// --generator-cpu N (default -1: off): after the warm-up, every thread of the process but the
+// workers (the releasing thread, the policy thread, the job server's reaper) is pinned to CPU N and
+// the workers to the other CPUs, so that the load generator and the server's own threads do not
+// take CPU time from the workers (on 2 CPUs: run with --workers 1). A measurement aid for the
+// question "how much of the live flow time is the generator sharing the workers' cores".
+#include <dirent.h>
+#include <sched.h>
+
 #include <atomic>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +39,32 @@ std::uint64_t sum_pieces(std::uint64_t lo, std::uint64_t hi, std::uint64_t units
   return a + b;
 }
 
+// Pins each thread of this process: the runtime's workers ("promptly-w*") to every allowed CPU but
+// `generator_cpu`, all others to `generator_cpu`. Fails the program if a thread cannot be pinned.
+void split_cpus(int generator_cpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) bench::args::fail("sched_getaffinity failed");
+  cpu_set_t gen, rest;
+  CPU_ZERO(&gen);
+  CPU_ZERO(&rest);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) CPU_SET(c, c == generator_cpu ? &gen : &rest);
+  if (CPU_COUNT(&gen) != 1 || CPU_COUNT(&rest) == 0)
+    bench::args::fail("--generator-cpu " + std::to_string(generator_cpu) + " must be one of 2 or more allowed CPUs");
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) bench::args::fail("cannot list /proc/self/task");
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::string comm;
+    std::getline(std::ifstream(std::string("/proc/self/task/") + e->d_name + "/comm"), comm);
+    const pid_t tid = static_cast<pid_t>(std::stol(e->d_name));
+    const cpu_set_t& set = comm.rfind("promptly-w", 0) == 0 ? rest : gen;
+    if (sched_setaffinity(tid, sizeof(set), &set) != 0) bench::args::fail("cannot pin thread " + comm);
+  }
+  closedir(dir);
+}
+
 struct replay_state {
   const jobs::plan* plan = nullptr;
   std::vector<std::atomic<std::int64_t>> end_ns;
@@ -41,11 +77,13 @@ struct replay_state {
 int main(int argc, char** argv) {
   std::string policy = "drep";
   std::string hints = "none";
+  long generator_cpu = -1;
   return jobs::main(
       argc, argv,
       [&](bench::args& a) {
         policy = a.get_string("policy", policy);
         hints = a.get_string("hints", hints);
+        generator_cpu = a.get_long("generator-cpu", generator_cpu);
         if (hints != "none" && hints != "exact" && hints != "wrong")
           bench::args::fail("--hints must be none, exact or wrong, got '" + hints + "'");
       },
@@ -75,6 +113,7 @@ int main(int argc, char** argv) {
         }, promptly::server::arg_schema{}.integer("i", {.min = 0}).integer("units", {.min = 0}).integer("seed", {.min = 0}));
         // Warm-up: fiber stacks, pools and the reaper thread exist before the first replay.
         for (int k = 0; k < 20; ++k) srv->submit("job", {{"i", 0}, {"units", 200}, {"seed", k}}).wait();
+        if (generator_cpu >= 0) split_cpus(static_cast<int>(generator_cpu));
         return [rt, srv, current, hints](const jobs::plan& p, std::int64_t& t0) {
           replay_state st(p.count);
           st.plan = &p;
