@@ -264,8 +264,14 @@ inline int main(int argc, char** argv, const std::function<void(bench::args&)>& 
   const long reps = a.get_long("reps", 1);
   const double given_unit_ns = std::strtod(a.get_string("unit-ns", "0").c_str(), nullptr);
   const bool calibrate_only = a.get_long("calibrate", 0) != 0;
+  // Every job's units (and the trace's mean) times this: larger jobs at proportionally fewer
+  // arrivals, the same load. A diagnostic: a per-job cost that does not grow with the job weighs
+  // less in each flow time.
+  const double size_scale = std::strtod(a.get_string("size-scale", "1").c_str(), nullptr);
   extra_options(a);
   a.finish();
+  if (!(size_scale > 0) || !std::isfinite(size_scale) || size_scale > 1000)
+    bench::args::fail("--size-scale must be a number in (0, 1000]");
   if (!(given_unit_ns >= 0) || !std::isfinite(given_unit_ns))
     bench::args::fail("--unit-ns must be a finite number of ns >= 0 (0: measure it)");
   if (calibrate_only) {
@@ -275,7 +281,11 @@ inline int main(int argc, char** argv, const std::function<void(bench::args&)>& 
   }
   if (trace_path.empty()) bench::args::fail("--trace FILE is required (bench/jobs/traces/)");
   if (!(rho > 0) || count <= 0 || workers == 0) bench::args::fail("--rho, --jobs and --workers must be > 0");
-  const trace tr = read_trace(trace_path);
+  trace tr = read_trace(trace_path);
+  if (size_scale != 1) {
+    for (job& j : tr.jobs) j.units = static_cast<std::uint64_t>(std::llround(static_cast<double>(j.units) * size_scale));
+    tr.mean_units *= size_scale;
+  }
   const double unit_ns = given_unit_ns > 0 ? given_unit_ns : calibrate_unit_ns();
   const run_trace_fn run = make_runner(workers);
 
