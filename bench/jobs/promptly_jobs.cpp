@@ -51,7 +51,8 @@ void split_cpus(int generator_cpu) {
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) CPU_SET(c, c == generator_cpu ? &gen : &rest);
   if (CPU_COUNT(&gen) != 1 || CPU_COUNT(&rest) == 0)
-    bench::args::fail("--generator-cpu " + std::to_string(generator_cpu) + " must be one of 2 or more allowed CPUs");
+    bench::args::fail("--generator-cpu " + std::to_string(generator_cpu) +
+                      " must name one of this process's allowed CPUs and leave another for the workers");
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) bench::args::fail("cannot list /proc/self/task");
   while (const dirent* e = readdir(dir)) {
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
         policy = a.get_string("policy", policy);
         hints = a.get_string("hints", hints);
         generator_cpu = a.get_long("generator-cpu", generator_cpu);
+        if (generator_cpu < -1) bench::args::fail("--generator-cpu must be a CPU number or -1 (off)");
         if (hints != "none" && hints != "exact" && hints != "wrong")
           bench::args::fail("--hints must be none, exact or wrong, got '" + hints + "'");
       },
