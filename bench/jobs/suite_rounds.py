@@ -16,7 +16,9 @@ def main():
     results = json.load(open(sys.argv[1]))["results"]
     by = {}
     for r in results:
-        by.setdefault(r["bench"], {})[r["runtime"]] = r["samples"]
+        # Only the replays at one load have flow times (not bing-sweep, asteal-phases, elastic).
+        if "flow_ms_mean" in r["samples"]:
+            by.setdefault(r["bench"], {})[r["runtime"]] = r["samples"]
 
     def fmt(xs, f):
         return "[" + ", ".join(f.format(x) for x in xs) + "]"
@@ -29,6 +31,8 @@ def main():
                   f"dec_p99_ms {fmt([x / 1e3 for x in s.get('decision_us_p99', [])], '{:.2f}')}")
     print("\nPer-round ratio to the same round's drep, median (range); mean also to drep-steal-boundary:")
     for bench, rts in by.items():
+        if "promptly-drep" not in rts or "promptly-drep-steal-boundary" not in rts:
+            continue
         base, sb = rts["promptly-drep"], rts["promptly-drep-steal-boundary"]
         for rt, s in rts.items():
             if not rt.startswith("promptly-") or rt in ("promptly-drep",):
