@@ -123,8 +123,7 @@ bool event_board::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
   if (modes.every_core_serves_every_pool.load(std::memory_order_seq_cst)) return false;
   pool_record& p = pools_.at(pool);
   if (!p.believed_nonempty.load(std::memory_order_seq_cst) || p.has_ready_work()) return false;
-  post_event(maybe_empty_, pool, who);
-  return true;
+  return post_event(maybe_empty_, pool, who);
 }
 
 // An event's poster either wakes the policy thread or sees to it that a
@@ -133,7 +132,7 @@ bool event_board::note_maybe_empty(std::uint32_t pool, decider who) noexcept {
 // decide_at_loop_top either takes the event bits under the policy lock, or,
 // finding the lock held, wakes the thread, which re-reads the bits before
 // it sleeps. No event waits for a decision nobody will take.
-void event_board::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
+bool event_board::post_event(event_bitmap& events, std::uint32_t pool, decider who) noexcept {
   // The first event since the thread last decided starts the latency clock
   // (relaxed: a measurement; the event itself is ordered below).
   std::uint64_t none = 0;
@@ -141,10 +140,11 @@ void event_board::post_event(event_bitmap& events, std::uint32_t pool, decider w
     oldest_event_ns_.compare_exchange_strong(none, now_ns(), std::memory_order_relaxed);
   // Seq-cst (event_bitmap), then the notifier's fence: the thread's
   // prepare_wait/re-check either sees the bit or is woken (notifier.hpp).
-  events.set(pool);
-  if (who == decider::poster) return;
+  const bool anew = events.set(pool);
+  if (who == decider::poster) return anew;
   notifier::fence_before_notify();
   notifier::notify(driver_slot_);
+  return anew;
 }
 
 void event_board::poke_driver() noexcept {

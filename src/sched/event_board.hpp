@@ -16,6 +16,10 @@
 //    decision that overwrites an asked worker's word clears its request;
 //    the worker that decided re-reads the pool-table bitmaps afterwards and
 //    wakes the policy thread if one is set (policy_driver::decide_at_loop_top).
+//    A poster (decider::poster) answers for the bits it set anew: it decides
+//    them at its loop top, or, finding the policy lock held, wakes the
+//    policy thread (which decides after the holder). A bit already pending
+//    has its decider, so posting it again makes the poster answer for nothing.
 //  * pool_record::believed_nonempty is what the policy last saw: every
 //    decision sets it from the view it decided on. A submitter pushes first
 //    and then exchanges it to true; if it was false, the submitter posts
@@ -82,7 +86,11 @@ class event_board {
   // Work was made ready at `pool`: became_nonempty if the policy believes
   // it empty, else a backlog event if the policy wants those.
   void note_nonempty(std::uint32_t pool) noexcept;
-  // The pool may have become empty; true if it posted the event.
+  // The pool may have become empty; true if this call posted the event
+  // anew (it was not pending): a decider::poster caller then sees it
+  // decided. One already pending has its decider (its poster, or the policy
+  // thread that poster poked), so an idle worker posting it again waits
+  // instead of returning to decide it while the policy lock is held.
   bool note_maybe_empty(std::uint32_t pool, decider who = decider::policy_thread) noexcept;
   void post_pool_added(std::uint32_t pool) noexcept { post_event_for_workers(pools_added_, pool); }
   void post_pool_removed(std::uint32_t pool) noexcept { post_event_for_workers(pools_removed_, pool); }
@@ -136,7 +144,8 @@ class event_board {
   // Posts a pool's event for a worker to decide, or the policy thread when
   // no worker can (note_nonempty's path, for the pool table's events).
   void post_event_for_workers(event_bitmap& events, std::uint32_t pool) noexcept;
-  void post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
+  // True if the event was not pending before.
+  bool post_event(event_bitmap& events, std::uint32_t pool, decider who = decider::policy_thread) noexcept;
 
   pool_table& pools_;
   const std::vector<std::unique_ptr<worker>>& workers_;

@@ -547,21 +547,29 @@ void policy_driver::record_latency_locked(std::uint64_t ns) {
 //
 // A worker with work of its own never waits for the lock (try_lock): it goes
 // on working, and the holder or the policy thread decides. An idle worker
-// (`idle`: no continuation, an empty deque) waits for the holder instead.
-// Until the events are decided it has nothing to run: moved() holds while a
-// became_nonempty bit is set, so it cannot even look for queued work. When
-// it went back to its loop top instead, it spun there, and a holder
+// (`idle`: no continuation, an empty deque) waits for the holder while a
+// became_nonempty bit is set: until it is decided the worker has nothing
+// to run, since moved() holds and it cannot even look for queued work.
+// When it went back to its loop top instead, it spun there, and a holder
 // descheduled on the same CPU could not finish until the kernel preempted
 // the spinner: with one worker on one CPU, aps's policy thread preempted
 // mid-tick left ready client loops waiting 4.9-5.3 ms
-// (bench/results/apps/open-loop/no-compression/). Waiting cannot deadlock:
-// no holder of policy_mutex_ waits for a worker (the policy thread, the
-// API calls that install a policy or read stats, and loop tops only decide,
-// and a policy's on_event must never block: docs/policies.md, "Rules").
+// (bench/results/apps/open-loop/no-compression/). Any other event (the
+// pool it found empty, a pool added) leaves it free to look for work, so
+// it does not wait: a holder descheduled after waking a core then kept
+// the idle worker from stealing the work that core made ready
+// (job_policies_test, TheFirstCoreWokenWakesTheNext...). It pokes the
+// policy thread, which decides the events after the holder; it does not
+// spin, because an event it posted again while one is pending is no new
+// work for it (note_maybe_empty), and its wait then commits. Waiting
+// cannot deadlock: no holder of policy_mutex_ waits for a worker (the
+// policy thread, the API calls that install a policy or read stats, and
+// loop tops only decide, and a policy's on_event must never block:
+// docs/policies.md, "Rules").
 void policy_driver::decide_at_loop_top(bool idle) noexcept {
   std::unique_lock lock(policy_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
-    if (!idle) {
+    if (!idle || !board_.nonempty_posted()) {
       // Posted without waking the thread (post_event, decider::poster): a
       // failed try_lock orders nothing, so the holder may have missed them.
       if (board_.events_posted()) board_.poke_driver();
