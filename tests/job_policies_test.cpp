@@ -838,6 +838,11 @@ TEST(JobPoliciesInARuntimeDecider, TheFirstCoreWokenWakesTheNextWhileTheDeciderI
   // The pool's arrival is decided (no work: no core changes); the next
   // decision that changes both cores is the one the submission causes.
   ASSERT_TRUE(wait_until([&] { return rt.stats().decisions > decided; })) << describe(rt);
+  // The decider must be the policy thread: a worker awake at its loop top
+  // decides pending events itself, and held there it is the core the test
+  // waits for. Asleep, neither decides, and the submission wakes the policy
+  // thread only (no core's word is the new pool yet).
+  ASSERT_TRUE(wait_until([&] { return rt.stats().sleeping_workers == 2; })) << describe(rt);
   struct gate_opened {
     ~gate_opened() { promptly::detail::chaos::decision_wake_gate.open(); }
   } reset;
@@ -854,7 +859,11 @@ TEST(JobPoliciesInARuntimeDecider, TheFirstCoreWokenWakesTheNextWhileTheDeciderI
   });
   ASSERT_TRUE(wait_until([&] { return first_started.load(); })) << "the job never started: " << describe(rt);
   const bool met = wait_until([&] { return second_started.load(); }, 20s);
-  const bool held = chaos::decision_wake_gate.held();
+  // The worker the decider woke first may preempt it on its CPU before it
+  // reaches its second wake-up (the case this test is about), so the second
+  // core can join before the gate holds the decider: it reaches the gate
+  // afterwards, which shows the decision woke both cores.
+  const bool held = wait_until([&] { return chaos::decision_wake_gate.held(); }, 20s);
   give_up.store(true);
   chaos::decision_wake_gate.open();
   job.get();
