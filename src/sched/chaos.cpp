@@ -77,7 +77,8 @@ std::uint64_t enable_from_environment() noexcept {
     const char* v = std::getenv("PROMPTLY_CHAOS");
     if (v == nullptr || *v == '\0') return std::uint64_t{0};
     const std::uint64_t s = std::strtoull(v, nullptr, 0);
-    std::fprintf(stderr, "promptly: PROMPTLY_CHAOS=%llu: randomized schedules on\n", static_cast<unsigned long long>(s));
+    if (s != 0)  // 0 is off, as when unset
+      std::fprintf(stderr, "promptly: PROMPTLY_CHAOS=%llu: randomized schedules on\n", static_cast<unsigned long long>(s));
     return s;
   }();
   if (from_env != 0) enable(from_env);
