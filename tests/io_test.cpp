@@ -595,11 +595,11 @@ TEST_F(Io, AForkedChildDoesNotPollTheParentsEpollSet) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child polled the parent's epoll set, status " << status;
 }
 
-// While the workers' polls keep finding work the reactor's standby windows
-// stretch (up to five base windows: src/io/README.md, "Idle workers
-// poll"). Once every worker runs a strand that never polls, the reactor must
-// take readiness over again: a read from this (plain) thread completes while
-// both workers spin. A window that kept stretching would hang here.
+// While the workers' polls keep finding work the reactor stands by
+// (src/io/README.md, "Idle workers poll"). Once every worker runs a strand
+// that never polls, the reactor must take readiness over again: a read from
+// this (plain) thread completes while both workers spin. A standby that
+// never ended would hang here.
 TEST(IoWorkerPolls, TheReactorTakesOverWhenEveryWorkerSpinsAfterBusyPolls) {
   start_reactor();
   if (std::string_view(io::stats().backend) != "epoll") GTEST_SKIP() << "workers poll the epoll backend only";
@@ -620,8 +620,8 @@ TEST(IoWorkerPolls, TheReactorTakesOverWhenEveryWorkerSpinsAfterBusyPolls) {
       ASSERT_EQ(std::move(got).get(), 1u);
     }
     // Who takes an event is a race with the reactor (in the sanitizer builds
-    // it may take them all); the spell stretches the windows only when the
-    // workers' polls win some. Reported, not required: the liveness below is.
+    // it may take them all); the spell makes the reactor stand by only when
+    // the workers' polls win some. Reported, not required: the liveness below is.
     std::fprintf(stderr, "events taken by workers' polls in the spell: %llu\n",
                  static_cast<unsigned long long>(io::stats().worker_events - events_before));
     std::atomic<bool> release{false};

@@ -11,7 +11,6 @@
 
 #include <sched.h>
 
-#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <chrono>
@@ -710,30 +709,23 @@ bool reactor::poll_ring_from_idle_worker() noexcept { return false; }
 void reactor::run_epoll() noexcept {
   constexpr int batch = 256;
   epoll_event events[batch];
-  std::int64_t window_ns = standby_ns_;  // the next standby window
   for (;;) {
     // Safe point: every event fetched so far has been processed (Retiring).
     drop_retired();
     int n;
-    if (standing_by(window_ns)) {
+    if (standing_by()) {
       const std::int64_t window_start = steady_ns();
-      wait_standing_by(window_ns);
+      wait_standing_by();
       // No worker polled during the window: what became ready since their
       // last poll has waited at most two windows; the reactor takes it now.
       // Otherwise the workers' next poll takes it, and the reactor does not
-      // compete with them for the events. Relaxed: hints, the windows bound
-      // their staleness.
+      // compete with them for the events. The window does not stretch while
+      // polls keep finding work: a stretched one kept readiness waiting
+      // whenever every worker turned busy (README.md, "Idle workers poll",
+      // Fixed windows). Relaxed: a hint, the window bounds its staleness.
       const std::int64_t polled = worker_polled_ns_.load(std::memory_order_relaxed);
-      // While the polls of workers that ran out of tasks keep finding work
-      // (a saturated server) the windows stretch, so the reactor does not
-      // wake every base window (README.md, "Idle workers poll", Stretching);
-      // one window without such a poll brings the base window back. A
-      // sleeping worker's wait does not stretch them: it means light load.
-      const std::int64_t fruitful = polled_fruitful_ns_.load(std::memory_order_relaxed);
-      window_ns = fruitful >= window_start ? std::min(2 * window_ns, max_window_factor * standby_ns_) : standby_ns_;
       n = polled >= window_start ? 0 : ::epoll_wait(ep_, events, batch, 0);
     } else {
-      window_ns = standby_ns_;
       n = ::epoll_wait(ep_, events, batch, -1);
     }
     if (n < 0) {
@@ -765,19 +757,19 @@ void reactor::handle_epoll_events(const epoll_event* events, int n) noexcept {
 
 // An idle worker's poll of ep_ found work within the last window: the
 // workers cover the descriptors, and the reactor waits for its own two only.
-bool reactor::standing_by(std::int64_t window_ns) const noexcept {
+bool reactor::standing_by() const noexcept {
   if (standby_ns_ == 0) return false;
   const std::int64_t fruitful = worker_fruitful_ns_.load(std::memory_order_relaxed);  // relaxed: a hint, the window bounds its staleness
-  return fruitful != 0 && steady_ns() - fruitful < window_ns;
+  return fruitful != 0 && steady_ns() - fruitful < standby_ns_;
 }
 
 // One window on the standby set: the wake-up eventfd and the timerfd.
-void reactor::wait_standing_by(std::int64_t window_ns) noexcept {
+void reactor::wait_standing_by() noexcept {
   epoll_event events[2];
-  const timespec window{static_cast<time_t>(window_ns / 1'000'000'000), static_cast<long>(window_ns % 1'000'000'000)};
+  const timespec window{static_cast<time_t>(standby_ns_ / 1'000'000'000), static_cast<long>(standby_ns_ % 1'000'000'000)};
   int n = ::epoll_pwait2(standby_ep_, events, 2, &window, nullptr);
   if (n < 0 && errno == ENOSYS)  // before Linux 5.11: millisecond resolution
-    n = ::epoll_wait(standby_ep_, events, 2, static_cast<int>((window_ns + 999'999) / 1'000'000));
+    n = ::epoll_wait(standby_ep_, events, 2, static_cast<int>((standby_ns_ + 999'999) / 1'000'000));
   if (n < 0) {
     if (errno == EINTR) return;
     die("epoll_wait (standby)");
@@ -824,10 +816,7 @@ bool reactor::poll_from_idle_worker() noexcept {
   // Relaxed: hints (standing_by, run_epoll); a window bounds their staleness.
   const std::int64_t now = steady_ns();
   worker_polled_ns_.store(now, std::memory_order_relaxed);
-  if (completed) {
-    worker_fruitful_ns_.store(now, std::memory_order_relaxed);
-    polled_fruitful_ns_.store(now, std::memory_order_relaxed);
-  }
+  if (completed) worker_fruitful_ns_.store(now, std::memory_order_relaxed);
   return completed;
 }
 

@@ -53,8 +53,7 @@
 // poll"): a worker with nothing to run may call poll_from_idle_worker, a
 // non-blocking epoll_wait whose events it handles like the reactor. While
 // workers poll, the reactor waits on standby_ep_ (eventfd, timerfd) for a
-// window (doubling, up to max_window_factor base windows, while their polls
-// keep finding work) and then polls the set itself if no worker did.
+// window and then polls the set itself if no worker did.
 //
 // Idle workers take ready descriptors (io_uring; src/io/README.md,
 // "Backends"): while completions come in bursts and a worker polled within
@@ -154,9 +153,9 @@ class reactor {
   void drop_retired() noexcept;
   void wake() noexcept;
   void handle_epoll_events(const ::epoll_event* events, int n) noexcept;
-  bool standing_by(std::int64_t window_ns) const noexcept;
+  bool standing_by() const noexcept;
   int internal_epoll_set();
-  void wait_standing_by(std::int64_t window_ns) noexcept;
+  void wait_standing_by() noexcept;
 
  public:
   // An idle worker's poll of the epoll set, or with io_uring of the
@@ -181,11 +180,8 @@ class reactor {
   // epoll backend: the set with only wake_fd_ and timer_fd_, which the
   // reactor waits on while idle workers poll ep_ ("standing by").
   int standby_ep_ = -1;
-  // Nanoseconds a standby wait lasts (the base window); 0 when workers do
-  // not poll. While workers' polls keep finding work the window doubles, up
-  // to max_window_factor base windows.
+  // Nanoseconds a standby wait lasts; 0 when workers do not poll.
   std::int64_t standby_ns_ = 0;
-  static constexpr std::int64_t max_window_factor = 5;
   // One idle worker polls at a time; the reactor frees retired states only
   // when no worker poll is in flight (drop_retired).
   std::atomic<bool> worker_polling_{false};
@@ -193,9 +189,6 @@ class reactor {
   // latest one that handled an event.
   std::atomic<std::int64_t> worker_polled_ns_{0};
   std::atomic<std::int64_t> worker_fruitful_ns_{0};
-  // The latest idle worker's poll (not a sleeping worker's wait) that
-  // handled an event: what stretches the standby windows.
-  std::atomic<std::int64_t> polled_fruitful_ns_{0};
   // A worker sleeps in (or is entering, or leaving) epoll_wait on ep_; the
   // rounds of its wait completed, each after its events were handled.
   std::atomic<bool> external_waiting_{false};
