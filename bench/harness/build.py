@@ -116,6 +116,13 @@ def build(specs, root, build_dir, promptly_prefix=None):
              f"cmake targets {' '.join(targets)}")
     if pkgs := by_kind.get("go"):
         for p in pkgs:
+            if not (root / "bench" / "go" / p).is_dir():
+                # The applications' Go peers (apps/*/go: go:email, go:proxy) are CMake targets
+                # their drivers depend on (email_server_go, proxy_server_go), built above.
+                if not (build_dir / "go" / p).is_file():
+                    raise BuildError(f"go:{p}: no package bench/go/{p}, and no {build_dir / 'go' / p} "
+                                     f"built by a CMake target (is Go installed? ./run setup)")
+                continue
             _run(["go", "build", "-o", (build_dir / "go" / p).resolve(), f"./{p}"], log,
                  f"go {p}", cwd=root / "bench" / "go")
     if bins := by_kind.get("cargo"):
